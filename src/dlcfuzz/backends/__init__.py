@@ -1,0 +1,1 @@
+"""Compilers under test, one module each."""

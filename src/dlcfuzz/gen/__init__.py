@@ -1,0 +1,1 @@
+"""Graph generation strategies (one module each)."""

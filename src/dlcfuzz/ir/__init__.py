@@ -1,0 +1,34 @@
+"""Typed computation graphs: the one data structure every other package speaks."""
+
+from dlcfuzz.ir.dtypes import (
+    DTYPE_OF_CODE,
+    DTYPES,
+    FLOATS,
+    INTS,
+    NUMERIC,
+    ONNX_CODE,
+    SIGNED,
+    UNSIGNED,
+    np_dtype,
+)
+from dlcfuzz.ir.graph import CONST_KIND, INPUT_KIND, NODE_KIND, Graph, GraphError, Node, TensorType, Value
+
+__all__ = [
+    "CONST_KIND",
+    "DTYPES",
+    "DTYPE_OF_CODE",
+    "FLOATS",
+    "INPUT_KIND",
+    "INTS",
+    "NODE_KIND",
+    "NUMERIC",
+    "ONNX_CODE",
+    "SIGNED",
+    "UNSIGNED",
+    "Graph",
+    "GraphError",
+    "Node",
+    "TensorType",
+    "Value",
+    "np_dtype",
+]

@@ -1,0 +1,237 @@
+"""Computation graph: values (typed edges), nodes (operator calls), topological order, JSON."""
+
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from dlcfuzz.ir.dtypes import DTYPES, np_dtype
+
+
+class GraphError(ValueError):
+    """A graph breaks a structural rule (dangling input, cycle, type mismatch...)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TensorType:
+    shape: tuple[int, ...]
+    dtype: str
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+    @property
+    def numel(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    def __str__(self) -> str:
+        return f"{self.dtype}[{','.join(map(str, self.shape))}]"
+
+
+INPUT_KIND, CONST_KIND, NODE_KIND = "input", "const", "node"
+
+
+@dataclass(slots=True)
+class Value:
+    """A tensor: a runtime graph input, a constant (initializer), or a node's output.
+
+    ``hint`` says which runtime values keep the operator that consumes it defined
+    (e.g. ``{"min": 0}`` for a variance); input synthesis reads it.
+    """
+
+    name: str
+    type: TensorType
+    kind: str
+    data: np.ndarray | None = None
+    hint: dict[str, Any] | None = None
+
+
+@dataclass(slots=True)
+class Node:
+    op: str
+    inputs: list[str]  # value names; "" marks an omitted optional input
+    outputs: list[str]
+    attrs: dict[str, Any] = field(default_factory=dict)
+    name: str = ""
+
+
+@dataclass
+class Graph:
+    """A DAG of nodes; ``nodes`` is kept in topological order (generation appends in that order)."""
+
+    values: dict[str, Value] = field(default_factory=dict)
+    nodes: list[Node] = field(default_factory=list)
+    outputs: list[str] = field(default_factory=list)
+    opset: int = 17
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    # -- construction -------------------------------------------------------------------------
+    def add_value(self, value: Value) -> Value:
+        if value.name in self.values:
+            raise GraphError(f"value {value.name!r} defined twice")
+        self.values[value.name] = value
+        return value
+
+    def add_node(self, node: Node) -> Node:
+        self.nodes.append(node)
+        return node
+
+    @property
+    def inputs(self) -> list[Value]:
+        return [v for v in self.values.values() if v.kind == INPUT_KIND]
+
+    @property
+    def initializers(self) -> list[Value]:
+        return [v for v in self.values.values() if v.kind == CONST_KIND]
+
+    def consumers(self) -> dict[str, list[int]]:
+        """Value name -> indices of the nodes that read it."""
+        users: dict[str, list[int]] = {}
+        for i, node in enumerate(self.nodes):
+            for name in node.inputs:
+                if name:
+                    users.setdefault(name, []).append(i)
+        return users
+
+    def set_leaf_outputs(self) -> None:
+        """Make every node output that no node reads a graph output (Isra's convention)."""
+        used = self.consumers()
+        self.outputs = [o for n in self.nodes for o in n.outputs if o not in used]
+
+    # -- checks -------------------------------------------------------------------------------
+    def toposort(self) -> list[Node]:
+        """Nodes in a topological order (Kahn); raises GraphError on a cycle or a dangling input."""
+        producer = {o: i for i, n in enumerate(self.nodes) for o in n.outputs}
+        indeg = [0] * len(self.nodes)
+        succ: list[list[int]] = [[] for _ in self.nodes]
+        for i, n in enumerate(self.nodes):
+            for name in n.inputs:
+                if not name:
+                    continue
+                if name in producer:
+                    indeg[i] += 1
+                    succ[producer[name]].append(i)
+                elif name not in self.values or self.values[name].kind == NODE_KIND:
+                    raise GraphError(f"node {i} ({n.op}) reads undefined value {name!r}")
+        ready = [i for i, d in enumerate(indeg) if d == 0]
+        order: list[int] = []
+        while ready:
+            i = ready.pop()
+            order.append(i)
+            for j in succ[i]:
+                indeg[j] -= 1
+                if indeg[j] == 0:
+                    ready.append(j)
+        if len(order) != len(self.nodes):
+            raise GraphError("graph has a cycle")
+        return [self.nodes[i] for i in order]
+
+    def validate(self) -> None:
+        """Structural validity: single definitions, typed values, acyclic, outputs defined."""
+        seen: set[str] = set()
+        for n in self.nodes:
+            for o in n.outputs:
+                if o in seen:
+                    raise GraphError(f"value {o!r} produced twice")
+                seen.add(o)
+                if o not in self.values or self.values[o].kind != NODE_KIND:
+                    raise GraphError(f"output {o!r} of {n.op} has no type")
+        for v in self.values.values():
+            if v.type.dtype not in DTYPES:
+                raise GraphError(f"value {v.name!r} has unknown dtype {v.type.dtype!r}")
+            if any(d < 0 for d in v.type.shape):
+                raise GraphError(f"value {v.name!r} has a negative dimension")
+            if v.kind == CONST_KIND:
+                if v.data is None:
+                    raise GraphError(f"constant {v.name!r} has no data")
+                if tuple(v.data.shape) != v.type.shape or v.data.dtype != np_dtype(v.type.dtype):
+                    raise GraphError(f"constant {v.name!r} data does not match its type {v.type}")
+            elif v.kind == NODE_KIND and v.name not in seen:
+                raise GraphError(f"value {v.name!r} is marked as a node output but no node produces it")
+        for o in self.outputs:
+            if o not in self.values:
+                raise GraphError(f"graph output {o!r} is undefined")
+        self.toposort()
+
+    # -- JSON ---------------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "opset": self.opset,
+            "meta": self.meta,
+            "values": [_value_to_dict(v) for v in self.values.values()],
+            "nodes": [
+                {"op": n.op, "name": n.name, "inputs": n.inputs, "outputs": n.outputs,
+                 "attrs": {k: _encode(a) for k, a in n.attrs.items()}}
+                for n in self.nodes
+            ],
+            "outputs": self.outputs,
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=1, sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Graph:
+        g = cls(opset=d["opset"], meta=d.get("meta", {}))
+        for vd in d["values"]:
+            g.add_value(_value_from_dict(vd))
+        for nd in d["nodes"]:
+            g.add_node(Node(nd["op"], list(nd["inputs"]), list(nd["outputs"]),
+                            {k: _decode(a) for k, a in nd["attrs"].items()}, nd.get("name", "")))
+        g.outputs = list(d["outputs"])
+        return g
+
+    @classmethod
+    def from_json(cls, text: str) -> Graph:
+        return cls.from_dict(json.loads(text))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Graph) and self.to_json() == other.to_json()
+
+
+def _array_to_dict(a: np.ndarray) -> dict[str, Any]:
+    a = np.ascontiguousarray(a)
+    return {"dtype": a.dtype.name, "shape": list(a.shape),
+            "b64": base64.b64encode(a.astype(a.dtype.newbyteorder("<")).tobytes()).decode()}
+
+
+def _array_from_dict(d: dict[str, Any]) -> np.ndarray:
+    dt = np_dtype(d["dtype"]).newbyteorder("<")
+    a = np.frombuffer(base64.b64decode(d["b64"]), dtype=dt).reshape(d["shape"])
+    return a.astype(np_dtype(d["dtype"]))
+
+
+def _value_to_dict(v: Value) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": v.name, "shape": list(v.type.shape), "dtype": v.type.dtype, "kind": v.kind}
+    if v.data is not None:
+        out["data"] = _array_to_dict(v.data)
+    if v.hint:
+        out["hint"] = v.hint
+    return out
+
+
+def _value_from_dict(d: dict[str, Any]) -> Value:
+    data = _array_from_dict(d["data"]) if "data" in d else None
+    return Value(d["name"], TensorType(tuple(d["shape"]), d["dtype"]), d["kind"], data, d.get("hint"))
+
+
+def _encode(a: Any) -> Any:
+    if isinstance(a, np.ndarray):
+        return {"tensor": _array_to_dict(a)}
+    if isinstance(a, tuple):
+        return list(a)
+    return a
+
+
+def _decode(a: Any) -> Any:
+    if isinstance(a, dict) and "tensor" in a:
+        return _array_from_dict(a["tensor"])
+    return a

@@ -1,0 +1,258 @@
+"""Isra's backtrack-free instantiation of one operator call, and the tensor pool it reuses from.
+
+Order (Isra §3.3.1): indegree -> first input -> attributes -> remaining inputs -> outputs.
+Each step draws from a domain that the spec wrote in terms of the earlier steps, so no step
+ever needs to undo an earlier one.  Inputs follow the on-demand policy (§3.3.3): with the
+picking rate, reuse a random existing tensor that fits the input's domain; otherwise create a
+new graph input (or, for weights, an initializer at ``init_rate``).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from dlcfuzz.ir import CONST_KIND, DTYPES, INPUT_KIND, NODE_KIND, Graph, Node, TensorType, Value
+from dlcfuzz.ir.hints import random_array
+from dlcfuzz.solve.types import TypeProfile, input_type_vars, type_domains
+from dlcfuzz.spec.dsl import Const, Ctx, EmptyDomain, Exact, In, OpSpec, ShapeDom
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Generation limits and knobs (Isra's defaults: rank <= 5, dim <= 5, picking rate 0.97)."""
+
+    max_rank: int = 5
+    max_dim: int = 5
+    max_numel: int = 4096
+    picking_rate: float = 0.97
+    init_rate: float = 0.5  # share of new weight tensors that become initializers
+    opset: int = 17
+    dtypes: tuple[str, ...] = ()
+
+
+class Pool:
+    """Existing tensors a new input may reuse, indexed by (dtype, rank) and by exact type."""
+
+    def __init__(self) -> None:
+        self.by_rank: dict[tuple[str, int], list[Value]] = {}
+        self.by_type: dict[TensorType, list[Value]] = {}
+
+    def add(self, v: Value) -> None:
+        t = v.type
+        self.by_rank.setdefault((t.dtype, t.rank), []).append(v)
+        self.by_type.setdefault(t, []).append(v)
+
+    def pick(self, rng: random.Random, dtypes: Sequence[str], ranks: Sequence[int],
+             accept, probes: int = 8) -> Value | None:
+        """A uniformly random tensor among those with a listed dtype and rank that ``accept``s.
+
+        Rejection sampling over the candidates is uniform over the accepted ones; a full scan
+        runs only when a few probes all miss.
+        """
+        buckets = [b for d in dtypes for r in ranks if (b := self.by_rank.get((d, r)))]
+        total = sum(len(b) for b in buckets)
+        if total == 0:
+            return None
+        for _ in range(probes):
+            k = rng.randrange(total)
+            for b in buckets:
+                if k < len(b):
+                    v = b[k]
+                    break
+                k -= len(b)
+            if accept is None or accept(v):
+                return v
+        if accept is None:
+            return None
+        fits = [v for b in buckets for v in b if accept(v)]
+        return fits[rng.randrange(len(fits))] if fits else None
+
+
+@dataclass
+class Stats:
+    insertions: int = 0
+    retried_insertions: int = 0  # insertions that needed at least one retry
+    retries: int = 0
+    failures: dict[str, int] = field(default_factory=dict)
+
+
+class Instantiator:
+    """Instantiates operator calls into one graph under construction."""
+
+    def __init__(self, graph: Graph, limits: Limits, rng: random.Random, nprng: np.random.Generator,
+                 profile: TypeProfile | None = None) -> None:
+        self.g = graph
+        self.lim = limits
+        self.rng = rng
+        self.np = nprng
+        self.pool = Pool()
+        self.profile = profile
+        self._counter = 0
+        self._types: dict[str, tuple[dict[str, tuple[str, ...]], list[str]]] = {}
+
+    # -- type domains, cached per operator ----------------------------------------------------
+    def types_of(self, spec: OpSpec) -> tuple[dict[str, tuple[str, ...]], list[str]]:
+        got = self._types.get(spec.op)
+        if got is None:
+            dtypes = self.lim.dtypes
+            doms = type_domains(spec, self.lim.opset, dtypes or DTYPES, self.profile)
+            got = (doms, input_type_vars(spec, self.lim.opset))
+            self._types[spec.op] = got
+        return got
+
+    def available(self, spec: OpSpec) -> bool:
+        """Whether the operator can be instantiated at all under the dtype set and profile."""
+        if spec.since > self.lim.opset:
+            return False
+        doms, tvars = self.types_of(spec)
+        return all(doms.get(tv) for tv, inp in zip(tvars, spec.inputs, strict=True) if isinstance(inp, In))
+
+    # -- values -------------------------------------------------------------------------------
+    def _name(self) -> str:
+        self._counter += 1
+        return f"v{self._counter}"
+
+    def _new_value(self, t: TensorType, inp: In, hint: dict | None) -> Value:
+        if inp.weight and self.rng.random() < self.lim.init_rate:
+            v = Value(self._name(), t, CONST_KIND, random_array(self.np, t, hint), hint)
+        else:
+            v = Value(self._name(), t, INPUT_KIND, None, hint)
+        self._staged.append((v, True))
+        return v
+
+    # -- one operator call --------------------------------------------------------------------
+    def instantiate(self, spec: OpSpec) -> Node:
+        """Appends one call of ``spec`` to the graph; raises EmptyDomain if a domain ran dry."""
+        lim, rng = self.lim, self.rng
+        doms, tvars = self.types_of(spec)
+        c = Ctx(lim, rng, self.np)
+        inputs: list[str] = []
+        # new values, committed only once the whole call is instantiated; flag: reusable later
+        self._staged: list[tuple[Value, bool]] = []
+
+        # G1: indegree
+        lo, hi = spec.arity
+        c.n = rng.randint(lo, hi) if hi > lo else lo
+
+        # G2: the first input
+        first = spec.inputs[0]
+        assert isinstance(first, In)
+        tvar = tvars[0]
+        rlo, rhi = first.rank(c) if callable(first.rank) else first.rank
+        rhi = min(rhi, lim.max_rank)
+        if rlo > rhi:
+            raise EmptyDomain(f"{spec.op}: first input rank {rlo}..{rhi}")
+        numel_cap = lim.max_numel // first.room
+        x = None
+        hint = first.hint(c) if callable(first.hint) else first.hint
+        if rng.random() < lim.picking_rate:
+            x = self.pool.pick(rng, doms[tvar], range(rlo, rhi + 1),
+                               lambda v: v.type.numel <= numel_cap and v.hint == hint)
+        if x is None:
+            dtype = doms[tvar][rng.randrange(len(doms[tvar]))]
+            x = self._new_value(TensorType(_fresh_shape(rng, rlo, rhi, lim.max_dim, numel_cap), dtype), first, hint)
+        c.x, c.s, c.r = x.type, x.type.shape, x.type.rank
+        self._bind(c, tvar, x.type.dtype)
+        c.ins.append(x.type)
+        inputs.append(x.name)
+
+        # G3: attributes (and solver variables), in declaration order
+        for name, dom in spec.attrs.items():
+            d = dom(c) if callable(dom) else dom
+            c.set(name, d.sample(rng))
+
+        # G4..: the remaining inputs, one tensor at a time
+        for k, inp in enumerate(spec.inputs):
+            if isinstance(inp, Const):
+                if k == 0:
+                    continue
+                arr = inp.value(c)
+                if arr is None:
+                    inputs.append("")
+                    c.ins.append(None)
+                    continue
+                v = Value(self._name(), TensorType(tuple(arr.shape), arr.dtype.name), CONST_KIND, arr)
+                self._staged.append((v, False))
+                inputs.append(v.name)
+                c.ins.append(v.type)
+                continue
+            repeats = c.n - 1 if (k == 0 and inp.variadic) else (c.n if inp.variadic else 1)
+            if k == 0 and not inp.variadic:
+                continue
+            if inp.optional and not c.has(inp.name):
+                inputs.append("")
+                c.ins.append(None)
+                continue
+            for _ in range(repeats):
+                v = self._input(c, inp, tvars[k], doms)
+                inputs.append(v.name)
+                c.ins.append(v.type)
+        while inputs and inputs[-1] == "":
+            inputs.pop()
+
+        # outputs, with the global size limit
+        outs = spec.out(c)
+        for t in outs:
+            if t.numel > lim.max_numel or 0 in t.shape:
+                raise EmptyDomain(f"{spec.op}: output {t} exceeds the size limit")
+        node = Node(spec.op, inputs, [], {k: v for k, v in c.attrs.items() if k[0] != "_" and v is not None},
+                    f"n{len(self.g.nodes)}")
+        for v, reusable in self._staged:
+            self.g.add_value(v)
+            if reusable:
+                self.pool.add(v)
+        for t in outs:
+            v = Value(self._name(), t, NODE_KIND)
+            self.g.add_value(v)
+            self.pool.add(v)
+            node.outputs.append(v.name)
+        self.g.add_node(node)
+        self.last_ctx = c  # tests assert the spec's checks on it
+        return node
+
+    def _bind(self, c: Ctx, tvar: str, dtype: str) -> None:
+        c.types[tvar] = dtype
+        if tvar == "T":
+            c.T = dtype
+
+    def _input(self, c: Ctx, inp: In, tvar: str, doms: dict[str, tuple[str, ...]]) -> Value:
+        rng = self.rng
+        bound = c.types.get(tvar)
+        dtypes: Sequence[str] = (bound,) if bound is not None else doms[tvar]
+        if not dtypes:
+            raise EmptyDomain(f"type variable {tvar} has no dtype")
+        sd = inp.shape(c) if inp.shape else None
+        if isinstance(sd, tuple):
+            sd = Exact(sd)
+        assert isinstance(sd, ShapeDom)
+        v = None
+        hint = inp.hint(c) if callable(inp.hint) else inp.hint
+        if rng.random() < self.lim.picking_rate:
+            if isinstance(sd, Exact):
+                cands = [w for d in dtypes for w in self.pool.by_type.get(TensorType(sd.shape, d), ())
+                         if w.hint == hint]
+                v = cands[rng.randrange(len(cands))] if cands else None
+            else:
+                ranks = sd.ranks if sd.ranks is not None else range(self.lim.max_rank + 1)
+                v = self.pool.pick(rng, dtypes, ranks, lambda w: w.hint == hint and sd.accepts(w.type.shape))
+        if v is None:
+            dtype = dtypes[rng.randrange(len(dtypes))]
+            v = self._new_value(TensorType(sd.sample(rng), dtype), inp, hint)
+        if bound is None:
+            self._bind(c, tvar, v.type.dtype)
+        return v
+
+
+def _fresh_shape(rng: random.Random, rlo: int, rhi: int, max_dim: int, numel_cap: int) -> tuple[int, ...]:
+    rank = rng.randint(rlo, rhi)
+    shape = []
+    room = numel_cap
+    for _ in range(rank):
+        d = rng.randint(1, max(1, min(max_dim, room)))
+        room = max(1, room // d)
+        shape.append(d)
+    return tuple(shape)

@@ -1,0 +1,79 @@
+"""Type-variable domains: the ONNX schema's allowed types, narrowed by the spec, the chosen
+dtype set and, optionally, a target's kernel profile (so that a generator for ONNX Runtime
+does not waste tests on kernels that do not exist)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from functools import cache
+
+import onnx.defs
+
+from dlcfuzz.ir import DTYPES
+from dlcfuzz.spec.dsl import In, OpSpec
+
+# TypeProfile: (op, type variable) -> dtypes a target implements; absent keys do not narrow.
+TypeProfile = Mapping[tuple[str, str], frozenset[str]]
+
+_ONNX_TO_NP = {
+    "float": "float32", "double": "float64", "float16": "float16", "int8": "int8", "int16": "int16",
+    "int32": "int32", "int64": "int64", "uint8": "uint8", "uint16": "uint16", "uint32": "uint32",
+    "uint64": "uint64", "bool": "bool",
+}
+
+
+def onnx_type_name(type_str: str) -> str | None:
+    """'tensor(float)' -> 'float32'; None for types dlcfuzz does not generate."""
+    if type_str.startswith("tensor(") and type_str.endswith(")"):
+        return _ONNX_TO_NP.get(type_str[7:-1])
+    return None
+
+
+@cache
+def schema(op: str, opset: int) -> onnx.defs.OpSchema | None:
+    try:
+        return onnx.defs.get_schema(op, opset)
+    except onnx.defs.SchemaError:
+        return None
+
+
+def input_type_vars(spec: OpSpec, opset: int) -> list[str]:
+    """The type variable of each spec input (explicit ``In.T`` or the schema's, by position)."""
+    sch = schema(spec.op, opset)
+    out = []
+    for k, inp in enumerate(spec.inputs):
+        if isinstance(inp, In) and inp.T:
+            out.append(inp.T)
+        elif sch is not None and sch.inputs:
+            out.append(sch.inputs[min(k, len(sch.inputs) - 1)].type_str)
+        else:
+            out.append("T")
+    return out
+
+
+def type_domains(spec: OpSpec, opset: int, dtypes: Iterable[str] = DTYPES,
+                 profile: TypeProfile | None = None) -> dict[str, tuple[str, ...]]:
+    """Type variable -> allowed dtypes (kept in the canonical DTYPES order for determinism)."""
+    allowed_set = set(dtypes)
+    sch = schema(spec.op, opset)
+    doms: dict[str, tuple[str, ...]] = {}
+    names = set(input_type_vars(spec, opset)) | set(spec.types)
+    schema_types = {}
+    if sch is not None:
+        for tc in sch.type_constraints:
+            schema_types[tc.type_param_str] = {onnx_type_name(t) for t in tc.allowed_type_strs} - {None}
+    for var in names:
+        if var in schema_types:
+            cands = schema_types[var]
+        elif var.startswith("tensor("):  # a fixed type written in the schema, e.g. tensor(int64)
+            cands = {onnx_type_name(var)} - {None}
+        else:
+            cands = set(DTYPES)
+        if var in spec.types:
+            cands = cands & set(spec.types[var])
+        if profile is not None and (spec.op, var) in profile:
+            cands = cands & profile[(spec.op, var)]
+        if not var.startswith("tensor("):
+            cands = cands & allowed_set
+        doms[var] = tuple(d for d in DTYPES if d in cands)
+    return doms

@@ -1,0 +1,5 @@
+"""conv operators."""
+
+from dlcfuzz.spec.dsl import OpSpec
+
+SPECS: list[OpSpec] = []

@@ -1,0 +1,442 @@
+"""The constraint DSL: one declarative ``OpSpec`` per ONNX operator.
+
+A spec is data that follows Isra's instantiation order, so that every draw is satisfiable:
+
+1. ``arity``   -- the indegree (how many times a variadic input repeats);
+2. ``inputs[0]`` -- the first input's type: type variable, rank range, room to grow;
+3. ``attrs``   -- attribute domains, in order; each may be a ``Dom`` or a function of the
+                  context ``c`` (first input, earlier attributes).  Names starting with ``_``
+                  are solver variables that are not ONNX attributes; a ``None`` value omits
+                  the attribute so that the operator's default is exercised;
+4. the other ``inputs`` -- each a shape domain that is a function of ``c``; a later input may
+                  reuse a compatible existing tensor or becomes a new one;
+5. ``out``     -- output types, a function of ``c``;
+6. ``checks``  -- named predicates on the complete call: the constraints the domains were
+                  written to satisfy (tests assert them; disruptive mode breaks them).
+
+Domains are *propagated by construction*: a domain written in terms of earlier choices only
+holds values that can be extended to a full valid call (operation-level global consistency).
+The context ``c`` exposes ``c.x`` (first input type), ``c.s`` (its shape), ``c.r`` (its rank),
+``c.T`` / ``c.types`` (bound type variables), ``c.n`` (indegree), ``c.ins`` (input types so far),
+``c.cfg`` (limits), ``c.rng`` (random.Random) and every attribute drawn so far as ``c.<name>``.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from dlcfuzz.ir import TensorType
+
+
+class EmptyDomain(Exception):
+    """A domain had no value: a spec is not propagated well enough (counted as a retry)."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Value domains
+# ---------------------------------------------------------------------------------------------
+class Dom:
+    """A finite or continuous set of values to draw from."""
+
+    def sample(self, rng: random.Random) -> Any:
+        raise NotImplementedError
+
+    def __contains__(self, v: Any) -> bool:
+        raise NotImplementedError
+
+    def size(self) -> int:
+        """How many distinct values (an estimate for continuous domains), for diversity metrics."""
+        raise NotImplementedError
+
+
+@dataclass(frozen=True, slots=True)
+class Int(Dom):
+    lo: int
+    hi: int
+
+    def sample(self, rng: random.Random) -> int:
+        if self.lo > self.hi:
+            raise EmptyDomain(f"Int({self.lo}, {self.hi})")
+        return rng.randint(self.lo, self.hi)
+
+    def __contains__(self, v: Any) -> bool:
+        return isinstance(v, int) and self.lo <= v <= self.hi
+
+    def size(self) -> int:
+        return max(0, self.hi - self.lo + 1)
+
+
+@dataclass(frozen=True, slots=True)
+class Float(Dom):
+    """A float in [lo, hi], rounded to 3 decimals so that reports stay readable."""
+
+    lo: float
+    hi: float
+
+    def sample(self, rng: random.Random) -> float:
+        return round(rng.uniform(self.lo, self.hi), 3)
+
+    def __contains__(self, v: Any) -> bool:
+        return isinstance(v, float) and self.lo <= v <= self.hi
+
+    def size(self) -> int:
+        return 8  # GenCoG counts a continuous attribute as a handful of distinguishable values
+
+
+@dataclass(frozen=True, slots=True)
+class Choice(Dom):
+    values: tuple[Any, ...]
+
+    def __init__(self, values: Sequence[Any]):
+        object.__setattr__(self, "values", tuple(values))
+
+    def sample(self, rng: random.Random) -> Any:
+        if not self.values:
+            raise EmptyDomain("Choice()")
+        return self.values[rng.randrange(len(self.values))]
+
+    def __contains__(self, v: Any) -> bool:
+        return v in self.values
+
+    def size(self) -> int:
+        return len(self.values)
+
+
+BOOL = Choice((0, 1))
+
+
+@dataclass(frozen=True, slots=True)
+class Subset(Dom):
+    """A sorted subset of ``universe`` with between ``lo`` and ``hi`` elements."""
+
+    universe: tuple[int, ...]
+    lo: int = 0
+    hi: int | None = None
+
+    def __init__(self, universe: Sequence[int], lo: int = 0, hi: int | None = None):
+        object.__setattr__(self, "universe", tuple(universe))
+        object.__setattr__(self, "lo", lo)
+        object.__setattr__(self, "hi", hi)
+
+    def sample(self, rng: random.Random) -> list[int]:
+        hi = len(self.universe) if self.hi is None else min(self.hi, len(self.universe))
+        if self.lo > hi:
+            raise EmptyDomain(f"Subset of {self.universe} with {self.lo}..{hi} elements")
+        k = rng.randint(self.lo, hi)
+        return sorted(rng.sample(self.universe, k))
+
+    def __contains__(self, v: Any) -> bool:
+        hi = len(self.universe) if self.hi is None else self.hi
+        return len(set(v)) == len(v) and set(v) <= set(self.universe) and self.lo <= len(v) <= hi
+
+    def size(self) -> int:
+        hi = len(self.universe) if self.hi is None else min(self.hi, len(self.universe))
+        return sum(math.comb(len(self.universe), k) for k in range(self.lo, hi + 1))
+
+
+@dataclass(frozen=True, slots=True)
+class Perm(Dom):
+    """A permutation of range(n)."""
+
+    n: int
+
+    def sample(self, rng: random.Random) -> list[int]:
+        p = list(range(self.n))
+        rng.shuffle(p)
+        return p
+
+    def __contains__(self, v: Any) -> bool:
+        return sorted(v) == list(range(self.n))
+
+    def size(self) -> int:
+        return math.factorial(self.n)
+
+
+@dataclass(frozen=True, slots=True)
+class Seq(Dom):
+    """A list whose i-th element is drawn from ``item(i, prefix)`` (a Dom), of a given length.
+
+    Elements may depend on the ones before (e.g. a pad end that needs the pad begin).
+    """
+
+    length: int
+    item: Callable[[int, list[Any]], Dom]
+
+    def sample(self, rng: random.Random) -> list[Any]:
+        out: list[Any] = []
+        for i in range(self.length):
+            out.append(self.item(i, out).sample(rng))
+        return out
+
+    def __contains__(self, v: Any) -> bool:
+        return len(v) == self.length and all(x in self.item(i, list(v[:i])) for i, x in enumerate(v))
+
+    def size(self) -> int:
+        return self.item(0, []).size() ** self.length if self.length else 1
+
+
+def ints(length: int, lo: int, hi: int) -> Seq:
+    """``length`` independent integers in [lo, hi]."""
+    dom = Int(lo, hi)
+    return Seq(length, lambda i, prefix: dom)
+
+
+@dataclass(frozen=True, slots=True)
+class Maybe(Dom):
+    """``None`` (attribute omitted: the default is used) with probability ``p_none``, else ``dom``."""
+
+    dom: Dom
+    p_none: float = 0.25
+
+    def sample(self, rng: random.Random) -> Any:
+        return None if rng.random() < self.p_none else self.dom.sample(rng)
+
+    def __contains__(self, v: Any) -> bool:
+        return v is None or v in self.dom
+
+    def size(self) -> int:
+        return self.dom.size() + 1
+
+
+# ---------------------------------------------------------------------------------------------
+# Shape domains (for inputs after the first)
+# ---------------------------------------------------------------------------------------------
+class ShapeDom:
+    """A set of shapes; ``ranks`` narrows the search for existing tensors (None: any rank)."""
+
+    ranks: tuple[int, ...] | None = None
+
+    def accepts(self, shape: tuple[int, ...]) -> bool:
+        raise NotImplementedError
+
+    def sample(self, rng: random.Random) -> tuple[int, ...]:
+        raise NotImplementedError
+
+
+@dataclass(slots=True)
+class Exact(ShapeDom):
+    shape: tuple[int, ...]
+
+    def __post_init__(self) -> None:
+        self.shape = tuple(self.shape)
+        self.ranks = (len(self.shape),)
+
+    def accepts(self, shape: tuple[int, ...]) -> bool:
+        return shape == self.shape
+
+    def sample(self, rng: random.Random) -> tuple[int, ...]:
+        return self.shape
+
+
+@dataclass(slots=True)
+class Dims(ShapeDom):
+    """A fixed rank; dimension i is drawn from ``dims[i]`` (an int or a Dom)."""
+
+    dims: Sequence[int | Dom]
+
+    def __post_init__(self) -> None:
+        self.ranks = (len(self.dims),)
+
+    def accepts(self, shape: tuple[int, ...]) -> bool:
+        if len(shape) != len(self.dims):
+            return False
+        for s, d in zip(shape, self.dims, strict=True):
+            if (s != d) if isinstance(d, int) else (s not in d):
+                return False
+        return True
+
+    def sample(self, rng: random.Random) -> tuple[int, ...]:
+        return tuple(d if isinstance(d, int) else d.sample(rng) for d in self.dims)
+
+
+@dataclass(slots=True)
+class Broadcast(ShapeDom):
+    """Shapes that broadcast (numpy style, both directions) with ``shape``.
+
+    ``uni=True`` narrows to shapes that broadcast *to* ``shape`` (ONNX unidirectional).
+    New dimensions (where ``shape`` has 1, or leading ones) are bounded so that the broadcast
+    result keeps at most ``max_numel`` elements.
+    """
+
+    shape: tuple[int, ...]
+    max_rank: int
+    max_dim: int
+    max_numel: int
+    uni: bool = False
+
+    def __post_init__(self) -> None:
+        self.ranks = tuple(range(0, (len(self.shape) if self.uni else self.max_rank) + 1))
+
+    def accepts(self, shape: tuple[int, ...]) -> bool:
+        a, b = self.shape, shape
+        if self.uni and len(b) > len(a):
+            return False
+        numel = 1
+        for i in range(1, max(len(a), len(b)) + 1):
+            x = a[-i] if i <= len(a) else 1
+            y = b[-i] if i <= len(b) else 1
+            if x != y and x != 1 and y != 1:
+                return False
+            if self.uni and y != x and y != 1:
+                return False
+            numel *= max(x, y)
+        return numel <= self.max_numel
+
+    def sample(self, rng: random.Random) -> tuple[int, ...]:
+        a = self.shape
+        room = self.max_numel
+        for d in a:
+            room //= d
+        rank = rng.randint(0, len(a) if self.uni else self.max_rank)
+        out = []
+        for i in range(1, rank + 1):
+            x = a[-i] if i <= len(a) else 1
+            if x != 1:
+                out.append(x if rng.random() < 0.75 else 1)
+            elif self.uni:
+                out.append(1)
+            else:  # a new dimension: grow the result within the element budget
+                y = rng.randint(1, max(1, min(self.max_dim, room)))
+                room //= y
+                out.append(y)
+        return tuple(reversed(out))
+
+
+def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
+    """The numpy broadcast of shapes (assumed compatible)."""
+    rank = max((len(s) for s in shapes), default=0)
+    out = [1] * rank
+    for s in shapes:
+        for i in range(1, len(s) + 1):
+            if s[-i] != 1:
+                out[-i] = s[-i]
+    return tuple(out)
+
+
+# ---------------------------------------------------------------------------------------------
+# Inputs and the spec
+# ---------------------------------------------------------------------------------------------
+Fn = Callable[["Ctx"], Any]
+
+
+@dataclass(slots=True)
+class In:
+    """A tensor input.
+
+    The first input takes ``rank`` (range, clamped to the configured max rank) and ``room``
+    (its element count leaves room to grow ``room``-fold, for operators that enlarge tensors);
+    later inputs take ``shape`` (a function of ``c`` returning a ShapeDom or a tuple); a variadic
+    first input uses ``shape`` for its repeats.
+    ``T`` names a type variable (ONNX's name; None: taken from the ONNX schema).  ``optional``
+    inputs are present when the solver variable ``_has_<name>`` is 1, drawn with the attributes.
+    ``variadic`` repeats the input to the indegree.  ``weight`` inputs may become initializers.
+    ``hint`` (a dict, or a function of ``c``) tells input synthesis which values keep the
+    operator defined, e.g. ``{"nonzero": 1}`` for an integer divisor.
+    """
+
+    name: str
+    T: str | None = None
+    rank: tuple[int, int] | Fn = (0, 99)
+    room: int = 1
+    shape: Fn | None = None
+    optional: bool = False
+    variadic: bool = False
+    weight: bool = False
+    hint: dict[str, Any] | Fn | None = None
+
+
+@dataclass(slots=True)
+class Const:
+    """A constant input whose value follows from the attributes (axes, shapes, pads ...).
+
+    ``value(c)`` returns a numpy array, or None to omit an optional input.
+    """
+
+    name: str
+    value: Fn
+
+
+@dataclass
+class OpSpec:
+    op: str
+    family: str
+    inputs: list[In | Const]
+    out: Callable[[Ctx], list[TensorType]]
+    attrs: dict[str, Dom | Fn] = field(default_factory=dict)
+    arity: tuple[int, int] = (1, 1)
+    types: dict[str, Sequence[str]] = field(default_factory=dict)
+    checks: dict[str, Callable[[Ctx], bool]] = field(default_factory=dict)
+    since: int = 1
+    doc: str = ""
+
+    def __post_init__(self) -> None:
+        first = self.inputs[0]
+        if not isinstance(first, In) or first.optional or (first.shape is not None and not first.variadic):
+            raise TypeError(f"{self.op}: the first input must be a required In without a shape function")
+        for inp in self.inputs[1:]:
+            if isinstance(inp, In) and inp.shape is None:
+                raise TypeError(f"{self.op}: input {inp.name} needs a shape function")
+            if isinstance(inp, In) and inp.optional:
+                self.attrs.setdefault(f"_has_{inp.name}", BOOL)
+
+    @property
+    def data_inputs(self) -> list[In]:
+        return [i for i in self.inputs if isinstance(i, In)]
+
+    @property
+    def variadic(self) -> bool:
+        return any(isinstance(i, In) and i.variadic for i in self.inputs)
+
+
+class Ctx:
+    """The partial instantiation of one operator call; attributes land here as fields."""
+
+    def __init__(self, cfg: Any, rng: random.Random, nprng: np.random.Generator) -> None:
+        self.cfg = cfg
+        self.rng = rng
+        self.np = nprng
+        self.types: dict[str, str] = {}
+        self.ins: list[TensorType | None] = []
+        self.n = 1
+        self.attrs: dict[str, Any] = {}
+
+    # first-input shorthands, bound by the solver
+    x: TensorType
+    s: tuple[int, ...]
+    r: int
+    T: str
+
+    def set(self, name: str, value: Any) -> None:
+        self.attrs[name] = value
+        setattr(self, name, value)
+
+    def bcast(self, shape: tuple[int, ...], uni: bool = False) -> Broadcast:
+        """Shapes that broadcast with ``shape`` within the configured limits."""
+        cfg = self.cfg
+        return Broadcast(shape, cfg.max_rank, cfg.max_dim, cfg.max_numel, uni)
+
+    def dim(self, lo: int = 1) -> Int:
+        """A fresh dimension length."""
+        return Int(lo, max(lo, self.cfg.max_dim))
+
+    def has(self, name: str) -> bool:
+        return bool(self.attrs.get(f"_has_{name}", 0))
+
+
+def axis_dom(rank: int, negative: bool = True) -> Int:
+    """An axis of a rank-``rank`` tensor, in ONNX's [-rank, rank-1] (or [0, rank-1])."""
+    return Int(-rank if negative else 0, rank - 1)
+
+
+def divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def i64(values: Sequence[int] | int) -> np.ndarray:
+    return np.array(values, dtype=np.int64)

@@ -1,0 +1,5 @@
+"""nn operators."""
+
+from dlcfuzz.spec.dsl import OpSpec
+
+SPECS: list[OpSpec] = []

@@ -1,0 +1,5 @@
+"""norm operators."""
+
+from dlcfuzz.spec.dsl import OpSpec
+
+SPECS: list[OpSpec] = []

@@ -1,0 +1,5 @@
+"""pool operators."""
+
+from dlcfuzz.spec.dsl import OpSpec
+
+SPECS: list[OpSpec] = []

@@ -1,0 +1,5 @@
+"""reduce operators."""
+
+from dlcfuzz.spec.dsl import OpSpec
+
+SPECS: list[OpSpec] = []

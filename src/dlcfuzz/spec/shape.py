@@ -1,0 +1,5 @@
+"""shape operators."""
+
+from dlcfuzz.spec.dsl import OpSpec
+
+SPECS: list[OpSpec] = []

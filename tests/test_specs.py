@@ -1,0 +1,37 @@
+"""Every spec, against the real ONNX checker, ONNX shape inference and ONNX Runtime."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from dlcfuzz.spec import REGISTRY
+from tests.helpers import check_graph, ort_generator
+
+SPEC_NAMES = sorted(REGISTRY)
+FILLERS = [REGISTRY[n] for n in ("Relu", "Add", "Identity", "Cast", "Neg")]
+
+
+@pytest.mark.parametrize("op", SPEC_NAMES)
+def test_single_op(op: str) -> None:
+    spec = REGISTRY[op]
+    gen = ort_generator([spec])
+    if gen.unavailable:
+        pytest.skip(f"{op}: ONNX Runtime has no kernel for any allowed dtype")
+    for seed in range(12):
+        g = gen.generate(seed)
+        assert [n.op for n in g.nodes] == [op]
+        check_graph(g, seed=seed)
+        ctx = gen.last_ctx
+        for name, check in spec.checks.items():
+            assert check(ctx), f"{op}: check {name!r} fails for {g.nodes[0].attrs}"
+    assert gen.stats.retries == 0, gen.stats
+
+
+@pytest.mark.parametrize("op", SPEC_NAMES)
+def test_in_graphs(op: str) -> None:
+    """The operator inside small graphs, reusing tensors produced by other operators."""
+    gen = ort_generator([REGISTRY[op], *random.Random(op).sample(FILLERS, 2)], op_range=(4, 8))
+    for seed in range(4):
+        check_graph(gen.generate(seed), seed=seed)
