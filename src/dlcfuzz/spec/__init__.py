@@ -6,7 +6,7 @@ import importlib
 
 from dlcfuzz.spec.dsl import OpSpec
 
-FAMILIES = ("elementwise", "broadcast", "reduce", "shape", "conv", "pool", "norm", "nn")
+FAMILIES = ("elementwise", "broadcast", "reduce", "shape", "index", "conv", "pool", "norm", "nn")
 
 REGISTRY: dict[str, OpSpec] = {}
 for _family in FAMILIES:

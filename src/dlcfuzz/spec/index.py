@@ -1,0 +1,5 @@
+"""index operators."""
+
+from dlcfuzz.spec.dsl import OpSpec
+
+SPECS: list[OpSpec] = []
