@@ -198,9 +198,8 @@ class Graph:
 
 
 def _array_to_dict(a: np.ndarray) -> dict[str, Any]:
-    a = np.ascontiguousarray(a)
     return {"dtype": a.dtype.name, "shape": list(a.shape),
-            "b64": base64.b64encode(a.astype(a.dtype.newbyteorder("<")).tobytes()).decode()}
+            "b64": base64.b64encode(a.astype(a.dtype.newbyteorder("<")).tobytes(order="C")).decode()}
 
 
 def _array_from_dict(d: dict[str, Any]) -> np.ndarray:

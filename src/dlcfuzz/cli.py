@@ -1,0 +1,206 @@
+"""The ``dlcfuzz`` command: wires the packages together, nothing more."""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+from dlcfuzz.ir import DTYPES
+
+
+class UsageError(Exception):
+    """Bad input from the user: reported in one line with exit code 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2 (argparse prints the usage too)
+        raise UsageError(f"{message} (see '{self.prog} --help')")
+
+
+def derive_seed(seed: int, index: int) -> int:
+    """Independent per-graph seeds, so graph i is the same whatever N is."""
+    return int.from_bytes(hashlib.sha256(f"{seed}:{index}".encode()).digest()[:8], "little")
+
+
+def _op_range(text: str) -> tuple[int, int]:
+    try:
+        lo, hi = (int(x) for x in text.split(":"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected LB:UB (e.g. 1:30), got {text!r}") from None
+    if not 1 <= lo <= hi:
+        raise argparse.ArgumentTypeError(f"need 1 <= LB <= UB, got {text!r}")
+    return lo, hi
+
+
+def _names(text: str) -> list[str]:
+    if text.startswith("@"):
+        text = Path(text[1:]).read_text()
+    return [n.strip() for n in text.replace("\n", ",").split(",") if n.strip()]
+
+
+def _resolve_ops(names: list[str] | None):
+    from dlcfuzz.spec import REGISTRY, resolve_ops
+
+    unknown = [n for n in names or [] if n not in REGISTRY]
+    if unknown:
+        raise UsageError(f"unknown operator(s) in --op-set: {', '.join(unknown)} "
+                         f"(known: {len(REGISTRY)} ONNX operators, e.g. {', '.join(sorted(REGISTRY)[:5])}, ...)")
+    return resolve_ops(names)
+
+
+def _limits(args: argparse.Namespace):
+    from dlcfuzz.export.onnx import MAX_OPSET, MIN_OPSET
+    from dlcfuzz.solve import Limits
+
+    if not MIN_OPSET <= args.opset <= MAX_OPSET:
+        raise UsageError(f"--opset {args.opset} is not supported; use {MIN_OPSET}..{MAX_OPSET}")
+    dtypes = tuple(_names(args.dtypes)) if args.dtypes else ()
+    bad = [d for d in dtypes if d not in DTYPES]
+    if bad:
+        raise UsageError(f"unknown dtype(s) {', '.join(bad)}; known: {', '.join(DTYPES)}")
+    if not 0.0 <= args.picking_rate <= 1.0 or not 0.0 <= args.init_rate <= 1.0:
+        raise UsageError("--picking-rate and --init-rate must be within [0, 1]")
+    if args.max_rank < 1 or args.max_dim < 1:
+        raise UsageError("--max-rank and --max-dim must be at least 1")
+    return Limits(max_rank=args.max_rank, max_dim=args.max_dim, max_numel=args.max_numel,
+                  picking_rate=args.picking_rate, init_rate=args.init_rate, opset=args.opset, dtypes=dtypes)
+
+
+def cmd_gen(args: argparse.Namespace) -> int:
+    from dlcfuzz.export.onnx import to_bytes
+    from dlcfuzz.gen.isra import IsraGenerator
+
+    limits = _limits(args)
+    specs = _resolve_ops(_names(args.op_set) if args.op_set else None)
+    profile = None
+    if args.target == "ort":
+        try:
+            from dlcfuzz.backends.ort import full_profile
+        except ImportError:
+            raise UsageError("--target ort needs onnxruntime: pip install onnxruntime, or pass --target onnx") from None
+        profile = full_profile(limits.opset, tuple(s.op for s in specs))
+    try:
+        gen = IsraGenerator(specs, limits, args.ops, profile)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    ops: Counter[str] = Counter()
+    start = time.perf_counter()
+    gen_time = 0.0
+    for i in _progress(range(args.n), "generating", args.n):
+        t0 = time.perf_counter()
+        g = gen.generate(derive_seed(args.seed, i))
+        gen_time += time.perf_counter() - t0
+        ops.update(n.op for n in g.nodes)
+        stem = out / f"g{i:05d}"
+        stem.with_suffix(".onnx").write_bytes(to_bytes(g))
+        stem.with_suffix(".json").write_text(g.to_json())
+    st = gen.stats
+    summary = {
+        "graphs": args.n, "seed": args.seed, "ops": list(args.ops), "opset": limits.opset,
+        "insertions": st.insertions, "retried_insertions": st.retried_insertions, "retries": st.retries,
+        "operator_types": len(ops), "operator_counts": dict(sorted(ops.items())),
+        "unavailable_operators": gen.unavailable,
+    }
+    (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+    wall = time.perf_counter() - start
+    print(f"wrote {args.n} graphs ({st.insertions} operators, {len(ops)} types) to {out} in {wall:.1f}s; "
+          f"generation {st.insertions / max(gen_time, 1e-9):.0f} insertions/s; "
+          f"insertions needing a retry: {st.retried_insertions} ({100 * st.retried_insertions / max(1, st.insertions):.2f}%)")
+    if gen.unavailable:
+        print(f"left out (no dtype available for this target): {', '.join(gen.unavailable)}")
+    return 0
+
+
+def cmd_metrics(args: argparse.Namespace) -> int:
+    from dlcfuzz.metrics import DIVERSITY, GRAPH_METRICS, OP_METRICS, ModelError, OpInfo, compute, load_model, op_nodes
+    from dlcfuzz.solve import Limits
+    from dlcfuzz.solve.space import call_space, indegrees
+
+    specs = _resolve_ops(_names(args.op_set) if args.op_set else None)
+    folder = Path(args.dir)
+    if not folder.is_dir():
+        raise UsageError(f"{folder} is not a folder of ONNX models")
+    files = sorted(folder.rglob("*.onnx"))
+    if not files:
+        raise UsageError(f"no .onnx files under {folder}")
+    limits = Limits(opset=args.opset)
+    corpus = {s.op: OpInfo(indegrees(s, args.opset), call_space(s, limits)) for s in specs}
+    try:
+        graphs = [op_nodes(load_model(f)) for f in _progress(files, "reading", len(files))]
+    except ModelError as e:
+        raise UsageError(str(e)) from None
+    result = compute(graphs, corpus)
+    result["models"] = len(files)
+    result["corpus_size"] = len(corpus)
+    if args.json:
+        print(json.dumps(result, indent=1))
+    else:
+        print(f"{len(files)} models, operator corpus of {len(corpus)}")
+        for k in (*GRAPH_METRICS, *OP_METRICS, *DIVERSITY):
+            pct = k in ("OTC", "IDC", "SEC", "DEC")
+            print(f"  {k:<17} {100 * result[k]:.2f} %" if pct else f"  {k:<17} {result[k]:.4f}")
+    return 0
+
+
+def _progress(items, label: str, total: int):
+    if not sys.stderr.isatty():
+        return items
+    from rich.progress import track
+
+    return track(items, description=label, total=total, transient=True)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="dlcfuzz", description="Find bugs in deep learning compilers.")
+    sub = p.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
+
+    g = sub.add_parser("gen", help="generate valid computation graphs as ONNX models")
+    g.add_argument("-n", type=int, default=10, help="number of graphs")
+    g.add_argument("--ops", type=_op_range, default=(1, 30), help="operator count range LB:UB")
+    g.add_argument("--seed", type=int, default=0)
+    g.add_argument("--strategy", choices=["isra"], default="isra")
+    g.add_argument("--out", required=True, help="output folder")
+    g.add_argument("--opset", type=int, default=17)
+    g.add_argument("--max-rank", type=int, default=5)
+    g.add_argument("--max-dim", type=int, default=5)
+    g.add_argument("--max-numel", type=int, default=4096, help="element limit of every tensor")
+    g.add_argument("--picking-rate", type=float, default=0.97, help="probability of reusing an existing tensor")
+    g.add_argument("--init-rate", type=float, default=0.5, help="share of new weights that become initializers")
+    g.add_argument("--dtypes", help="comma-separated dtypes to use (default: all)")
+    g.add_argument("--op-set", help="comma-separated operators, or @file (default: all)")
+    g.add_argument("--target", choices=["ort", "onnx"], default="ort",
+                   help="narrow dtypes to what the target implements (ort) or to the ONNX spec only (onnx)")
+    g.set_defaults(func=cmd_gen)
+
+    m = sub.add_parser("metrics", help="Isra's coverage metrics and GenCoG's diversity of a folder of ONNX models")
+    m.add_argument("dir")
+    m.add_argument("--op-set", help="operator corpus: comma-separated, or @file (default: all specs)")
+    m.add_argument("--opset", type=int, default=17, help="opset whose schemas define allowed indegrees")
+    m.add_argument("--json", action="store_true")
+    m.set_defaults(func=cmd_metrics)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        if getattr(args, "n", 1) < 0:
+            raise UsageError("-n must be >= 0")
+        return args.func(args)
+    except UsageError as e:
+        print(f"dlcfuzz: error: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:
+        print(f"dlcfuzz: error: {e.strerror or e}: {e.filename or ''}".rstrip(": "), file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
