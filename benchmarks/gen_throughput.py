@@ -79,7 +79,8 @@ def main() -> None:
                 break
             ratio = ours["with_onnx_graphs_per_s"] / max(peer["graphs_per_s"], 1e-12)
             print(f"{n}-operator graphs: dlcfuzz {ours['with_onnx_graphs_per_s']:.1f} graphs/s (with ONNX) vs "
-                  f"NNSmith {peer['graphs_per_s']:.3f} graphs/s ({peer['graphs_ok']} ok, {peer['graphs_failed']} failed)"
+                  f"NNSmith {peer['graphs_per_s']:.3f} graphs/s "
+                  f"({peer['graphs_ok']} ok, {peer['graphs_failed']} failed)"
                   f" -> {ratio:.0f}x; operators/s {ours['with_onnx_insertions_per_s']:.0f} vs {peer['ops_per_s']:.1f}")
             results["peer"].append({"nodes": n, "dlcfuzz": ours, "nnsmith": peer, "graphs_per_s_ratio": ratio})
     print(json.dumps(results))

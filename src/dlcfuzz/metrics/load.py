@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -62,10 +63,8 @@ def load_model(path: str | Path) -> onnx.ModelProto:
 
 def op_nodes(model: onnx.ModelProto) -> list[OpNode]:
     """The model's nodes with input types (via ONNX shape inference), attributes and edges."""
-    try:
+    with contextlib.suppress(Exception):  # metrics still work without intermediate shapes
         model = shape_inference.infer_shapes(model)
-    except Exception:  # metrics still work without intermediate shapes
-        pass
     g = model.graph
     types: dict[str, tuple[tuple[Any, ...], str]] = {}
     for vi in [*g.input, *g.value_info, *g.output]:

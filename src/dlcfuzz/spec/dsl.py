@@ -181,6 +181,75 @@ class Seq(Dom):
         return self.item(0, []).size() ** self.length if self.length else 1
 
 
+@dataclass(frozen=True, slots=True)
+class Axes(Dom):
+    """Between ``lo`` and ``hi`` distinct axes of a rank-``rank`` tensor (taken from ``among``,
+    default all), in any order, each written in its non-negative or its negative form."""
+
+    rank: int
+    lo: int = 0
+    hi: int | None = None
+    among: tuple[int, ...] | None = None
+
+    def _universe(self) -> tuple[int, ...]:
+        return tuple(range(self.rank)) if self.among is None else tuple(self.among)
+
+    def sample(self, rng: random.Random) -> list[int]:
+        universe = self._universe()
+        hi = len(universe) if self.hi is None else min(self.hi, len(universe))
+        if self.lo > hi:
+            raise EmptyDomain(f"Axes of rank {self.rank} with {self.lo}..{hi} elements")
+        axes = rng.sample(universe, rng.randint(self.lo, hi))
+        return [a - self.rank if rng.random() < 0.5 else a for a in axes]
+
+    def __contains__(self, v: Any) -> bool:
+        if not all(isinstance(a, int) and -self.rank <= a < self.rank for a in v):
+            return False
+        norm = [a % self.rank for a in v]
+        hi = len(self._universe()) if self.hi is None else self.hi
+        return len(set(norm)) == len(norm) and set(norm) <= set(self._universe()) and self.lo <= len(v) <= hi
+
+    def size(self) -> int:
+        n = len(self._universe())
+        hi = n if self.hi is None else min(self.hi, n)
+        return sum(math.perm(n, k) * 2**k for k in range(self.lo, hi + 1))
+
+
+@dataclass(frozen=True, slots=True)
+class OneOf(Dom):
+    """A value of one of several domains, the domain picked uniformly."""
+
+    doms: tuple[Dom, ...]
+
+    def sample(self, rng: random.Random) -> Any:
+        return self.doms[rng.randrange(len(self.doms))].sample(rng)
+
+    def __contains__(self, v: Any) -> bool:
+        return any(v in d for d in self.doms)
+
+    def size(self) -> int:
+        return sum(d.size() for d in self.doms)
+
+
+@dataclass(frozen=True, slots=True)
+class Upto(Dom):
+    """A dimension length in [1, hi]; fresh draws stay within [1, fresh] (reused tensors may be longer)."""
+
+    hi: int
+    fresh: int
+
+    def sample(self, rng: random.Random) -> int:
+        if self.hi < 1:
+            raise EmptyDomain(f"Upto({self.hi})")
+        return rng.randint(1, min(self.hi, self.fresh))
+
+    def __contains__(self, v: Any) -> bool:
+        return isinstance(v, int) and 1 <= v <= self.hi
+
+    def size(self) -> int:
+        return max(0, self.hi)
+
+
 def ints(length: int, lo: int, hi: int) -> Seq:
     """``length`` independent integers in [lo, hi]."""
     dom = Int(lo, hi)
@@ -246,10 +315,7 @@ class Dims(ShapeDom):
     def accepts(self, shape: tuple[int, ...]) -> bool:
         if len(shape) != len(self.dims):
             return False
-        for s, d in zip(shape, self.dims, strict=True):
-            if (s != d) if isinstance(d, int) else (s not in d):
-                return False
-        return True
+        return all(s == d if isinstance(d, int) else s in d for s, d in zip(shape, self.dims, strict=True))
 
     def sample(self, rng: random.Random) -> tuple[int, ...]:
         return tuple(d if isinstance(d, int) else d.sample(rng) for d in self.dims)

@@ -28,7 +28,7 @@ def _clip_bound(which: str):
         if v is None:
             return None
         if not c.T.startswith("float"):
-            v = int(round(v)) if not c.T.startswith("uint") else abs(int(round(v)))
+            v = round(v) if not c.T.startswith("uint") else abs(round(v))
         return np.array(v, dtype=c.T)
     return value
 

@@ -1,5 +1,107 @@
-"""norm operators."""
+"""Normalizations: BatchNormalization (inference), InstanceNormalization, LayerNormalization,
+LpNormalization, MeanVarianceNormalization, GroupNormalization."""
 
-from dlcfuzz.spec.dsl import OpSpec
+from __future__ import annotations
 
-SPECS: list[OpSpec] = []
+from dlcfuzz.ir import TensorType
+from dlcfuzz.spec.dsl import Axes, Choice, Float, In, Maybe, OpSpec, axis_dom, divisors
+from dlcfuzz.spec.reduce import axes_in_range
+
+EPS = Maybe(Float(0.001, 0.1))  # > 0: a zero variance stays defined
+
+
+def same(c) -> list[TensorType]:
+    return [c.x]
+
+
+def chan(c) -> int:
+    """C of an (N x C x D1 ... Dn) tensor; a rank-1 tensor has a single channel (ONNX inference)."""
+    return c.s[1] if c.r >= 2 else 1
+
+
+def per_channel(name: str, hint=None) -> In:
+    # T1/T2 (scale/bias, mean/var) may differ from T in ONNX, but ORT only registers kernels with
+    # T = T1 = T2, so they share X's type variable
+    return In(name, T="T", shape=lambda c: (chan(c),), weight=True, hint=hint)
+
+
+def channel_shapes(*names: str):
+    def check(c) -> bool:
+        return all(t.shape == (chan(c),) for t in c.ins[1:1 + len(names)] if t is not None)
+    return check
+
+
+def broadcasts_to_x(k: int):
+    def check(c) -> bool:
+        t = c.ins[k] if k < len(c.ins) else None
+        return t is None or c.bcast(c.s, uni=True).accepts(t.shape)
+    return check
+
+
+def layer_norm_out(c) -> list[TensorType]:
+    axis = (c.axis if c.axis is not None else -1) % c.r
+    stats = TensorType(c.s[:axis] + (1,) * (c.r - axis), "float32")  # U = stash_type (1: float)
+    return [c.x, stats, stats][:c._nout]
+
+
+SPECS = [
+    OpSpec("BatchNormalization", "norm",
+           [In("X", rank=(1, 99)), per_channel("scale"), per_channel("B"), per_channel("input_mean"),
+            per_channel("input_var", hint={"min": 0})],
+           same,
+           attrs={"epsilon": EPS, "momentum": Maybe(Float(0.0, 1.0)),
+                  # training mode would add the running_mean/running_var outputs: inference only
+                  "training_mode": Maybe(Choice((0,)))},
+           checks={"scale, B, input_mean, input_var have shape [C]":
+                   channel_shapes("scale", "B", "input_mean", "input_var"),
+                   "inference mode (one output)": lambda c: not c.training_mode},
+           since=15),
+    OpSpec("InstanceNormalization", "norm",
+           [In("input", rank=(3, 99)), per_channel("scale"), per_channel("B")],
+           same, attrs={"epsilon": EPS},
+           checks={"rank >= 3": lambda c: c.r >= 3, "scale, B have shape [C]": channel_shapes("scale", "B")},
+           since=6),
+    OpSpec("LayerNormalization", "norm",
+           # Scale and B broadcast unidirectionally to X (ONNX spec), not only the normalized shape
+           [In("X", rank=(1, 99)), In("Scale", shape=lambda c: c.bcast(c.s, uni=True), weight=True),
+            In("B", shape=lambda c: c.bcast(c.s, uni=True), weight=True, optional=True)],
+           layer_norm_out,
+           attrs={"axis": lambda c: Maybe(axis_dom(c.r)), "epsilon": EPS,
+                  # outputs Y, Mean, InvStdDev as a prefix (the DSL cannot skip a middle output)
+                  "_nout": Choice((1, 2, 3)),
+                  # stash_type is the type U of Mean/InvStdDev: float (1) or bfloat16 (16), which
+                  # dlcfuzz does not generate, so 16 only when Y is the single output
+                  "stash_type": lambda c: Maybe(Choice((1, 16) if c._nout == 1 else (1,)))},
+           checks={"axis in [-r, r-1]": lambda c: -c.r <= (c.axis if c.axis is not None else -1) < c.r,
+                   "Scale broadcasts to X": broadcasts_to_x(1), "B broadcasts to X": broadcasts_to_x(2),
+                   "stash_type is float when Mean/InvStdDev are outputs":
+                   lambda c: c._nout == 1 or c.stash_type in (None, 1)},
+           since=17),
+    OpSpec("LpNormalization", "norm", [In("input", rank=(1, 99))], same,
+           attrs={"axis": lambda c: Maybe(axis_dom(c.r)), "p": Maybe(Choice((1, 2)))},
+           checks={"axis in [-r, r-1]": lambda c: -c.r <= (c.axis if c.axis is not None else -1) < c.r,
+                   "p in {1, 2}": lambda c: c.p in (None, 1, 2)},
+           since=1),
+    OpSpec("MeanVarianceNormalization", "norm", [In("X", rank=(1, 99))], same,
+           # the default axes [0, 2, 3] (omitted attribute) fail ONNX's strict shape inference of the
+           # function body (onnx 1.23), so axes is always given
+           attrs={"axes": lambda c: Axes(c.r, lo=1)},
+           checks={"axes in [-r, r-1]": lambda c: axes_in_range(c.axes, c.r)},
+           since=13),
+]
+
+# GroupNormalization-18 (scale/bias of shape [num_groups]) is deprecated: the ONNX checker rejects
+# it at opsets 18-20; version 21 takes scale/bias of shape [C].  Not in SPECS yet: the test harness
+# raises (instead of skipping) for an operator unavailable at opset 17, ORT's profile marks it as
+# not runnable (a context-dependent function), and onnx 1.23 infers no output type for it (onnx#7157).
+GROUP_NORM = OpSpec(
+    "GroupNormalization", "norm",
+    [In("X", rank=(2, 99)), per_channel("scale"), per_channel("bias")],
+    same,
+    attrs={"num_groups": lambda c: Choice(divisors(c.s[1])), "epsilon": EPS,
+           # stage-one precision: float, float16, double (bfloat16, 16, is outside dlcfuzz's dtypes)
+           "stash_type": Maybe(Choice((1, 10, 11)))},
+    checks={"num_groups divides C": lambda c: c.s[1] % c.num_groups == 0,
+            "scale, bias have shape [C]": channel_shapes("scale", "bias")},
+    since=21,
+)

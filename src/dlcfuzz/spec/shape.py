@@ -10,6 +10,7 @@ from typing import Any
 from dlcfuzz.ir import TensorType
 from dlcfuzz.spec.dsl import (
     BOOL,
+    Axes,
     Broadcast,
     Choice,
     Const,
@@ -20,7 +21,6 @@ from dlcfuzz.spec.dsl import (
     OpSpec,
     Perm,
     Seq,
-    Subset,
     broadcast_shapes,
     divisors,
     i64,
@@ -32,28 +32,7 @@ NONE = Choice((None,))  # the attribute / optional input is always omitted
 # ---------------------------------------------------------------------------------------------
 # Local domains
 # ---------------------------------------------------------------------------------------------
-@dataclass(frozen=True, slots=True)
-class Axes(Dom):
-    """lo..hi distinct axes from ``universe`` (axes of a rank-``rank`` tensor), in any order,
-    each in its positive or negative form."""
 
-    universe: tuple[int, ...]
-    rank: int
-    lo: int = 1
-    hi: int | None = None
-
-    def sample(self, rng: random.Random) -> list[int]:
-        picked = Subset(self.universe, self.lo, self.hi).sample(rng)
-        rng.shuffle(picked)
-        return [a - self.rank if rng.random() < 0.5 else a for a in picked]
-
-    def __contains__(self, v: Any) -> bool:
-        ok = all(-self.rank <= a < self.rank for a in v)
-        return ok and [a % self.rank for a in v] in Subset(self.universe, self.lo, self.hi)
-
-    def size(self) -> int:
-        hi = len(self.universe) if self.hi is None else min(self.hi, len(self.universe))
-        return sum(math.perm(len(self.universe), k) * 2**k for k in range(self.lo, hi + 1))
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,8 +77,9 @@ class ShapeOf(Dom):
         return 2 ** len(self.shapes.shape) * (self.shapes.max_rank + 1)
 
 
-def maybe_axes(universe, rank: int, lo: int = 1) -> Dom:
-    return Maybe(Axes(tuple(universe), rank, lo), 0.3) if universe else NONE
+def maybe_axes(universe, rank: int) -> Dom:
+    """1.. of the given axes, or omitted (None); always omitted when there is none to pick."""
+    return Maybe(Axes(rank, 1, among=tuple(universe)), 0.3) if universe else NONE
 
 
 def norm(axes, rank: int) -> list[int]:
@@ -111,12 +91,12 @@ def out_shape(fn):
     return lambda c: [TensorType(tuple(fn(c)), c.T)]
 
 
-def axes_const(name: str = "axes", var: str = "_axes") -> Const:
-    return Const(name, lambda c: None if getattr(c, var) is None else i64(getattr(c, var)))
+def axes_const() -> Const:
+    return Const("axes", lambda c: None if c._axes is None else i64(c._axes))
 
 
 # ---------------------------------------------------------------------------------------------
-# Shapes of outputs
+# Per-operator domains and output shapes
 # ---------------------------------------------------------------------------------------------
 def _reshape_code(c) -> Seq:
     """Each target dim as itself, 0 (copy the input dim: allowzero=0 only) or -1 (at most one)."""
@@ -217,7 +197,7 @@ SPECS: list[OpSpec] = [
            out_shape(_unsqueeze),
            attrs={
                "_k": lambda c: Int(1, c.cfg.max_rank - c.r),  # how many dims to insert
-               "_axes": lambda c: Axes(tuple(range(c.r + c._k)), c.r + c._k, c._k, c._k),
+               "_axes": lambda c: Axes(c.r + c._k, c._k, c._k),
            },
            checks={
                "axes in [-r', r'-1]": lambda c: all(-c.r - c._k <= a < c.r + c._k for a in c._axes),
