@@ -110,9 +110,10 @@ def cmd_gen(args: argparse.Namespace) -> int:
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
     wall = time.perf_counter() - start
+    retried = 100 * st.retried_insertions / max(1, st.insertions)
     print(f"wrote {args.n} graphs ({st.insertions} operators, {len(ops)} types) to {out} in {wall:.1f}s; "
           f"generation {st.insertions / max(gen_time, 1e-9):.0f} insertions/s; "
-          f"insertions needing a retry: {st.retried_insertions} ({100 * st.retried_insertions / max(1, st.insertions):.2f}%)")
+          f"insertions needing a retry: {st.retried_insertions} ({retried:.2f}%)")
     if gen.unavailable:
         print(f"left out (no dtype available for this target): {', '.join(gen.unavailable)}")
     return 0
