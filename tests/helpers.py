@@ -15,6 +15,10 @@ from dlcfuzz.ir.hints import random_array
 from dlcfuzz.solve import Limits
 from dlcfuzz.spec import REGISTRY, OpSpec
 
+SESSION_OPTIONS = ort.SessionOptions()
+SESSION_OPTIONS.intra_op_num_threads = 1  # tiny graphs: thread pools cost more than they give
+SESSION_OPTIONS.inter_op_num_threads = 1
+
 _DTYPE_OF_ELEM = {
     1: "float32", 2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 6: "int32", 7: "int64", 9: "bool",
     10: "float16", 11: "float64", 12: "uint32", 13: "uint64",
@@ -40,7 +44,7 @@ def check_graph(g: Graph, run: bool = True, seed: int = 0) -> None:
             assert tuple(dims) == t.shape, f"{vi.name}: onnx infers {dims}, spec {t}"
     if not run:
         return
-    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    sess = ort.InferenceSession(model.SerializeToString(), SESSION_OPTIONS, providers=["CPUExecutionProvider"])
     rng = np.random.default_rng(seed)
     feeds = {v.name: random_array(rng, v.type, v.hint) for v in g.inputs}
     outs = sess.run(None, feeds)

@@ -18,7 +18,8 @@ def indegrees(spec: OpSpec, opset: int) -> frozenset[int]:
     sch = schema(spec.op, opset)
     if sch is None:
         return frozenset({len(spec.inputs)})
-    hi = spec.arity[1] + len(spec.inputs) - 1 if spec.variadic else sch.max_input
+    # the schema's max is 2**31-1 for variadic inputs: cap by what the spec can generate
+    hi = min(sch.max_input, spec.arity[1] + len(spec.inputs) - 1)
     return frozenset(range(sch.min_input, hi + 1))
 
 
