@@ -72,3 +72,20 @@ def test_nsa_is_order_independent_and_attributes_count() -> None:
 def test_nodes_outside_the_corpus_are_ignored() -> None:
     m = compute([op_nodes(DIAMOND)], {"Relu": CORPUS["Relu"], "Add": CORPUS["Add"]})
     assert m["NOO"] == 2 and m["NOP"] == 1 and m["NTR"] == 0
+
+
+def test_corpus_facts_from_specs_match_generated_graphs() -> None:
+    """IDC's denominators (allowed indegrees) contain every indegree the generator produces, and
+    every spec has a finite call-space estimate for vertex diversity."""
+    from dlcfuzz.export.onnx import to_onnx
+    from dlcfuzz.solve import Limits
+    from dlcfuzz.solve.space import call_space, indegrees
+    from dlcfuzz.spec import REGISTRY
+    from tests.helpers import ort_generator
+
+    for spec in REGISTRY.values():
+        assert 1 <= call_space(spec, Limits()) < 10**12, spec.op
+    gen = ort_generator(list(REGISTRY.values()), op_range=(20, 30))
+    for seed in range(40):
+        for n in op_nodes(to_onnx(gen.generate(seed))):
+            assert n.indegree in indegrees(REGISTRY[n.op], 17), (n.op, n.indegree)
