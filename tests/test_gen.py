@@ -57,3 +57,18 @@ def test_operator_subset_and_dtypes_respected() -> None:
         g = gen.generate(seed)
         assert {n.op for n in g.nodes} <= {"Add", "Relu"}
         assert {v.type.dtype for v in g.values.values()} == {"float32"}
+
+
+def test_target_onnx_covers_the_full_spec_and_stays_valid() -> None:
+    """Without ORT's narrowing, graphs use dtypes/forms ORT lacks, and remain valid ONNX."""
+    from dlcfuzz.gen.isra import IsraGenerator
+    from dlcfuzz.solve import Limits
+
+    gen = IsraGenerator(ALL, Limits(target="onnx"), (10, 30))
+    dtypes = set()
+    for seed in range(60):
+        g = gen.generate(seed)
+        check_graph(g, run=False)
+        dtypes |= {v.type.dtype for v in g.values.values()}
+    assert {"float16", "uint16", "uint32"} <= dtypes
+    assert gen.stats.retried_insertions <= 0.01 * gen.stats.insertions

@@ -68,7 +68,8 @@ def _limits(args: argparse.Namespace):
     if args.max_rank < 1 or args.max_dim < 1:
         raise UsageError("--max-rank and --max-dim must be at least 1")
     return Limits(max_rank=args.max_rank, max_dim=args.max_dim, max_numel=args.max_numel,
-                  picking_rate=args.picking_rate, init_rate=args.init_rate, opset=args.opset, dtypes=dtypes)
+                  picking_rate=args.picking_rate, init_rate=args.init_rate, opset=args.opset, dtypes=dtypes,
+                  target=getattr(args, "target", "ort"))
 
 
 def cmd_gen(args: argparse.Namespace) -> int:

@@ -32,6 +32,7 @@ class Limits:
     init_rate: float = 0.5  # share of new weight tensors that become initializers
     opset: int = 17
     dtypes: tuple[str, ...] = ()
+    target: str = "ort"  # "ort": also narrow to what ONNX Runtime implements; "onnx": the ONNX spec only
 
 
 class Pool:

@@ -1,6 +1,6 @@
 """Neural-network operators: Gemm, MatMul, PRelu, the softmax family, Resize, Dropout, Einsum, LRN.
 
-``ORT_LIMITS`` narrows Resize, LRN and Einsum to what ONNX Runtime's CPU kernels implement;
+``ort(c)`` (``--target ort``) narrows Resize, LRN and Einsum to what ONNX Runtime's CPU kernels implement;
 each narrowing is marked ``ORT:`` below.  With it off, the domains cover the ONNX operator.
 """
 
@@ -32,7 +32,10 @@ from dlcfuzz.spec.dsl import (
     i64,
 )
 
-ORT_LIMITS = True
+
+def ort(c) -> bool:
+    """Whether to narrow to what ONNX Runtime's CPU kernels implement (``--target ort``)."""
+    return c.cfg.target == "ort"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -191,7 +194,7 @@ def _einsum_plan(c, rng: random.Random) -> tuple[str, tuple[int, ...] | None, tu
     budget = cfg.max_numel // max(1, _prod(s))
     explicit = rng.random() < 0.7
     # ORT: implicit-mode equations with upper-case letters fail ("only subscript labels allowed ...")
-    letters = list(_LOWER + (_LOWER.upper() if explicit or not ORT_LIMITS else ""))
+    letters = list(_LOWER + (_LOWER.upper() if explicit or not ort(c) else ""))
     rng.shuffle(letters)
     dim: dict[str, int] = {}
 
@@ -319,7 +322,7 @@ def _rmode(c) -> str:
 
 
 def _resize_modes(c) -> list[str]:
-    if not ORT_LIMITS:
+    if not ort(c):
         return ["nearest", "linear", "cubic"]
     modes = ["nearest"]
     if c.r >= 2:  # ORT: linear only on 2-D to 5-D inputs (bilinear / trilinear)
@@ -332,7 +335,7 @@ def _resize_modes(c) -> list[str]:
 
 def _fixed_axes(c) -> tuple[int, ...]:
     """ORT: axes whose scale must be 1 (linear and cubic resize only the inner 2 or 3 axes)."""
-    if not ORT_LIMITS or _rmode(c) == "nearest" or c.r <= 2 or (c.r == 3 and _rmode(c) == "linear"):
+    if not ort(c) or _rmode(c) == "nearest" or c.r <= 2 or (c.r == 3 and _rmode(c) == "linear"):
         return ()
     if c.r == 5:
         return (0, 1)
@@ -341,7 +344,7 @@ def _fixed_axes(c) -> tuple[int, ...]:
 
 def _growing_axes(c) -> tuple[int, ...]:
     """ORT: cubic on NHWC without antialias needs scales >= 1 on H and W."""
-    if ORT_LIMITS and _rmode(c) == "cubic" and c._layout == "nhwc" and not c.antialias:
+    if ort(c) and _rmode(c) == "cubic" and c._layout == "nhwc" and not c.antialias:
         return (1, 2)
     return ()
 
@@ -358,7 +361,7 @@ def _policy(c) -> str:
 def _antialias(c):
     if c.cfg.opset < 18:
         return Choice((None,))
-    if not ORT_LIMITS:
+    if not ort(c):
         return Maybe(BOOL)
     if _rmode(c) == "nearest":  # ORT: antialias=1 only for linear and cubic
         return Maybe(Choice((0,)))
@@ -372,7 +375,7 @@ def _axes(c):
         return Choice((None,))
     fixed = _fixed_axes(c)
     # ORT: under a keep_aspect_ratio_policy, negative axes are not normalized (they resize nothing)
-    neg = not ORT_LIMITS or _policy(c) == "stretch"
+    neg = not ort(c) or _policy(c) == "stretch"
     if _policy(c) != "stretch" and fixed:
         # a policy gives every listed axis one common scale: keep the ORT-fixed axes unlisted
         return _axes_list(c.r, [a for a in range(c.r) if a not in fixed], negative=neg)
@@ -464,7 +467,7 @@ def _roi(c):
     starts = [round(c.rng.uniform(-0.25, 0.75), 3) for _ in range(n)]
     ends = [round(c.rng.uniform(0.25, 1.25), 3) for _ in range(n)]
     # ORT: roi must be float32 (ONNX also allows float16 and double)
-    dtype = "float32" if ORT_LIMITS else c.rng.choice(("float16", "float32", "float64"))
+    dtype = "float32" if ort(c) else c.rng.choice(("float16", "float32", "float64"))
     return np.array(starts + ends, dtype=dtype)
 
 
@@ -530,7 +533,7 @@ SPECS: list[OpSpec] = [
                "cubic_coeff_a": lambda c: _only(c, ("cubic",), Float(-1.0, -0.25)),
                # ORT: exclude_outside=1 only for cubic, or linear with antialias
                "exclude_outside": lambda c: Maybe(
-                   BOOL if not ORT_LIMITS or _rmode(c) == "cubic" or (_rmode(c) == "linear" and c.antialias)
+                   BOOL if not ort(c) or _rmode(c) == "cubic" or (_rmode(c) == "linear" and c.antialias)
                    else Choice((0,))),
                "extrapolation_value": lambda c: Maybe(
                    Float(-2.0, 2.0), 0.25 if c.coordinate_transformation_mode == "tf_crop_and_resize" else 0.85),
@@ -549,7 +552,7 @@ SPECS: list[OpSpec] = [
            attrs={"seed": Maybe(Int(0, 2 ** 31 - 1), 0.6),
                   "_ratio": Maybe(Float(0.0, 0.95), 0.3),
                   # ORT: ratio must be float or double (ONNX also allows float16 and bfloat16)
-                  "_rtype": Choice(("float32", "float64") if ORT_LIMITS else ("float16", "float32", "float64")),
+                  "_rtype": lambda c: Choice(("float32", "float64") if ort(c) else ("float16", "float32", "float64")),
                   "_train": Maybe(Choice((0,)), 0.5),  # inference only: training_mode false or omitted
                   "_mask": BOOL},
            checks={"ratio in [0, 1)": lambda c: c._ratio is None or 0.0 <= c._ratio < 1.0,
@@ -563,11 +566,11 @@ SPECS: list[OpSpec] = [
            checks={"equation agrees with the input shapes":
                        lambda c: _einsum_ok(c.equation, [t.shape for t in c.ins if t is not None])},
            since=12),
-    OpSpec("LRN", "nn", [In("X", rank=(4, 4) if ORT_LIMITS else (2, 99))],  # ORT: 4-D only
+    OpSpec("LRN", "nn", [In("X", rank=lambda c: (4, 4) if ort(c) else (2, 99))],  # ORT: 4-D only
            same,
            # ORT: odd sizes only (ONNX sums over [c - floor((size-1)/2), c + ceil((size-1)/2)])
-           attrs={"size": Choice(range(1, 10, 2) if ORT_LIMITS else range(1, 10)),
-                  "alpha": Maybe(Float(0.001 if ORT_LIMITS else 0.0, 1.0)),  # ORT: alpha > 0
+           attrs={"size": lambda c: Choice(range(1, 10, 2) if ort(c) else range(1, 10)),
+                  "alpha": lambda c: Maybe(Float(0.001 if ort(c) else 0.0, 1.0)),  # ORT: alpha > 0
                   "beta": Maybe(Float(0.25, 1.5)), "bias": Maybe(Float(0.5, 3.0))},
            checks={"size >= 1": lambda c: c.size >= 1},
            since=13),
