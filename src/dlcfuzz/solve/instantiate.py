@@ -93,6 +93,8 @@ class Instantiator:
         self.pool = Pool()
         self.profile = profile
         self._counter = 0
+        # new values of the call being instantiated, committed only once it is complete; flag: reusable
+        self._staged: list[tuple[Value, bool]] = []
         self._types: dict[str, tuple[dict[str, tuple[str, ...]], list[str]]] = {}
 
     # -- type domains, cached per operator ----------------------------------------------------
@@ -132,8 +134,7 @@ class Instantiator:
         doms, tvars = self.types_of(spec)
         c = Ctx(lim, rng, self.np)
         inputs: list[str] = []
-        # new values, committed only once the whole call is instantiated; flag: reusable later
-        self._staged: list[tuple[Value, bool]] = []
+        self._staged = []
 
         # G1: indegree
         lo, hi = spec.arity
@@ -158,40 +159,30 @@ class Instantiator:
             x = self._new_value(TensorType(_fresh_shape(rng, rlo, rhi, lim.max_dim, numel_cap), dtype), first, hint)
         c.x, c.s, c.r = x.type, x.type.shape, x.type.rank
         self._bind(c, tvar, x.type.dtype)
-        c.ins.append(x.type)
-        inputs.append(x.name)
+        self._append_input(c, inputs, x)
 
         # G3: attributes (and solver variables), in declaration order
         for name, dom in spec.attrs.items():
             d = dom(c) if callable(dom) else dom
             c.set(name, d.sample(rng))
 
-        # G4..: the remaining inputs, one tensor at a time
-        for k, inp in enumerate(spec.inputs):
+        # G4..: the remaining inputs, one tensor at a time (a variadic first input repeats first)
+        for _ in range(c.n - 1 if first.variadic else 0):
+            self._append_input(c, inputs, self._input(c, first, tvar, doms))
+        for k, inp in enumerate(spec.inputs[1:], start=1):
             if isinstance(inp, Const):
-                if k == 0:
-                    continue
                 arr = inp.value(c)
                 if arr is None:
-                    inputs.append("")
-                    c.ins.append(None)
+                    self._append_input(c, inputs, None)
                     continue
                 v = Value(self._name(), TensorType(tuple(arr.shape), arr.dtype.name), CONST_KIND, arr)
                 self._staged.append((v, False))
-                inputs.append(v.name)
-                c.ins.append(v.type)
-                continue
-            repeats = c.n - 1 if (k == 0 and inp.variadic) else (c.n if inp.variadic else 1)
-            if k == 0 and not inp.variadic:
-                continue
-            if inp.optional and not c.has(inp.name):
-                inputs.append("")
-                c.ins.append(None)
-                continue
-            for _ in range(repeats):
-                v = self._input(c, inp, tvars[k], doms)
-                inputs.append(v.name)
-                c.ins.append(v.type)
+                self._append_input(c, inputs, v)
+            elif inp.optional and not c.has(inp.name):
+                self._append_input(c, inputs, None)
+            else:
+                for _ in range(c.n if inp.variadic else 1):
+                    self._append_input(c, inputs, self._input(c, inp, tvars[k], doms))
         while inputs and inputs[-1] == "":
             inputs.pop()
 
@@ -214,6 +205,12 @@ class Instantiator:
         self.g.add_node(node)
         self.last_ctx = c  # tests assert the spec's checks on it
         return node
+
+    @staticmethod
+    def _append_input(c: Ctx, inputs: list[str], v: Value | None) -> None:
+        """Records an input (None: an omitted optional input, written as "")."""
+        inputs.append(v.name if v is not None else "")
+        c.ins.append(v.type if v is not None else None)
 
     def _bind(self, c: Ctx, tvar: str, dtype: str) -> None:
         c.types[tvar] = dtype
