@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
+import re
 import sys
 import time
 from collections import Counter
 from pathlib import Path
 
 from dlcfuzz.ir import DTYPES
+from dlcfuzz.seeds import derive_seed
 
 
 class UsageError(Exception):
@@ -20,11 +21,6 @@ class UsageError(Exception):
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # one line, exit 2 (argparse prints the usage too)
         raise UsageError(f"{message} (see '{self.prog} --help')")
-
-
-def derive_seed(seed: int, index: int) -> int:
-    """Independent per-graph seeds, so graph i is the same whatever N is."""
-    return int.from_bytes(hashlib.sha256(f"{seed}:{index}".encode()).digest()[:8], "little")
 
 
 def _op_range(text: str) -> tuple[int, int]:
@@ -151,6 +147,143 @@ def cmd_metrics(args: argparse.Namespace) -> int:
     return 0
 
 
+def _budget(text: str) -> float:
+    """'90', '90s', '10m', '2h' -> seconds."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*", text)
+    if not m:
+        raise argparse.ArgumentTypeError(f"expected a duration like 90s, 10m or 2h, got {text!r}")
+    return float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[m.group(2)]
+
+
+def _backends(text: str | None) -> list[str]:
+    from dlcfuzz.backends import KNOWN, UnknownBackend, load_backend, path_of
+
+    names = _names(text) if text else [n for n in KNOWN if n != "reference"]
+    chosen = []
+    for n in names:
+        try:
+            path_of(n)
+        except UnknownBackend:
+            known = ", ".join(k for k in KNOWN if k != "reference")
+            raise UsageError(f"unknown backend {n!r}; known: {known}, or module:Class") from None
+        ok, why = load_backend(n).available()
+        if ok:
+            chosen.append(n)
+        elif text:  # asked for explicitly: say what to do
+            raise UsageError(why)
+        else:
+            print(f"disabled: {why}", file=sys.stderr)
+    return chosen
+
+
+def cmd_fuzz(args: argparse.Namespace) -> int:
+    from dlcfuzz.run.campaign import Campaign, CampaignConfig
+    from dlcfuzz.run.store import StoreError
+    from dlcfuzz.run.worker import PhaseLimits
+
+    limits = _limits(args)
+    specs = _resolve_ops(_names(args.op_set) if args.op_set else None)
+    backends = _backends(args.backends)
+    if args.jobs < 1:
+        raise UsageError("--jobs must be at least 1")
+    out = Path(args.out)
+    phases = PhaseLimits(compile=args.compile_timeout, run=args.run_timeout, memory_mb=args.memory_mb)
+    cfg = CampaignConfig(out, backends, specs, args.budget, args.max_tests, args.jobs, args.seed, args.ops,
+                         limits, phases)
+    display = _Display()
+    try:
+        campaign = Campaign(cfg, display.update)
+    except StoreError as e:
+        raise UsageError(str(e)) from None
+    campaign.start_backends()
+    for why in campaign.disabled.values():
+        print(f"disabled: {why}", file=sys.stderr)
+    live = [b for b in campaign.backends if b != "reference"]
+    if not live:
+        raise UsageError("no backend under test could start (see the reasons above)")
+    print(f"campaign {out}: backends {', '.join(f'{b} {campaign.versions[b]}' for b in live)}"
+          + (" (resuming)" if campaign.resumed else ""))
+    with display:
+        progress = campaign.run()
+    display.final(progress)
+    print(f"distinct bugs: {len(_stored_bugs(out))}; list them with: dlcfuzz bugs {out}")
+    return 0
+
+
+def _stored_bugs(out: Path):
+    from dlcfuzz.run.store import Store
+
+    store = Store(out)
+    try:
+        return store.bugs()
+    finally:
+        store.close()
+
+
+def cmd_bugs(args: argparse.Namespace) -> int:
+    folder = Path(args.campaign)
+    if not (folder / "campaign.sqlite").is_file():
+        raise UsageError(f"{folder} is not a campaign folder (no campaign.sqlite)")
+    bugs = _stored_bugs(folder)
+    if not bugs:
+        print("no bugs found")
+        return 0
+    print(f"{'signature':<16}  {'backend':<10} {'oracle':<12} {'kind':<9} {'hits':>5}  title")
+    for b in bugs:
+        mark = " [reference suspect]" if b["reference_suspect"] else ""
+        print(f"{b['signature']:<16}  {b['backend']:<10} {b['oracle']:<12} {b['kind']:<9} {b['hits']:>5}  "
+              f"{b['title']}{mark}\n{'':<18}{folder / b['dir'] / 'repro.py'}")
+    return 0
+
+
+class _Display:
+    """Live progress: a rich table on a terminal, a line every 15 s otherwise."""
+
+    def __init__(self) -> None:
+        self.tty = sys.stdout.isatty()
+        self.live = None
+        self.last = 0.0
+
+    def __enter__(self):
+        if self.tty:
+            from rich.live import Live
+
+            self.live = Live(refresh_per_second=4, transient=False)
+            self.live.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.live is not None:
+            self.live.__exit__(*exc)
+
+    @staticmethod
+    def line(p) -> str:
+        n = max(1, p.tests)
+        kinds = ", ".join(f"{b}/{o}: {c} ({p.bugs[(b, o)]} distinct)" for (b, o), c in sorted(p.findings.items()))
+        return (f"{p.tests} tests, {p.rate:.2f} tests/s, valid {100 * p.valid / n:.1f}%, "
+                f"finite {100 * p.finite / n:.1f}%; findings: {kinds or 'none'}")
+
+    def update(self, p) -> None:
+        now = time.monotonic()
+        if self.live is not None:
+            from rich.table import Table
+
+            t = Table(title=self.line(p).split(";")[0])
+            for col in ("backend", "oracle", "findings", "distinct"):
+                t.add_column(col)
+            for (b, o), c in sorted(p.findings.items()):
+                t.add_row(b, o, str(c), str(p.bugs[(b, o)]))
+            for b, c in sorted(p.unsupported.items()):
+                t.add_row(b, "unsupported", str(c), "")
+            self.live.update(t)
+        elif now - self.last > 15:
+            self.last = now
+            print(self.line(p), flush=True)
+
+    def final(self, p) -> None:
+        print(self.line(p))
+
+
 def _progress(items, label: str, total: int):
     if not sys.stderr.isatty():
         return items
@@ -187,6 +320,33 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--opset", type=int, default=17, help="opset whose schemas define allowed indegrees")
     m.add_argument("--json", action="store_true")
     m.set_defaults(func=cmd_metrics)
+
+    f = sub.add_parser("fuzz", help="run a fuzzing campaign against compilers")
+    f.add_argument("--backends", help="comma-separated: ort,tvm,openvino,inductor (default: all installed)")
+    f.add_argument("--budget", type=_budget, default=600.0, help="wall-clock budget, e.g. 90s, 10m, 2h")
+    f.add_argument("--max-tests", type=int, help="stop after this many tests in the campaign")
+    f.add_argument("--jobs", type=int, default=1, help="tests run at once")
+    f.add_argument("--out", required=True, help="campaign folder (rerun the same command to resume)")
+    f.add_argument("--seed", type=int, default=0)
+    f.add_argument("--ops", type=_op_range, default=(1, 10), help="operators per graph LB:UB")
+    f.add_argument("--op-set", help="comma-separated operators, or @file (default: all)")
+    f.add_argument("--dtypes", help="comma-separated dtypes (default: all)")
+    f.add_argument("--opset", type=int, default=17)
+    f.add_argument("--max-rank", type=int, default=5)
+    f.add_argument("--max-dim", type=int, default=5)
+    f.add_argument("--max-numel", type=int, default=4096)
+    f.add_argument("--picking-rate", type=float, default=0.97)
+    f.add_argument("--init-rate", type=float, default=0.5)
+    f.add_argument("--compile-timeout", type=float, default=120.0, help="seconds per compile phase")
+    f.add_argument("--run-timeout", type=float, default=30.0, help="seconds per run phase")
+    f.add_argument("--memory-mb", type=int, default=8192, help="resident memory cap of one compiler worker")
+    f.add_argument("--target", choices=["ort", "onnx"], default="ort",
+                   help="generate what ONNX Runtime implements (ort) or the whole ONNX spec (onnx)")
+    f.set_defaults(func=cmd_fuzz)
+
+    b = sub.add_parser("bugs", help="list the distinct bugs of a campaign")
+    b.add_argument("campaign")
+    b.set_defaults(func=cmd_bugs)
     return p
 
 

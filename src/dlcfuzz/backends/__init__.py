@@ -1,1 +1,36 @@
-"""Compilers under test, one module each."""
+"""Compilers under test, one module each.  A backend is named by a short name or by
+``module:Class`` (so tests can plant their own); workers import it by that path."""
+
+from __future__ import annotations
+
+import importlib
+
+from dlcfuzz.backends.base import Backend, Test, Variant
+
+KNOWN = {
+    "ort": "dlcfuzz.backends.ort:OrtBackend",
+    "tvm": "dlcfuzz.backends.tvm:TvmBackend",
+    "openvino": "dlcfuzz.backends.openvino:OpenVinoBackend",
+    "inductor": "dlcfuzz.backends.inductor:InductorBackend",
+    "reference": "dlcfuzz.backends.reference:ReferenceBackend",
+}
+
+
+class UnknownBackend(KeyError):
+    pass
+
+
+def path_of(name: str) -> str:
+    if name in KNOWN:
+        return KNOWN[name]
+    if ":" in name:
+        return name
+    raise UnknownBackend(name)
+
+
+def load_backend(name: str) -> Backend:
+    module, cls = path_of(name).split(":")
+    return getattr(importlib.import_module(module), cls)()
+
+
+__all__ = ["KNOWN", "Backend", "Test", "UnknownBackend", "Variant", "load_backend", "path_of"]

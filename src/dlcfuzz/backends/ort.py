@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from functools import cache
 
+import numpy as np
+
+from dlcfuzz.backends.base import Backend, Test, Variant
 from dlcfuzz.solve.types import onnx_type_name
 
 PROVIDER = "CPUExecutionProvider"
@@ -60,3 +63,45 @@ def full_profile(opset: int, ops: tuple[str, ...]) -> dict[tuple[str, str], froz
             got = function_profile(op, opset, prof)
             prof[(op, "T")] = got if got is not None else frozenset()
     return prof
+
+
+LEVELS = {"disable_all": "ORT_DISABLE_ALL", "basic": "ORT_ENABLE_BASIC", "extended": "ORT_ENABLE_EXTENDED",
+          "all": "ORT_ENABLE_ALL"}
+
+
+class OrtBackend(Backend):
+    """ONNX Runtime's CPU execution provider at each graph optimization level."""
+
+    name = "ort"
+    package = "onnxruntime"
+    pip = "onnxruntime"
+
+    def variants(self) -> list[Variant]:
+        return [Variant(level, {"level": enum}) for level, enum in LEVELS.items()]
+
+    def load(self, test: Test) -> bytes:
+        return test.model  # ORT's frontend runs inside InferenceSession: compile phase
+
+    def compile(self, imported: bytes, variant: Variant):
+        import onnxruntime as ort
+
+        so = ort.SessionOptions()
+        so.graph_optimization_level = getattr(ort.GraphOptimizationLevel, variant.options["level"])
+        so.intra_op_num_threads = 1
+        so.inter_op_num_threads = 1
+        return ort.InferenceSession(imported, so, providers=[PROVIDER])
+
+    def run(self, compiled, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
+        return [np.asarray(o) for o in compiled.run(None, inputs)]
+
+    def repro_source(self, variant: Variant) -> str:
+        return f'''
+import onnxruntime as ort
+
+
+def run_model(model_path, inputs):
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.{variant.options["level"]}
+    sess = ort.InferenceSession(model_path, so, providers=["{PROVIDER}"])
+    return sess.run(None, inputs)
+'''

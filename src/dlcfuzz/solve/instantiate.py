@@ -5,18 +5,36 @@ Each step draws from a domain that the spec wrote in terms of the earlier steps,
 ever needs to undo an earlier one.  Inputs follow the on-demand policy (§3.3.3): with the
 picking rate, reuse a random existing tensor that fits the input's domain; otherwise create a
 new graph input (or, for weights, an initializer at ``init_rate``).
+
+Every value carries a conservative value interval (``solve/intervals.py``): runtime inputs the
+range input synthesis draws from, initializers and constants their data's, node outputs what
+the operator's transfer function gives.  An input slot with a value domain (Acosh's x >= 1, a
+divisor away from 0, a matrix whose products stay finite ...) only reuses tensors whose interval
+lies in the domain; a new input for it gets a hint that confines its values to the domain.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from dlcfuzz.ir import CONST_KIND, DTYPES, INPUT_KIND, NODE_KIND, Graph, Node, TensorType, Value
-from dlcfuzz.ir.hints import random_array
+from dlcfuzz.ir.hints import random_array, value_range
+from dlcfuzz.solve.intervals import (
+    READS_CONSTANTS,
+    REJECT,
+    SHAPED,
+    Domain,
+    Iv,
+    data_interval,
+    fresh_range,
+    hint_domain,
+    output_intervals,
+)
+from dlcfuzz.solve.intervals import domain as slot_domain
 from dlcfuzz.solve.types import TypeProfile, input_type_vars, type_domains
 from dlcfuzz.spec.dsl import Const, Ctx, EmptyDomain, Exact, In, OpSpec, ShapeDom
 
@@ -96,6 +114,8 @@ class Instantiator:
         # new values of the call being instantiated, committed only once it is complete; flag: reusable
         self._staged: list[tuple[Value, bool]] = []
         self._types: dict[str, tuple[dict[str, tuple[str, ...]], list[str]]] = {}
+        self.iv: dict[str, Iv] = {}  # value name -> conservative interval of its elements
+        self._ivs: list[Iv | None] = []  # intervals of the inputs of the call being instantiated
 
     # -- type domains, cached per operator ----------------------------------------------------
     def types_of(self, spec: OpSpec) -> tuple[dict[str, tuple[str, ...]], list[str]]:
@@ -119,13 +139,51 @@ class Instantiator:
         self._counter += 1
         return f"v{self._counter}"
 
-    def _new_value(self, t: TensorType, inp: In, hint: dict | None) -> Value:
+    def _new_value(self, t: TensorType, inp: In, dom: Domain | None) -> Value:
+        hint = None
+        if dom is not None:
+            lo, hi = fresh_range(dom, t, self.rng)
+            if (lo, hi) != value_range(t):
+                hint = {"min": int(lo), "max": int(hi)} if t.dtype[0] in "iu" else {"min": lo, "max": hi}
         if inp.weight and self.rng.random() < self.lim.init_rate:
             v = Value(self._name(), t, CONST_KIND, random_array(self.np, t, hint), hint)
+            self.iv[v.name] = data_interval(v.data)
         else:
             v = Value(self._name(), t, INPUT_KIND, None, hint)
+            self.iv[v.name] = value_range(t, hint)
         self._staged.append((v, True))
         return v
+
+    def _domains(self, op: str, slot: int, c: Ctx, hint) -> _Domains:
+        """The domains of an input slot per candidate dtype (and element count, for the operators
+        whose first-slot domain depends on it), filled on demand."""
+        shaped = slot == 0 and op in SHAPED
+        ivs = self._ivs
+        if hint is None:
+            def fn(dtype: str, numel: int) -> Domain | None:
+                return slot_domain(op, slot, dtype, numel, c, ivs)
+        else:
+            def fn(dtype: str, numel: int) -> Domain | None:
+                d = slot_domain(op, slot, dtype, numel, c, ivs)
+                h = hint_domain(hint, dtype)
+                if h is None or d is REJECT:
+                    return d
+                return h if d is None else d.meet(h)
+        return _Domains(fn, shaped)
+
+    def _fits(self, doms: _Domains) -> Callable[[Value], bool]:
+        """Whether a tensor's interval lies in the slot's domain."""
+        iv = self.iv
+        if doms.shaped:
+            def fits(v: Value) -> bool:
+                d = doms.get_shaped(v.type.dtype, v.type.numel)
+                return d is None or d.accepts(iv[v.name])
+            return fits
+
+        def fits_dtype(v: Value) -> bool:
+            d = doms[v.type.dtype]
+            return d is None or d.accepts(iv[v.name])
+        return fits_dtype
 
     # -- one operator call --------------------------------------------------------------------
     def instantiate(self, spec: OpSpec) -> Node:
@@ -135,6 +193,7 @@ class Instantiator:
         c = Ctx(lim, rng, self.np)
         inputs: list[str] = []
         self._staged = []
+        self._ivs = []
 
         # G1: indegree
         lo, hi = spec.arity
@@ -151,12 +210,15 @@ class Instantiator:
         numel_cap = lim.max_numel // first.room
         x = None
         hint = first.hint(c) if callable(first.hint) else first.hint
+        dom = self._domains(spec.op, 0, c, hint)
         if rng.random() < lim.picking_rate:
-            x = self.pool.pick(rng, doms[tvar], range(rlo, rhi + 1),
-                               lambda v: v.type.numel <= numel_cap and v.hint == hint)
+            fits = self._fits(dom)
+            x = self.pool.pick(rng, doms[tvar], range(rlo, rhi + 1), lambda v: v.type.numel <= numel_cap and fits(v))
         if x is None:
-            dtype = doms[tvar][rng.randrange(len(doms[tvar]))]
-            x = self._new_value(TensorType(_fresh_shape(rng, rlo, rhi, lim.max_dim, numel_cap), dtype), first, hint)
+            dtypes = _allowed(doms[tvar], dom)
+            dtype = dtypes[rng.randrange(len(dtypes))]
+            t = TensorType(_fresh_shape(rng, rlo, rhi, lim.max_dim, numel_cap), dtype)
+            x = self._new_value(t, first, dom.of(dtype, t.numel))
         c.x, c.s, c.r = x.type, x.type.shape, x.type.rank
         self._bind(c, tvar, x.type.dtype)
         self._append_input(c, inputs, x)
@@ -168,7 +230,7 @@ class Instantiator:
 
         # G4..: the remaining inputs, one tensor at a time (a variadic first input repeats first)
         for _ in range(c.n - 1 if first.variadic else 0):
-            self._append_input(c, inputs, self._input(c, first, tvar, doms))
+            self._append_input(c, inputs, self._input(c, spec.op, 0, first, tvar, doms))
         for k, inp in enumerate(spec.inputs[1:], start=1):
             if isinstance(inp, Const):
                 arr = inp.value(c)
@@ -177,12 +239,13 @@ class Instantiator:
                     continue
                 v = Value(self._name(), TensorType(tuple(arr.shape), arr.dtype.name), CONST_KIND, arr)
                 self._staged.append((v, False))
-                self._append_input(c, inputs, v)
+                # only the operators that read constant values get their intervals (numpy min/max is slow)
+                self._append_input(c, inputs, v, data_interval(arr) if spec.op in READS_CONSTANTS else None, True)
             elif inp.optional and not c.has(inp.name):
                 self._append_input(c, inputs, None)
             else:
                 for _ in range(c.n if inp.variadic else 1):
-                    self._append_input(c, inputs, self._input(c, inp, tvars[k], doms))
+                    self._append_input(c, inputs, self._input(c, spec.op, k, inp, tvars[k], doms))
         while inputs and inputs[-1] == "":
             inputs.pop()
 
@@ -193,31 +256,34 @@ class Instantiator:
                 raise EmptyDomain(f"{spec.op}: output {t} exceeds the size limit")
         node = Node(spec.op, inputs, [], {k: v for k, v in c.attrs.items() if k[0] != "_" and v is not None},
                     f"n{len(self.g.nodes)}")
+        out_ivs = output_intervals(spec.op, self._ivs, c.ins, node.attrs, outs)
         for v, reusable in self._staged:
             self.g.add_value(v)
             if reusable:
                 self.pool.add(v)
-        for t in outs:
+        for t, iv in zip(outs, out_ivs, strict=True):
             v = Value(self._name(), t, NODE_KIND)
             self.g.add_value(v)
             self.pool.add(v)
+            self.iv[v.name] = iv
             node.outputs.append(v.name)
         self.g.add_node(node)
         self.last_ctx = c  # tests assert the spec's checks on it
         return node
 
-    @staticmethod
-    def _append_input(c: Ctx, inputs: list[str], v: Value | None) -> None:
-        """Records an input (None: an omitted optional input, written as "")."""
+    def _append_input(self, c: Ctx, inputs: list[str], v: Value | None, iv: Iv | None = None,
+                      const: bool = False) -> None:
+        """Records an input (None: an omitted optional input, written as "") and its interval."""
         inputs.append(v.name if v is not None else "")
         c.ins.append(v.type if v is not None else None)
+        self._ivs.append(iv if const or v is None else self.iv[v.name])
 
     def _bind(self, c: Ctx, tvar: str, dtype: str) -> None:
         c.types[tvar] = dtype
         if tvar == "T":
             c.T = dtype
 
-    def _input(self, c: Ctx, inp: In, tvar: str, doms: dict[str, tuple[str, ...]]) -> Value:
+    def _input(self, c: Ctx, op: str, slot: int, inp: In, tvar: str, doms: dict[str, tuple[str, ...]]) -> Value:
         rng = self.rng
         bound = c.types.get(tvar)
         dtypes: Sequence[str] = (bound,) if bound is not None else doms[tvar]
@@ -229,20 +295,51 @@ class Instantiator:
         assert isinstance(sd, ShapeDom)
         v = None
         hint = inp.hint(c) if callable(inp.hint) else inp.hint
+        dom = self._domains(op, slot, c, hint)
         if rng.random() < self.lim.picking_rate:
+            fits = self._fits(dom)
             if isinstance(sd, Exact):
-                cands = [w for d in dtypes for w in self.pool.by_type.get(TensorType(sd.shape, d), ())
-                         if w.hint == hint]
+                cands = [w for d in dtypes for w in self.pool.by_type.get(TensorType(sd.shape, d), ()) if fits(w)]
                 v = cands[rng.randrange(len(cands))] if cands else None
             else:
                 ranks = sd.ranks if sd.ranks is not None else range(self.lim.max_rank + 1)
-                v = self.pool.pick(rng, dtypes, ranks, lambda w: w.hint == hint and sd.accepts(w.type.shape))
+                v = self.pool.pick(rng, dtypes, ranks, lambda w: sd.accepts(w.type.shape) and fits(w))
         if v is None:
+            dtypes = _allowed(dtypes, dom)
             dtype = dtypes[rng.randrange(len(dtypes))]
-            v = self._new_value(TensorType(sd.sample(rng), dtype), inp, hint)
+            t = TensorType(sd.sample(rng), dtype)
+            v = self._new_value(t, inp, dom.of(dtype, t.numel))
         if bound is None:
             self._bind(c, tvar, v.type.dtype)
         return v
+
+
+class _Domains(dict):
+    """dtype -> the slot's domain, computed on first use; ``shaped`` slots key by (dtype, numel)."""
+
+    def __init__(self, fn: Callable[[str, int], Domain | None], shaped: bool) -> None:
+        super().__init__()
+        self.fn, self.shaped = fn, shaped
+
+    def __missing__(self, dtype: str) -> Domain | None:
+        d = self[dtype] = self.fn(dtype, 0)
+        return d
+
+    def get_shaped(self, dtype: str, numel: int) -> Domain | None:
+        key = (dtype, numel)
+        if key in self:
+            return self[key]
+        d = self[key] = self.fn(dtype, numel)
+        return d
+
+    def of(self, dtype: str, numel: int) -> Domain | None:
+        return self.get_shaped(dtype, numel) if self.shaped else self[dtype]
+
+
+def _allowed(dtypes: Sequence[str], dom: _Domains) -> Sequence[str]:
+    """The dtypes a new tensor for the slot may take (a domain may REJECT some; by dtype only)."""
+    ok = [d for d in dtypes if dom.of(d, 1) is not REJECT]
+    return ok if len(ok) < len(dtypes) and ok else dtypes
 
 
 def _fresh_shape(rng: random.Random, rlo: int, rhi: int, max_dim: int, numel_cap: int) -> tuple[int, ...]:

@@ -18,11 +18,6 @@ def out_like(dtype=None):
     return out
 
 
-def _int_divisor(c):
-    # integer division by zero traps (SIGFPE) in most runtimes: keep divisors nonzero
-    return {"nonzero": 1} if not c.T.startswith("float") else None
-
-
 def binary(op: str, out=None, hint=None, **attrs) -> OpSpec:
     return OpSpec(op, "broadcast", [In("A", rank=(0, 99)), In("B", shape=bcast_prev, hint=hint)],
                   out or out_like(), attrs=attrs)
@@ -35,10 +30,12 @@ def variadic(op: str) -> OpSpec:
 
 SPECS = [
     *(binary(op) for op in ("Add", "Sub", "Mul")),
-    binary("Div", hint=_int_divisor),
+    # divisors (nonzero, and not -1 under an INT_MIN dividend: both trap) are kept by the value
+    # domains of solve/intervals.py, which also keep float quotients, powers and remainders finite
+    binary("Div"),
     OpSpec("Pow", "broadcast", [In("X", rank=(0, 99)), In("Y", shape=bcast_prev)],
            lambda c: [TensorType(broadcast_shapes(c.s, c.ins[1].shape), c.T)], since=15),
-    OpSpec("Mod", "broadcast", [In("A", rank=(0, 99)), In("B", shape=bcast_prev, hint=_int_divisor)],
+    OpSpec("Mod", "broadcast", [In("A", rank=(0, 99)), In("B", shape=bcast_prev)],
            out_like(),
            # fmod=0 (Python-style remainder) is only defined for integers
            attrs={"fmod": lambda c: BOOL if not c.T.startswith("float") else Choice((1,))}),

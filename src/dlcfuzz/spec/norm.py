@@ -3,9 +3,32 @@ LpNormalization, MeanVarianceNormalization, GroupNormalization."""
 
 from __future__ import annotations
 
+import random
+from dataclasses import dataclass
+
 from dlcfuzz.ir import TensorType
-from dlcfuzz.spec.dsl import Axes, Choice, Float, In, Maybe, OpSpec, axis_dom, divisors
+from dlcfuzz.spec.dsl import Axes, Choice, Dom, Float, In, Maybe, OpSpec, axis_dom, divisors
 from dlcfuzz.spec.reduce import axes_in_range
+
+
+@dataclass(frozen=True, slots=True)
+class Including(Dom):
+    """Distinct signed axes of a rank-``rank`` tensor, in any order, always including ``axis``."""
+
+    axis: int
+    rank: int
+
+    def sample(self, rng: random.Random) -> list[int]:
+        others = Axes(self.rank, 0, None, tuple(a for a in range(self.rank) if a != self.axis)).sample(rng)
+        others.insert(rng.randint(0, len(others)), self.axis - self.rank if rng.random() < 0.5 else self.axis)
+        return others
+
+    def __contains__(self, v) -> bool:
+        return v in Axes(self.rank, 1) and self.axis in [a % self.rank for a in v]
+
+    def size(self) -> int:
+        return Axes(self.rank, 1).size()
+
 
 EPS = Maybe(Float(0.001, 0.1))  # > 0: a zero variance stays defined
 
@@ -85,7 +108,10 @@ SPECS = [
     OpSpec("MeanVarianceNormalization", "norm", [In("X", rank=(1, 99))], same,
            # the default axes [0, 2, 3] (omitted attribute) fail ONNX's strict shape inference of the
            # function body (onnx 1.23), so axes is always given
-           attrs={"axes": lambda c: Axes(c.r, lo=1)},
+           # ORT divides by a zero variance (NaN) where ONNX's function body adds 1e-9 (0): normalize
+           # over a dimension of length >= 2 whenever there is one, so fewer slices are constant
+           attrs={"_long": lambda c: Choice([i for i, d in enumerate(c.s) if d >= 2] or [None]),
+                  "axes": lambda c: Axes(c.r, lo=1) if c._long is None else Including(c._long, c.r)},
            # the schema allows float16/double, but the function body adds a float32 epsilon, so
            # onnx 1.23's checker rejects those types (an ONNX bug); ORT only has float32 anyway
            types={"T": ("float32",)},

@@ -1,0 +1,95 @@
+"""What every compiler under test provides.
+
+A backend turns a test (an ONNX model, plus the dlcfuzz graph for backends that build their
+own model) into outputs in three phases, each run inside an isolated worker process:
+
+    imported = backend.load(test)                    # phase "import": the frontend
+    compiled = backend.compile(imported, variant)    # phase "compile", once per variant
+    outputs  = backend.run(compiled, inputs)         # phase "run"
+
+A *variant* is one optimization setting or target of the same compiler (e.g. ORT's
+optimization levels, TVM's opt level x CPU target).  Variants of one backend must agree with
+each other (the metamorphic oracle) and with the reference (the differential oracle).
+
+``repro_source(variant)`` returns Python source that defines ``run_model(model_path, inputs)``
+using only that compiler's package, for the standalone ``repro.py`` of a bug bundle.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+OK, ERROR, CRASH, TIMEOUT, OOM, SKIPPED = "ok", "error", "crash", "timeout", "oom", "skipped"
+IMPORT, COMPILE, RUN, START = "import", "compile", "run", "start"
+
+
+@dataclass
+class Outcome:
+    """The result of one backend variant on one test."""
+
+    status: str
+    phase: str = ""
+    outputs: list[np.ndarray] | None = None
+    error_type: str = ""
+    message: str = ""
+    traceback: str = ""
+    signal: int | None = None
+    seconds: dict[str, float] = field(default_factory=dict)  # time inside the compiler, per phase
+
+
+@dataclass
+class Test:
+    """What a worker needs to run one test."""
+
+    __test__ = False  # not a pytest test class
+
+    model: bytes  # the ONNX model
+    graph_json: str  # the dlcfuzz graph (for backends that build their own model, e.g. torch)
+    inputs: dict[str, np.ndarray]
+
+
+class Backend:
+    name: str = ""
+    package: str = ""  # the importable module whose absence disables the backend
+    pip: str = ""  # what to pip install to enable it
+
+    def available(self) -> tuple[bool, str]:
+        """(True, "") or (False, one-line reason), without importing the compiler."""
+        if self.package and importlib.util.find_spec(self.package) is None:
+            return False, f"{self.name}: package '{self.package}' is not installed (pip install {self.pip})"
+        return True, ""
+
+    def version(self) -> str:
+        from importlib.metadata import version
+
+        return version(self.pip.split("==")[0]) if self.pip else "?"
+
+    def variants(self) -> list[Variant]:
+        return [Variant("default")]
+
+    def supports(self, ops: set[str]) -> bool:
+        """Whether the backend can be tried on a graph with these operator types at all."""
+        return True
+
+    def load(self, test: Test) -> Any:
+        raise NotImplementedError
+
+    def compile(self, imported: Any, variant: Variant) -> Any:
+        raise NotImplementedError
+
+    def run(self, compiled: Any, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
+        raise NotImplementedError
+
+    def repro_source(self, variant: Variant) -> str:
+        raise NotImplementedError

@@ -1,0 +1,104 @@
+"""Oracles: crash, differential (vs the reference) and metamorphic (across a backend's variants).
+
+``judge`` turns the outcomes of one test into findings and unsupported records:
+
+- crash: an exception, a signal, a timeout or a memory blow-up in import/compile/run, unless
+  ``unsupported.is_unsupported`` says the compiler merely declined the operator or dtype;
+- differential: a variant's outputs differ from the baseline (the reference evaluator, or ORT
+  without optimizations when the reference itself failed).  When every variant of the backend
+  and at least one other backend agree with each other against the baseline, the finding is
+  marked ``reference_suspect``: the reference is the likelier culprit;
+- metamorphic: a variant's outputs differ from the backend's first successful variant.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from dlcfuzz.backends.base import OK, Outcome
+from dlcfuzz.oracle.compare import Mismatch, all_finite, compare
+from dlcfuzz.oracle.unsupported import is_unsupported
+
+CRASH, DIFFERENTIAL, METAMORPHIC = "crash", "differential", "metamorphic"
+
+
+@dataclass
+class Finding:
+    oracle: str
+    kind: str  # exception / signal / timeout / oom / value / shape / dtype
+    backend: str
+    variant: str
+    phase: str
+    message: str
+    error_type: str = ""
+    traceback: str = ""
+    other: str = ""  # the variant or baseline it was compared with
+    output: int = -1  # index of the differing output
+    reference_suspect: bool = False
+    details: dict = field(default_factory=dict)
+
+
+@dataclass
+class Verdict:
+    findings: list[Finding]
+    unsupported: list[tuple[str, str, str]]  # (backend, variant, message)
+
+
+def _crash(backend: str, variant: str, o: Outcome) -> Finding:
+    kind = {"crash": "signal" if o.signal else "exit", "timeout": "timeout", "oom": "oom"}.get(o.status, "exception")
+    return Finding(CRASH, kind, backend, variant, o.phase, o.message, o.error_type, o.traceback)
+
+
+def judge(outcomes: dict[str, dict[str, Outcome]], baseline: list[np.ndarray] | None,
+          tolerances: dict[str, tuple[float, float]] | None = None) -> Verdict:
+    """Findings for one test.  ``outcomes``: backend -> variant -> outcome (variants in order)."""
+    findings: list[Finding] = []
+    unsupported: list[tuple[str, str, str]] = []
+    agree_with_baseline: dict[str, bool] = {}
+    diff_findings: list[Finding] = []
+    for backend, variants in outcomes.items():
+        first_ok: tuple[str, Outcome] | None = None
+        all_disagree = True
+        for variant, o in variants.items():
+            if o.status == "skipped":
+                continue
+            if o.status != OK:
+                if o.status == "error" and is_unsupported(backend, o.phase, o.error_type, o.message):
+                    unsupported.append((backend, variant, f"{o.error_type}: {o.message}"[:300]))
+                else:
+                    findings.append(_crash(backend, variant, o))
+                continue
+            outs = o.outputs or []
+            if baseline is not None:
+                m = compare(baseline, outs, tolerances)
+                if m is not None:
+                    diff_findings.append(_mismatch(DIFFERENTIAL, backend, variant, "baseline", m))
+                else:
+                    all_disagree = False
+            if first_ok is None:
+                first_ok = (variant, o)
+            else:
+                m = compare(first_ok[1].outputs or [], outs, tolerances)
+                if m is not None:
+                    findings.append(_mismatch(METAMORPHIC, backend, variant, first_ok[0], m))
+        if first_ok is not None and baseline is not None:
+            agree_with_baseline[backend] = not all_disagree
+    for f in diff_findings:
+        # the backend's own variants all disagree with the baseline; does another backend side with it?
+        if not agree_with_baseline.get(f.backend, True):
+            mine = outcomes[f.backend][f.variant].outputs or []
+            f.reference_suspect = any(
+                o.status == OK and compare(mine, o.outputs or [], tolerances) is None
+                for b, vs in outcomes.items() if b != f.backend for o in vs.values())
+        findings.append(f)
+    return Verdict(findings, unsupported)
+
+
+def _mismatch(oracle: str, backend: str, variant: str, other: str, m: Mismatch) -> Finding:
+    return Finding(oracle, m.kind, backend, variant, "run", m.detail, other=other, output=m.output,
+                   details={"max_abs": m.max_abs})
+
+
+__all__ = ["CRASH", "DIFFERENTIAL", "METAMORPHIC", "Finding", "Verdict", "all_finite", "compare", "judge"]

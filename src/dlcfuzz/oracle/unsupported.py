@@ -1,0 +1,28 @@
+"""The one place that says which compiler errors mean "not supported" rather than "bug".
+
+Each rule is (backend, phase or "*", regex over "ErrorType: message").  An error matching a
+rule is reported as unsupported for that backend, counted, and never becomes a bug.  Keep each
+pattern as specific as the compiler's wording allows: a rule that is too broad hides bugs.
+"""
+
+from __future__ import annotations
+
+import re
+
+RULES: list[tuple[str, str, str]] = [
+    # ONNX Runtime: no kernel registered for the op/dtype at this opset
+    ("ort", "*", r"NOT_IMPLEMENTED : Could not find an implementation for"),
+    ("reference", "*", r"No registered implementation for operator"),
+    ("reference", "*", r"NotImplementedError"),
+]
+
+_COMPILED: dict[str, list[re.Pattern[str]]] = {}
+
+
+def is_unsupported(backend: str, phase: str, error_type: str, message: str) -> bool:
+    if not _COMPILED:
+        for b, ph, p in RULES:
+            _COMPILED.setdefault(f"{b}/{ph}", []).append(re.compile(p, re.S))
+    text = f"{error_type}: {message}"
+    pats = _COMPILED.get(f"{backend}/{phase}", []) + _COMPILED.get(f"{backend}/*", [])
+    return any(p.search(text) for p in pats)

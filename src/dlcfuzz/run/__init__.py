@@ -1,0 +1,1 @@
+"""Running tests: isolated workers, the campaign loop, the store, dedup."""

@@ -1,0 +1,135 @@
+"""Bug bundles: everything a compiler engineer needs to see and replay one distinct bug.
+
+    bugs/<signature>/model.onnx   graph.json   inputs.npz   expected.npz (the baseline's outputs)
+                     actual.npz (the failing variant's outputs) or error.log
+                     finding.json   repro.py
+
+``repro.py`` needs only numpy, onnx and the one compiler: it embeds the backend's own
+``repro_source`` for the variant(s) involved, replays the model on the stored inputs and exits
+1 while the bug is present (the same exception type, a fatal signal, a hang, or outputs beyond
+the tolerance), 0 once it is gone.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+
+from dlcfuzz.backends.base import Backend, Test, Variant
+from dlcfuzz.oracle import CRASH, Finding
+from dlcfuzz.oracle.compare import TOLERANCES
+
+_REPRO = '''#!/usr/bin/env python3
+"""dlcfuzz bug {signature}: {title}
+
+Needs numpy, onnx and {package} (found with {backend} {version}).
+Exits 1 while the bug is present, 0 once it is gone.
+"""
+
+import pathlib
+import signal
+import sys
+
+import numpy as np
+
+HERE = pathlib.Path(__file__).resolve().parent
+MODEL = str(HERE / "model.onnx")
+ORACLE = {oracle!r}
+VARIANT, OTHER = {variant!r}, {other!r}
+ERROR_TYPE = {error_type!r}
+HANG_SECONDS = {hang_seconds!r}
+TOLERANCES = {tolerances!r}
+SOURCES = {sources!r}
+
+
+def runner(variant):
+    namespace = {{}}
+    exec(SOURCES[variant], namespace)
+    return namespace["run_model"]
+
+
+def inputs():
+    with np.load(HERE / "inputs.npz") as f:
+        return {{k: f[k] for k in f.files}}
+
+
+def outputs(name):
+    with np.load(HERE / name) as f:
+        return [f[k] for k in sorted(f.files, key=lambda k: int(k[1:]))]
+
+
+def mismatch(expected, actual):
+    if len(expected) != len(actual):
+        return f"{{len(actual)}} outputs, expected {{len(expected)}}"
+    for i, (e, a) in enumerate(zip(expected, actual)):
+        e, a = np.asarray(e), np.asarray(a)
+        if e.shape != a.shape or e.dtype != a.dtype:
+            return f"output {{i}}: {{a.dtype}}{{a.shape}}, expected {{e.dtype}}{{e.shape}}"
+        if e.dtype.kind == "f":
+            rtol, atol = TOLERANCES.get(e.dtype.name, TOLERANCES["float32"])
+            ok = np.isclose(a.astype(np.float64), e.astype(np.float64), rtol=rtol, atol=atol, equal_nan=True)
+        else:
+            ok = e == a
+        if not np.all(ok):
+            return f"output {{i}}: {{int((~ok).sum())}}/{{e.size}} elements differ"
+    return None
+
+
+def main():
+    if ORACLE == "crash":
+        if HANG_SECONDS:
+            signal.signal(signal.SIGALRM, lambda *_: sys.exit(print(f"reproduced: hangs > {{HANG_SECONDS}}s") or 1))
+            signal.alarm(HANG_SECONDS)
+        try:
+            runner(VARIANT)(MODEL, inputs())
+        except Exception as e:  # a fatal signal ends the process with a non-zero status by itself
+            same = ERROR_TYPE in ("", type(e).__name__)
+            print(f"{{'reproduced' if same else 'different error'}}: {{type(e).__name__}}: {{e}}")
+            return 1 if same else 0
+        print("not reproduced: the model runs")
+        return 0
+    if ORACLE == "differential":
+        expected = outputs("expected.npz")
+    else:
+        expected = [np.asarray(o) for o in runner(OTHER)(MODEL, inputs())]
+    diff = mismatch(expected, [np.asarray(o) for o in runner(VARIANT)(MODEL, inputs())])
+    print(f"reproduced: {{diff}}" if diff else "not reproduced: outputs agree")
+    return 1 if diff else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+'''
+
+
+def _save_outputs(path: Path, outs: list[np.ndarray]) -> None:
+    np.savez(path, **{f"o{i}": np.asarray(o) for i, o in enumerate(outs)})
+
+
+def write_bundle(folder: Path, signature: str, title: str, f: Finding, test: Test, backend: Backend,
+                 version: str, variants: dict[str, Variant], baseline: list[np.ndarray] | None,
+                 actual: list[np.ndarray] | None, hang_seconds: int) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "model.onnx").write_bytes(test.model)
+    (folder / "graph.json").write_text(test.graph_json)
+    np.savez(folder / "inputs.npz", **test.inputs)
+    if baseline is not None:
+        _save_outputs(folder / "expected.npz", baseline)
+    if actual is not None:
+        _save_outputs(folder / "actual.npz", actual)
+    if f.oracle == CRASH:
+        (folder / "error.log").write_text(f"{f.error_type}: {f.message}\n\n{f.traceback}")
+    info = asdict(f) | {"signature": signature, "title": title, "compiler_version": version}
+    (folder / "finding.json").write_text(json.dumps(info, indent=1, default=str))
+    names = [f.variant] + ([f.other] if f.oracle == "metamorphic" else [])
+    sources = {n: backend.repro_source(variants[n]) for n in names}
+    repro = _REPRO.format(signature=signature, title=title.replace('"""', "'''"), package=backend.pip,
+                          backend=backend.name, version=version, oracle=f.oracle, variant=f.variant,
+                          other=f.other if f.oracle == "metamorphic" else "",
+                          error_type=f.error_type if f.kind == "exception" else "",
+                          hang_seconds=hang_seconds if f.kind == "timeout" else 0,
+                          tolerances=TOLERANCES, sources=sources)
+    (folder / "repro.py").write_text(repro)

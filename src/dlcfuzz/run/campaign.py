@@ -1,0 +1,263 @@
+"""The fuzzing campaign: generate -> choose inputs -> run every backend in workers -> judge -> store.
+
+Tests are numbered; test i uses the seed derived from (campaign seed, i), so a campaign is
+reproducible and a resumed one re-runs exactly the tests it had not committed.  ``jobs`` tests
+run at once (threads in this process driving separate worker processes).
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from dlcfuzz.backends import Backend, load_backend
+from dlcfuzz.backends.base import OK, Outcome, Test, Variant
+from dlcfuzz.export.onnx import to_bytes
+from dlcfuzz.gen.isra import IsraGenerator
+from dlcfuzz.ir import Graph
+from dlcfuzz.oracle import all_finite, judge
+from dlcfuzz.oracle.unsupported import is_unsupported
+from dlcfuzz.run.bundle import write_bundle
+from dlcfuzz.run.dedup import signature, title
+from dlcfuzz.run.store import Store, TestRecord
+from dlcfuzz.run.worker import PhaseLimits, WorkerDied, WorkerPool
+from dlcfuzz.seeds import derive_seed
+from dlcfuzz.solve import Limits
+from dlcfuzz.spec import OpSpec
+from dlcfuzz.values import synthesize
+
+REFERENCE = "reference"
+FALLBACK = ("ort", "disable_all")  # the baseline when the reference evaluator itself fails
+
+
+@dataclass
+class CampaignConfig:
+    out: Path
+    backends: list[str]
+    specs: list[OpSpec]
+    budget_seconds: float | None = 600.0
+    max_tests: int | None = None
+    jobs: int = 1
+    seed: int = 0
+    ops: tuple[int, int] = (1, 10)
+    limits: Limits = field(default_factory=Limits)
+    phases: PhaseLimits = field(default_factory=PhaseLimits)
+    input_attempts: int = 8
+    recycle: int = 200
+    tolerances: dict[str, tuple[float, float]] = field(default_factory=dict)
+
+    def identity(self) -> dict:
+        """What must match for a rerun to resume this campaign."""
+        return {"seed": self.seed, "ops": list(self.ops), "backends": sorted(self.backends),
+                "operators": sorted(s.op for s in self.specs), "limits": asdict(self.limits),
+                "strategy": "isra", "tolerances": self.tolerances}
+
+
+@dataclass
+class Progress:
+    started: float = field(default_factory=time.monotonic)
+    tests: int = 0
+    valid: int = 0
+    finite: int = 0
+    findings: Counter = field(default_factory=Counter)  # (backend, oracle) -> findings
+    bugs: Counter = field(default_factory=Counter)  # (backend, oracle) -> distinct bugs
+    unsupported: Counter = field(default_factory=Counter)  # backend -> unsupported outcomes
+    compiler_seconds: float = 0.0
+    resumed_from: int = 0
+
+    @property
+    def rate(self) -> float:
+        return self.tests / max(1e-9, time.monotonic() - self.started)
+
+
+class Campaign:
+    def __init__(self, cfg: CampaignConfig, on_progress: Callable[[Progress], None] | None = None) -> None:
+        self.cfg = cfg
+        self.store = Store(cfg.out)
+        self.resumed = self.store.bind(cfg.identity())
+        self.gen = IsraGenerator(cfg.specs, cfg.limits, cfg.ops, _profile(cfg))
+        self.pool = WorkerPool(cfg.phases, cfg.recycle, cfg.out / "logs")
+        self.progress = Progress()
+        self.on_progress = on_progress or (lambda p: None)
+        self.lock = threading.Lock()
+        self.known = self.store.known_signatures()
+        self.backends: dict[str, Backend] = {}
+        self.variants: dict[str, dict[str, Variant]] = {}
+        self.versions: dict[str, str] = {}
+        self.disabled: dict[str, str] = {}
+
+    # -- set-up -------------------------------------------------------------------------------------
+    def start_backends(self) -> None:
+        """Asks each backend's worker for its version and variants; a backend whose worker cannot
+        start is disabled with the reason."""
+        for name in [REFERENCE, *self.cfg.backends]:
+            backend = load_backend(name)
+            ok, why = backend.available()
+            if not ok:
+                self.disabled[name] = why
+                continue
+            try:
+                version, variants = self.pool.describe(name)
+            except WorkerDied as e:
+                self.disabled[name] = str(e).splitlines()[0]
+                continue
+            self.backends[name] = backend
+            self.versions[name] = version
+            self.variants[name] = {n: Variant(n, o) for n, o in variants}
+
+    # -- one test -------------------------------------------------------------------------------------
+    def run_test(self, test_id: int) -> None:
+        cfg = self.cfg
+        t_start = time.perf_counter()
+        seed = derive_seed(cfg.seed, test_id)
+        with self.lock:
+            graph = self.gen.generate(seed)
+        model = to_bytes(graph)
+        graph_json = graph.to_json()
+        t_generate = time.perf_counter() - t_start
+
+        # inputs whose reference outputs are finite (bounded retries)
+        t0 = time.perf_counter()
+        compiler_s = 0.0
+        reference: Outcome | None = None
+        attempts = 0
+        test = Test(model, graph_json, {})
+        for attempt in range(cfg.input_attempts):
+            attempts = attempt + 1
+            test = Test(model, graph_json, synthesize(graph, np.random.default_rng([seed, attempt]), attempt))
+            if REFERENCE not in self.backends:
+                break
+            reference = self.pool.run(REFERENCE, test, ["default"])["default"]
+            compiler_s += sum(reference.seconds.values())
+            if reference.status != OK or all_finite(reference.outputs or []):
+                break
+        t_inputs = time.perf_counter() - t0
+
+        # every backend under test, in its workers
+        t0 = time.perf_counter()
+        ops = {n.op for n in graph.nodes}
+        outcomes: dict[str, dict[str, Outcome]] = {}
+        for name, backend in self.backends.items():
+            if name == REFERENCE or not backend.supports(ops):
+                continue
+            outcomes[name] = self.pool.run(name, test, list(self.variants[name]))
+            compiler_s += sum(sum(o.seconds.values()) for o in outcomes[name].values())
+        t_backends = time.perf_counter() - t0
+
+        # oracles
+        t0 = time.perf_counter()
+        baseline, baseline_name = None, "none"
+        if reference is not None and reference.status == OK:
+            baseline, baseline_name = reference.outputs, REFERENCE
+        elif (fb := outcomes.get(FALLBACK[0], {}).get(FALLBACK[1])) is not None and fb.status == OK:
+            baseline, baseline_name = fb.outputs, "/".join(FALLBACK)
+        finite = baseline is not None and all_finite(baseline)
+        verdict = judge(outcomes, baseline if finite else None, cfg.tolerances)
+        if reference is not None and reference.status != OK:  # the reference's own failures, kept apart
+            verdict.findings += judge({REFERENCE: {"default": reference}}, None).findings
+        rows, new_bugs = [], []
+        for f in verdict.findings:
+            producer, dtype = _producer(graph, f.output)
+            sig = signature(f, producer, dtype)
+            rows.append((sig, f.oracle, f.kind, f.backend, f.variant, f.phase, f.message[:2000]))
+            with self.lock:
+                is_new = sig not in self.known
+                self.known.add(sig)
+            if is_new:
+                head = title(f, producer)
+                folder = cfg.out / "bugs" / sig
+                src = outcomes.get(f.backend, {}).get(f.variant) or reference
+                actual = src.outputs if src is not None and src.status == OK else None
+                write_bundle(folder, sig, head, f, test, self.backends[f.backend], self.versions[f.backend],
+                             self.variants[f.backend], baseline, actual, int(cfg.phases.compile + cfg.phases.run))
+                new_bugs.append((sig, f.oracle, f.kind, f.backend, f.variant, f.phase, head,
+                                 int(f.reference_suspect), str(folder.relative_to(cfg.out))))
+        outcome_rows = [
+            (b, v, o.status, o.phase, f"{o.error_type}: {o.message}"[:500] if o.status != OK else "",
+             int(o.status == "error" and is_unsupported(b, o.phase, o.error_type, o.message)), sum(o.seconds.values()))
+            for b, vs in outcomes.items() for v, o in vs.items()]
+        valid = baseline is not None
+        t_oracle = time.perf_counter() - t0
+        record = TestRecord(test_id, seed, sorted(ops), baseline_name, finite, attempts, valid,
+                            time.perf_counter() - t_start, t_generate, t_inputs, compiler_s, t_oracle)
+        with self.lock:
+            self.store.commit(record, outcome_rows, rows, new_bugs)
+            p = self.progress
+            p.tests += 1
+            p.valid += valid
+            p.finite += finite
+            p.compiler_seconds += compiler_s
+            for f, r in zip(verdict.findings, rows, strict=True):
+                p.findings[(f.backend, f.oracle)] += 1
+                if any(b[0] == r[0] for b in new_bugs):
+                    p.bugs[(f.backend, f.oracle)] += 1
+            for b, _, _ in verdict.unsupported:
+                p.unsupported[b] += 1
+        del t_backends
+        self.on_progress(self.progress)
+
+    # -- the loop -------------------------------------------------------------------------------------
+    def run(self) -> Progress:
+        cfg = self.cfg
+        if not self.backends:
+            self.start_backends()
+        todo = self._ids()
+        self.progress.resumed_from = self.store.next_test_id() if self.resumed else 0
+        deadline = None if cfg.budget_seconds is None else time.monotonic() + cfg.budget_seconds
+        running: set[Future] = set()
+        with ThreadPoolExecutor(max_workers=cfg.jobs) as ex:
+            while True:
+                out_of_budget = deadline is not None and time.monotonic() >= deadline
+                while not out_of_budget and len(running) < cfg.jobs:
+                    test_id = next(todo, None)
+                    if test_id is None:
+                        break
+                    running.add(ex.submit(self.run_test, test_id))
+                if not running:
+                    break
+                done, running = wait(running, return_when=FIRST_COMPLETED)
+                for fut in done:
+                    fut.result()  # a bug in dlcfuzz itself must not pass silently
+        self.pool.close()
+        self.store.close()
+        return self.progress
+
+    def _ids(self):
+        """Tests not yet committed: gaps left by a killed run first, then new ones."""
+        have = {r[0] for r in self.store.db.execute("SELECT id FROM tests")}
+        top = max(have, default=-1)
+        gaps = [i for i in range(top + 1) if i not in have]
+        limit = self.cfg.max_tests
+        count = 0
+        for i in itertools.chain(gaps, itertools.count(top + 1)):
+            if limit is not None and len(have) + count >= limit:
+                return
+            count += 1
+            yield i
+
+
+def _profile(cfg: CampaignConfig):
+    if cfg.limits.target != "ort":
+        return None
+    from dlcfuzz.backends.ort import full_profile
+
+    return full_profile(cfg.limits.opset, tuple(s.op for s in cfg.specs))
+
+
+def _producer(graph: Graph, output: int) -> tuple[str, str]:
+    """The operator type that produced graph output ``output``, and its dtype."""
+    if not 0 <= output < len(graph.outputs):
+        return "", ""
+    name = graph.outputs[output]
+    for n in graph.nodes:
+        if name in n.outputs:
+            return n.op, graph.values[name].type.dtype
+    return "", graph.values[name].type.dtype

@@ -1,0 +1,135 @@
+"""The campaign store: one SQLite database per campaign folder, plus one folder per distinct bug.
+
+Every test is committed in one transaction (its row, its outcomes, its findings, the bug
+counters) after its bug bundles are on disk, so a campaign killed at any instant loses at most
+the test in flight, and rerunning the same command resumes after the last committed test.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS tests (
+    id INTEGER PRIMARY KEY, seed INTEGER NOT NULL, n_ops INTEGER NOT NULL, ops TEXT NOT NULL,
+    baseline TEXT NOT NULL, finite INTEGER NOT NULL, input_attempts INTEGER NOT NULL, valid INTEGER NOT NULL,
+    finished REAL NOT NULL, seconds REAL NOT NULL, t_generate REAL NOT NULL, t_inputs REAL NOT NULL,
+    t_compilers REAL NOT NULL, t_oracle REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS outcomes (
+    test_id INTEGER NOT NULL, backend TEXT NOT NULL, variant TEXT NOT NULL, status TEXT NOT NULL,
+    phase TEXT NOT NULL, error TEXT NOT NULL, unsupported INTEGER NOT NULL, seconds REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS bugs (
+    signature TEXT PRIMARY KEY, oracle TEXT NOT NULL, kind TEXT NOT NULL, backend TEXT NOT NULL,
+    variant TEXT NOT NULL, phase TEXT NOT NULL, title TEXT NOT NULL, reference_suspect INTEGER NOT NULL,
+    first_test INTEGER NOT NULL, hits INTEGER NOT NULL, dir TEXT NOT NULL, first_seen REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS findings (
+    test_id INTEGER NOT NULL, signature TEXT NOT NULL, oracle TEXT NOT NULL, kind TEXT NOT NULL,
+    backend TEXT NOT NULL, variant TEXT NOT NULL, phase TEXT NOT NULL, message TEXT NOT NULL);
+"""
+
+
+@dataclass
+class TestRecord:
+    __test__ = False  # not a pytest test class
+
+    id: int
+    seed: int
+    ops: list[str]
+    baseline: str
+    finite: bool
+    input_attempts: int
+    valid: bool
+    seconds: float
+    t_generate: float
+    t_inputs: float
+    t_compilers: float
+    t_oracle: float
+
+
+class StoreError(Exception):
+    pass
+
+
+class Store:
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / "bugs").mkdir(exist_ok=True)
+            self.db = sqlite3.connect(folder / "campaign.sqlite", isolation_level=None, check_same_thread=False)
+            self.db.executescript(SCHEMA)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=FULL")
+        except (OSError, sqlite3.Error) as e:
+            raise StoreError(f"cannot use campaign folder {folder}: {e}") from None
+
+    # -- campaign identity ------------------------------------------------------------------------
+    def bind(self, config: dict[str, Any]) -> bool:
+        """Records the campaign's configuration, or checks it against the stored one.  Returns
+        whether this is a resumption; raises StoreError when the folder holds another campaign."""
+        row = self.db.execute("SELECT value FROM meta WHERE key='config'").fetchone()
+        text = json.dumps(config, sort_keys=True)
+        if row is None:
+            self.db.execute("INSERT INTO meta VALUES ('config', ?)", (text,))
+            return False
+        if row[0] != text:
+            old = json.loads(row[0])
+            diff = sorted(k for k in set(old) | set(config) if old.get(k) != config.get(k))
+            raise StoreError(f"{self.folder} holds a campaign with other settings ({', '.join(diff)}); "
+                             "use another --out folder")
+        return True
+
+    def next_test_id(self) -> int:
+        return (self.db.execute("SELECT MAX(id) FROM tests").fetchone()[0] or -1) + 1
+
+    def known_signatures(self) -> set[str]:
+        return {r[0] for r in self.db.execute("SELECT signature FROM bugs")}
+
+    # -- one test, atomically -----------------------------------------------------------------------
+    def commit(self, t: TestRecord, outcomes: list[tuple], findings: list[tuple], new_bugs: list[tuple]) -> None:
+        """outcomes: (backend, variant, status, phase, error, unsupported, seconds);
+        findings: (signature, oracle, kind, backend, variant, phase, message);
+        new_bugs: (signature, oracle, kind, backend, variant, phase, title, reference_suspect, dir)."""
+        now = time.time()
+        db = self.db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            db.execute("INSERT INTO tests VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                       (t.id, t.seed, len(t.ops), ",".join(t.ops), t.baseline, int(t.finite), t.input_attempts,
+                        int(t.valid), now, t.seconds, t.t_generate, t.t_inputs, t.t_compilers, t.t_oracle))
+            db.executemany("INSERT INTO outcomes VALUES (?,?,?,?,?,?,?,?)", [(t.id, *o) for o in outcomes])
+            for b in new_bugs:
+                db.execute("INSERT OR IGNORE INTO bugs VALUES (?,?,?,?,?,?,?,?,?,0,?,?)", (*b[:8], t.id, b[8], now))
+            for f in findings:
+                db.execute("INSERT INTO findings VALUES (?,?,?,?,?,?,?,?)", (t.id, *f))
+                db.execute("UPDATE bugs SET hits = hits + 1 WHERE signature = ?", (f[0],))
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+    # -- reading ----------------------------------------------------------------------------------------
+    def bugs(self) -> list[sqlite3.Row]:
+        self.db.row_factory = sqlite3.Row
+        try:
+            return list(self.db.execute("SELECT * FROM bugs ORDER BY first_seen"))
+        finally:
+            self.db.row_factory = None
+
+    def summary(self) -> dict[str, Any]:
+        q = self.db.execute
+        n, valid, finite, secs = q("SELECT COUNT(*), SUM(valid), SUM(finite), SUM(seconds) FROM tests").fetchone()
+        return {
+            "tests": n or 0, "valid": valid or 0, "finite": finite or 0, "test_seconds": secs or 0.0,
+            "bugs": q("SELECT COUNT(*) FROM bugs").fetchone()[0],
+            "findings": q("SELECT COUNT(*) FROM findings").fetchone()[0],
+        }
+
+    def close(self) -> None:
+        self.db.close()

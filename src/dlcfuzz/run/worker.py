@@ -1,0 +1,322 @@
+"""Isolated worker processes: every import/compile/run of a compiler under test happens here.
+
+A worker is a child process that imports one backend and serves tests over a pipe.  Before each
+phase it tells the parent which phase and variant it enters; the parent enforces that phase's
+timeout and a memory cap (polling the child's resident memory), kills the child when either is
+exceeded, and turns a dead child (segfault, abort, OOM kill, hang) into an outcome with the phase
+and signal.  The pool replaces dead workers and recycles each one after ``recycle`` tests.
+
+Protocol: length-prefixed pickles.  Parent -> child: ``(test, variant_names)``.  Child -> parent:
+``("phase", phase, variant)``, ``("result", variant, Outcome)`` per variant, ``("done",)``.
+The child moves its own stdout to stderr at start, so compilers that print cannot corrupt the
+protocol; stderr goes to a log file whose tail (including faulthandler's stack dump on a fatal
+signal) is attached to crash outcomes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pickle
+import select
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dlcfuzz.backends.base import COMPILE, CRASH, ERROR, IMPORT, OK, OOM, RUN, SKIPPED, START, TIMEOUT, Outcome, Test
+
+
+@dataclass(frozen=True)
+class PhaseLimits:
+    start: float = 180.0  # importing the compiler package when a worker starts
+    import_: float = 60.0
+    compile: float = 120.0
+    run: float = 30.0
+    memory_mb: int = 8192  # resident memory cap of one worker
+
+    def timeout(self, phase: str) -> float:
+        return {START: self.start, IMPORT: self.import_, COMPILE: self.compile, RUN: self.run}[phase]
+
+
+# ---------------------------------------------------------------------------------------------
+# The child side
+# ---------------------------------------------------------------------------------------------
+def _send(fd: int, msg: Any) -> None:
+    data = pickle.dumps(msg, protocol=pickle.HIGHEST_PROTOCOL)
+    os.write(fd, struct.pack("<Q", len(data)))
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
+
+
+def _recv_exact(fd: int, n: int) -> bytes | None:
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = os.read(fd, n - len(buf))
+        if not chunk:
+            return None
+        buf += chunk
+    return bytes(buf)
+
+
+def _recv(fd: int) -> Any:
+    head = _recv_exact(fd, 8)
+    if head is None:
+        return None
+    body = _recv_exact(fd, struct.unpack("<Q", head)[0])
+    return None if body is None else pickle.loads(body)
+
+
+def _error(phase: str, e: BaseException, seconds: dict[str, float]) -> Outcome:
+    return Outcome(ERROR, phase, None, type(e).__name__, str(e)[:4000],
+                   "".join(traceback.format_exception(e))[-8000:], None, seconds)
+
+
+def child_main(backend_name: str) -> None:
+    import faulthandler
+
+    proto_out = os.dup(1)
+    os.dup2(2, 1)  # anything printed goes to the log, not into the protocol
+    sys.stdout = sys.stderr
+    faulthandler.enable(file=sys.stderr, all_threads=False)
+    proto_in = 0
+    from dlcfuzz.backends import load_backend
+
+    backend = load_backend(backend_name)
+    variants = {v.name: v for v in backend.variants()}
+    _send(proto_out, ("ready", backend.version(), [(v.name, v.options) for v in variants.values()]))
+    while True:
+        msg = _recv(proto_in)
+        if msg is None:
+            return
+        test, names = msg
+        seconds: dict[str, float] = {}
+        _send(proto_out, ("phase", IMPORT, ""))
+        t0 = time.perf_counter()
+        try:
+            imported = backend.load(test)
+        except Exception as e:
+            seconds[IMPORT] = time.perf_counter() - t0
+            for name in names:
+                _send(proto_out, ("result", name, _error(IMPORT, e, seconds)))
+            _send(proto_out, ("done",))
+            continue
+        seconds[IMPORT] = time.perf_counter() - t0
+        for name in names:
+            times = dict(seconds)
+            phase = COMPILE
+            try:
+                _send(proto_out, ("phase", COMPILE, name))
+                t0 = time.perf_counter()
+                compiled = backend.compile(imported, variants[name])
+                times[COMPILE] = time.perf_counter() - t0
+                phase = RUN
+                _send(proto_out, ("phase", RUN, name))
+                t0 = time.perf_counter()
+                outputs = backend.run(compiled, test.inputs)
+                times[RUN] = time.perf_counter() - t0
+                result = Outcome(OK, RUN, [np.asarray(o) for o in outputs], seconds=times)
+            except Exception as e:
+                times[phase] = time.perf_counter() - t0
+                result = _error(phase, e, times)
+            _send(proto_out, ("result", name, result))
+        _send(proto_out, ("done",))
+
+
+# ---------------------------------------------------------------------------------------------
+# The parent side
+# ---------------------------------------------------------------------------------------------
+class WorkerDied(Exception):
+    pass
+
+
+def _rss_mb(pid: int) -> float:
+    try:
+        with open(f"/proc/{pid}/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+class Worker:
+    """One child process serving one backend."""
+
+    def __init__(self, backend: str, limits: PhaseLimits, log_dir: Path | None = None) -> None:
+        self.backend = backend
+        self.limits = limits
+        self.tests_served = 0
+        self.version = ""
+        log_dir = log_dir or Path(tempfile.gettempdir())
+        log_dir.mkdir(parents=True, exist_ok=True)
+        self.log_path = Path(tempfile.mkstemp(prefix=f"worker-{backend.replace(':', '_')}-", suffix=".log",
+                                              dir=log_dir)[1])
+        self._log = open(self.log_path, "wb")  # noqa: SIM115 -- lives as long as the child
+        env = dict(os.environ, OMP_NUM_THREADS="1", TVM_NUM_THREADS="1", MKL_NUM_THREADS="1",
+                   PYTHONFAULTHANDLER="1")
+        self.proc = subprocess.Popen([sys.executable, "-m", "dlcfuzz.run.worker", backend], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=self._log, env=env, start_new_session=True)
+        self._fd = self.proc.stdout.fileno()
+        msg = self._wait(START, limits.start)
+        if isinstance(msg, Outcome):
+            self._log.close()
+            raise WorkerDied(f"{backend} worker failed to start: {msg.message}\n{msg.traceback or self.log_tail()}")
+        self.version = msg[1]
+        self.variants: list[tuple[str, dict]] = msg[2]  # asked of the child: only it may import the compiler
+
+    # -- waiting with timeouts and the memory cap ------------------------------------------
+    def _wait(self, phase: str, timeout: float) -> Any:
+        """The next message, or an Outcome describing why none came."""
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self.kill()
+                return Outcome(TIMEOUT, phase, message=f"{phase} exceeded {timeout:.0f}s")
+            ready, _, _ = select.select([self._fd], [], [], min(left, 0.25))
+            if ready:
+                msg = _recv(self._fd)
+                if msg is None:
+                    return self._death(phase)[1]
+                return msg
+            if self.limits.memory_mb and _rss_mb(self.proc.pid) > self.limits.memory_mb:
+                self.kill()
+                return Outcome(OOM, phase, message=f"resident memory above {self.limits.memory_mb} MB in {phase}")
+            if self.proc.poll() is not None:
+                return self._death(phase)[1]
+
+    def _death(self, phase: str) -> tuple[int, Outcome]:
+        code = self.proc.wait()
+        tail = self.log_tail()
+        if code < 0:
+            sig = -code
+            name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
+            return code, Outcome(CRASH, phase, error_type=name, message=f"killed by {name} in {phase}",
+                                 traceback=tail, signal=sig)
+        return code, Outcome(CRASH, phase, error_type=f"exit {code}", message=f"worker exited with {code} in {phase}",
+                             traceback=tail)
+
+    def log_tail(self, n: int = 6000) -> str:
+        try:
+            self._log.flush()
+            data = self.log_path.read_bytes()
+        except OSError:
+            return ""
+        return data[-n:].decode(errors="replace")
+
+    # -- serving a test --------------------------------------------------------------------------
+    def execute(self, test: Test, variants: list[str]) -> dict[str, Outcome]:
+        """Outcomes per variant; the worker may be dead afterwards (check ``alive``)."""
+        self.tests_served += 1
+        results: dict[str, Outcome] = {}
+        try:
+            data = pickle.dumps((test, variants), protocol=pickle.HIGHEST_PROTOCOL)
+            self.proc.stdin.write(struct.pack("<Q", len(data)) + data)
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            dead = self._death(START)[1]
+            return dict.fromkeys(variants, dead)
+        phase, current = START, ""
+        while True:
+            msg = self._wait(phase, self.limits.timeout(phase))
+            if isinstance(msg, Outcome):  # died, hung or ran out of memory in `phase`
+                for v in variants:
+                    if v not in results:
+                        results[v] = msg if (v == current or phase == IMPORT) else Outcome(SKIPPED, phase)
+                return results
+            kind = msg[0]
+            if kind == "phase":
+                phase, current = msg[1], msg[2]
+            elif kind == "result":
+                results[msg[1]] = msg[2]
+            elif kind == "done":
+                return results
+
+    @property
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                self.proc.stdin.close()
+                self.proc.wait(timeout=10)
+            except (OSError, subprocess.TimeoutExpired):
+                self.kill()
+        self._log.close()
+        self.log_path.unlink(missing_ok=True)
+
+
+class WorkerPool:
+    """Persistent workers per backend, replaced when they die and recycled every ``recycle`` tests."""
+
+    def __init__(self, limits: PhaseLimits, recycle: int = 200, log_dir: Path | None = None) -> None:
+        self.limits = limits
+        self.recycle = recycle
+        self.log_dir = log_dir
+        self.idle: dict[str, list[Worker]] = {}
+        self.deaths = 0
+        self._lock = threading.Lock()  # campaign jobs share the pool from several threads
+
+    def acquire(self, backend: str) -> Worker:
+        with self._lock:
+            free = self.idle.setdefault(backend, [])
+            if free:
+                return free.pop()
+        return Worker(backend, self.limits, self.log_dir)
+
+    def release(self, w: Worker) -> None:
+        if not w.alive:
+            with self._lock:
+                self.deaths += 1
+            w.close()
+        elif w.tests_served >= self.recycle:
+            w.close()
+        else:
+            with self._lock:
+                self.idle.setdefault(w.backend, []).append(w)
+
+    def run(self, backend: str, test: Test, variants: list[str]) -> dict[str, Outcome]:
+        try:
+            w = self.acquire(backend)
+        except WorkerDied as e:
+            return dict.fromkeys(variants, Outcome(CRASH, START, error_type="WorkerDied", message=str(e)[:2000]))
+        try:
+            return w.execute(test, variants)
+        finally:
+            self.release(w)
+
+    def describe(self, backend: str) -> tuple[str, list[tuple[str, dict]]]:
+        """(version, variants) of a backend, as its worker reports them (raises WorkerDied)."""
+        w = self.acquire(backend)
+        self.release(w)
+        return w.version, w.variants
+
+    def close(self) -> None:
+        for ws in self.idle.values():
+            for w in ws:
+                w.close()
+        self.idle.clear()
+
+
+if __name__ == "__main__":
+    # run the importable module's copy, so that pickled Outcomes name dlcfuzz.run.worker, not __main__
+    from dlcfuzz.run.worker import child_main as _child_main
+
+    _child_main(sys.argv[1])

@@ -1,0 +1,1242 @@
+"""Conservative value intervals, computed while a graph is generated, so that every operator call
+only reads tensors whose values keep its output finite and defined.
+
+Two tables, keyed by ONNX operator type:
+
+* ``TRANSFER``: input intervals, node attributes and types -> one interval per output.
+* ``DOMAINS``: per input slot, the interval (``Domain``) the input's values must lie in for the
+  output to be finite (Acosh >= 1, a divisor away from 0, an exponent that cannot overflow, a
+  matrix whose products stay within the type's range ...).  The generator reuses a tensor for a
+  slot only if its interval lies in the slot's domain; otherwise it makes a new runtime input
+  whose hint confines it to the domain (within the default input range).
+
+An interval ``(lo, hi)`` is a pair of floats in *value* space.  For a float type it means: every
+element is a finite number in [lo, hi]; a bound of +-inf means "may be non-finite" (or unknown).
+Integer intervals always lie in the type's range (a possible wrap-around gives the whole range);
+bool is [0, 1].  Every float slot's domain lies within the finite range (except for the
+NaN-safe operators in ``NAN_SAFE``), and the float domains of amplifying operators (Add, Mul,
+MatMul, Conv, reductions, Exp, Pow, normalizations ...) are chosen from the intervals of the
+inputs drawn before, so that the output's bound stays below the type's largest value.  Under the
+assumptions below, a graph built this way has finite values everywhere.
+
+Soundness assumptions (documented caveats, not checked):
+
+* Runtime inputs hold values in ``value_range(type, hint)`` (``dlcfuzz.values.synthesize`` only
+  draws there) and initializers/constants are what the graph stores.
+* Float results are within a few ulps (``8 * eps`` relative, plus an absolute ``8 * eps`` for
+  functions with absolute error such as Sigmoid/Tanh/Sin) of the exact result; sums and
+  contractions are widened by their term count times ``eps``.  Sin, Cos, Erf, HardSigmoid and
+  Softmax saturate within their mathematical range (checked on ONNX Runtime: Tanh, Sigmoid,
+  Softsign and Atan do *not*, so their outputs are only widened).  Subnormals may flush to zero.
+* Normalizations compute the variance with an error below epsilon/2 (else the normalized value
+  is not bounded by sqrt(n)); MeanVarianceNormalization's function body (E[x^2] - E[x]^2, no
+  epsilon under the square root) is NaN on constant slices, which no interval can exclude.
+* Pools never see a window that lies wholly in the padding (the pool specs ensure it).
+* Integer division truncates towards zero; INT_MIN / -1 is excluded by the divisor's domain.
+* Tan of a finite float is finite (no float is an odd multiple of pi/2), but bounded only by
+  the type's largest value when the interval crosses a pole.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from dlcfuzz.ir import CONST_KIND, INPUT_KIND, Graph, TensorType, np_dtype
+from dlcfuzz.ir.hints import value_range
+
+INF = math.inf
+Iv = tuple[float, float]
+TOP: Iv = (-INF, INF)
+BOOL_IV: Iv = (0.0, 1.0)
+PI, HALF_PI = math.pi, math.pi / 2
+FRESH_MARGIN = 0.25  # new inputs keep at least this far from a domain's open boundary at 0
+
+
+# ---------------------------------------------------------------------------------------------
+# Per-dtype numeric facts
+# ---------------------------------------------------------------------------------------------
+class Num:
+    """Numeric facts of one element type, used by transfer functions and domains."""
+
+    __slots__ = (
+        "ath",
+        "away",
+        "budget",
+        "dtype",
+        "eps",
+        "expmax",
+        "fmax",
+        "hi",
+        "kind",
+        "lo",
+        "pos",
+        "qroot",
+        "sroot",
+        "tiny",
+    )
+
+    def __init__(self, dtype: str) -> None:
+        self.dtype = dtype
+        dt = np_dtype(dtype)
+        self.kind = "b" if dtype == "bool" else dt.kind
+        if self.kind == "f":
+            fi = np.finfo(dt)
+            self.fmax = float(fi.max)
+            self.lo, self.hi = -self.fmax, self.fmax
+            self.eps = float(fi.eps)
+            self.tiny = float(fi.smallest_normal)
+            self.budget = self.fmax / 16  # bound on sums and contractions
+            self.expmax = math.log(self.fmax) - 1  # exp(x) stays finite (float16: ~10.1)
+            self.pos = 4 * self.tiny  # "positive": Log's domain starts here
+            self.away = 4 / math.sqrt(self.fmax)  # divisors away from 0: quotients <= sqrt(max) / 4
+            self.qroot = self.fmax ** 0.25 / 4  # BatchNormalization's parameters
+            self.sroot = math.sqrt(self.fmax) / 4  # Asinh/Acosh (an x*x inside may overflow)
+            self.ath = {"float16": 1e-2, "float32": 1e-4}.get(dtype, 1e-8)  # Atanh keeps |x| <= 1 - ath
+        elif self.kind in "iu":
+            ii = np.iinfo(dt)
+            self.lo = float(ii.min)
+            self.hi = float(ii.max)  # rounds up for 64 bits: still a bound
+            # int64/uint64: floats round near 2**63/2**64; a margin keeps "in range" exact
+            self.fmax = self.hi if ii.bits < 53 else float(ii.max) - 2.0 ** (ii.bits - 52)
+            self.eps = self.tiny = 0.0
+        else:
+            self.lo, self.hi, self.fmax, self.eps, self.tiny = 0.0, 1.0, 1.0, 0.0, 0.0
+
+    @property
+    def full(self) -> Iv:
+        """The unknown interval: anything for floats, the whole range for integers."""
+        return TOP if self.kind == "f" else (self.lo, self.hi)
+
+    def fits(self, lo: float, hi: float) -> bool:
+        """Whether integer results in [lo, hi] are representable (no wrap-around)."""
+        return self.lo <= lo and hi <= self.fmax
+
+
+_NUM: dict[str, Num] = {}
+
+
+def num(dtype: str) -> Num:
+    n = _NUM.get(dtype)
+    if n is None:
+        n = _NUM[dtype] = Num(dtype)
+    return n
+
+
+def finite(iv: Iv) -> bool:
+    return iv[0] > -INF and iv[1] < INF
+
+
+def default_interval(t: TensorType, hint: dict[str, Any] | None = None) -> Iv:
+    """The interval of a runtime input: what input synthesis draws for it."""
+    return value_range(t, hint)
+
+
+def data_interval(a: np.ndarray) -> Iv:
+    """The interval of stored data (an initializer or a constant input)."""
+    if a.size == 0:
+        return (0.0, 0.0)
+    lo, hi = float(a.min()), float(a.max())
+    if lo != lo or hi != hi:  # NaN
+        return TOP
+    return lo, hi
+
+
+# ---------------------------------------------------------------------------------------------
+# Domains
+# ---------------------------------------------------------------------------------------------
+class Domain(NamedTuple):
+    """Values an input slot accepts: [lo, hi], and with ``away`` > 0 also |x| >= away with the
+    whole interval on one side of 0.  ``fresh`` optionally narrows where new inputs draw."""
+
+    lo: float = -INF
+    hi: float = INF
+    away: float = 0.0
+    fresh: Iv | None = None
+
+    def accepts(self, iv: Iv) -> bool:
+        lo, hi = iv
+        if lo < self.lo or hi > self.hi:
+            return False
+        a = self.away
+        return not a or lo >= a or hi <= -a
+
+    def meet(self, other: Domain | None) -> Domain:
+        if other is None:
+            return self
+        fresh = self.fresh or other.fresh
+        if self.fresh and other.fresh:
+            fresh = (max(self.fresh[0], other.fresh[0]), min(self.fresh[1], other.fresh[1]))
+        return Domain(max(self.lo, other.lo), min(self.hi, other.hi), max(self.away, other.away), fresh)
+
+
+REJECT = Domain(INF, -INF)  # accepts nothing: the slot cannot take this dtype
+
+
+def mag(r: float) -> Domain:
+    return Domain(-r, r)
+
+
+def hint_domain(hint: dict[str, Any] | None, dtype: str) -> Domain | None:
+    """A spec's value hint as a domain (``nonzero``: away from 0)."""
+    if not hint:
+        return None
+    away = (1.0 if num(dtype).kind in "iu" else 0.1) if hint.get("nonzero") else 0.0
+    return Domain(hint.get("min", -INF), hint.get("max", INF), away)
+
+
+def fresh_range(dom: Domain, t: TensorType, rng) -> Iv:
+    """Where a new runtime input for a slot with domain ``dom`` draws: dom and the default range
+    (and, for a one-sided or ``away`` domain, at least FRESH_MARGIN from 0), with bounds
+    representable in the dtype (rounding is monotone, so drawn values stay inside)."""
+    dlo, dhi = value_range(t)
+    n = num(t.dtype)
+    lo, hi = dom.fresh if dom.fresh else (max(dom.lo, dlo), min(dom.hi, dhi))
+    lo, hi = max(lo, dom.lo), min(hi, dom.hi)
+    margin = 1.0 if n.kind in "iu" else FRESH_MARGIN
+    if dom.away:
+        a = max(dom.away, margin) if max(dom.away, margin) <= dhi else dom.away
+        sides = [s for s in ((max(lo, a), hi), (lo, min(hi, -a))) if s[0] <= s[1]]
+        if not sides:  # the default range misses the domain: go just past the gap
+            sides = [(a, min(dom.hi, 2 * a))] if a <= dom.hi else [(max(dom.lo, -2 * a), -a)]
+        lo, hi = sides[rng.randrange(len(sides))] if len(sides) > 1 else sides[0]
+    else:
+        if 0 < dom.lo < margin <= hi:
+            lo = max(lo, margin)
+        if -margin >= lo and -margin < dom.hi < 0:
+            hi = min(hi, -margin)
+    if lo > hi:  # the domain misses the default range: take a piece of the domain next to it
+        if dom.lo > dhi:
+            lo, hi = dom.lo, min(dom.hi, dom.lo + (dhi - dlo))
+        else:
+            lo, hi = max(dom.lo, dom.hi - (dhi - dlo)), dom.hi
+    return _inward(lo, hi, t.dtype)
+
+
+def _inward(lo: float, hi: float, dtype: str) -> Iv:
+    n = num(dtype)
+    if n.kind in "iu":
+        return float(math.ceil(lo)), float(max(math.ceil(lo), math.floor(hi)))
+    if n.kind != "f":
+        return 0.0, 1.0
+    t = np_dtype(dtype).type
+    a, b = t(lo), t(hi)
+    if float(a) < lo:
+        a = np.nextafter(a, t(INF))
+    if float(b) > hi:
+        b = np.nextafter(b, t(-INF))
+    return (float(a), float(b)) if a <= b else (float(a), float(a))
+
+
+# ---------------------------------------------------------------------------------------------
+# Interval helpers
+# ---------------------------------------------------------------------------------------------
+def hull(*ivs: Iv) -> Iv:
+    return min(i[0] for i in ivs), max(i[1] for i in ivs)
+
+
+def amax(iv: Iv) -> float:
+    """max |x| over the interval."""
+    return max(-iv[0], iv[1])
+
+
+def amin(iv: Iv) -> float:
+    """min |x| over the interval."""
+    lo, hi = iv
+    return 0.0 if lo <= 0 <= hi else min(abs(lo), abs(hi))
+
+
+def mul(a: Iv, b: Iv) -> Iv:
+    p = (a[0] * b[0], a[0] * b[1], a[1] * b[0], a[1] * b[1])
+    return min(p), max(p)
+
+
+def add(a: Iv, b: Iv) -> Iv:
+    return a[0] + b[0], a[1] + b[1]
+
+
+def scale(a: Iv, k: float) -> Iv:
+    return (a[0] * k, a[1] * k) if k >= 0 else (a[1] * k, a[0] * k)
+
+
+def widen(iv: Iv, n: Num, k: float = 8.0, absolute: float = 0.0, keep_sign: bool | None = None) -> Iv:
+    """Outward by ``k`` eps relative, plus ``absolute`` (in eps units) and the smallest normal.
+
+    ``keep_sign`` (default: when the error is relative only) keeps a bound at 0 from crossing
+    it: rounding is monotone, so a correctly rounded operation, or a sum of terms of one sign,
+    keeps the sign of its exact result (a flushed subnormal becomes a zero of that sign)."""
+    if n.kind != "f":
+        return iv
+    e = n.eps * k
+    a = n.eps * absolute + n.tiny
+    lo, hi = iv
+    wlo, whi = lo - abs(lo) * e - a, hi + abs(hi) * e + a
+    if keep_sign if keep_sign is not None else not absolute:
+        if lo >= 0:
+            wlo = max(wlo, 0.0)
+        if hi <= 0:
+            whi = min(whi, 0.0)
+    return wlo, whi
+
+
+def _mono(f: Callable[[float], float], iv: Iv) -> Iv:
+    try:
+        return f(iv[0]), f(iv[1])
+    except (OverflowError, ValueError):
+        return TOP
+
+
+def _sigmoid(x: float) -> float:
+    if x >= 0:
+        return 1.0 / (1.0 + math.exp(-x))
+    e = math.exp(x)
+    return e / (1.0 + e)
+
+
+def _exp(x: float) -> float:
+    return math.exp(x) if x < 709 else INF
+
+
+def _sin_range(iv: Iv, shift: float = 0.0) -> Iv:
+    """Range of sin(x + shift) over iv."""
+    lo, hi = iv[0] + shift, iv[1] + shift
+    if hi - lo >= 2 * PI or max(abs(lo), abs(hi)) > 1e4:
+        return (-1.0, 1.0)
+    a, b = math.sin(lo), math.sin(hi)
+    ylo, yhi = min(a, b), max(a, b)
+    if HALF_PI + 2 * PI * math.ceil((lo - HALF_PI) / (2 * PI)) <= hi:
+        yhi = 1.0
+    if -HALF_PI + 2 * PI * math.ceil((lo + HALF_PI) / (2 * PI)) <= hi:
+        ylo = -1.0
+    return ylo, yhi
+
+
+def _numel(t: TensorType | None) -> int:
+    return t.numel if t is not None else 1
+
+
+# ---------------------------------------------------------------------------------------------
+# Transfer functions
+# ---------------------------------------------------------------------------------------------
+class Call:
+    """What a transfer function sees: input intervals (None: omitted), input and output types,
+    ONNX attributes; ``n`` is the first output's numeric facts."""
+
+    __slots__ = ("attrs", "ivs", "n", "outs", "types")
+
+    def __init__(self, ivs: Sequence[Iv | None], types: Sequence[TensorType | None], attrs: dict[str, Any],
+                 outs: Sequence[TensorType]) -> None:
+        self.ivs, self.types, self.attrs, self.outs = ivs, types, attrs, outs
+        self.n = num(outs[0].dtype)
+
+    @property
+    def x(self) -> Iv:
+        return self.ivs[0]  # type: ignore[return-value]
+
+    def a(self, name: str, default: Any) -> Any:
+        v = self.attrs.get(name)
+        return default if v is None else v
+
+
+Transfer = Callable[[Call], list[Iv]]
+TRANSFER: dict[str, Transfer] = {}
+
+
+def _reg(*ops: str):
+    def deco(fn: Transfer) -> Transfer:
+        for op in ops:
+            TRANSFER[op] = fn
+        return fn
+    return deco
+
+
+def _unary(fn: Callable[[Iv, Call], Iv]) -> Transfer:
+    return lambda c: [fn(c.x, c)]
+
+
+def _elementwise(op: str, f: Callable[[float], float], k: float = 8.0, absolute: float = 0.0,
+                 decreasing: bool = False, nonneg: bool = False) -> None:
+    """A monotone function; ``nonneg``: its results are never negative (a bound at 0 stays)."""
+    def t(c: Call) -> list[Iv]:
+        lo, hi = _mono(f, c.x)
+        if decreasing:
+            lo, hi = hi, lo
+        lo, hi = widen((lo, hi), c.n, k, absolute)
+        return [(max(lo, 0.0), hi) if nonneg else (lo, hi)]
+    TRANSFER[op] = t
+
+
+# exact (no rounding) elementwise operators
+_reg("Identity", "Dropout")(lambda c: [c.x, BOOL_IV][:len(c.outs)])
+_reg("Abs")(_unary(lambda x, c: (amin(x), amax(x))))
+_reg("Neg")(_unary(lambda x, c: (-x[1], -x[0])))
+_reg("Relu")(_unary(lambda x, c: (max(x[0], 0.0), max(x[1], 0.0))))
+_reg("Ceil")(_unary(lambda x, c: (math.ceil(x[0]), math.ceil(x[1]))))
+_reg("Floor")(_unary(lambda x, c: (math.floor(x[0]), math.floor(x[1]))))
+_reg("Round")(_unary(lambda x, c: (math.floor(x[0]), math.ceil(x[1]))))
+_reg("Sign")(_unary(lambda x, c: (float(np.sign(x[0])), float(np.sign(x[1])))))
+_reg("Not", "IsNaN", "IsInf", "Equal", "Greater", "Less", "GreaterOrEqual", "LessOrEqual", "And", "Or",
+     "Xor", "Hardmax")(lambda c: [BOOL_IV])
+
+# monotone functions (relative error) and bounded ones (absolute error)
+_elementwise("Exp", _exp)
+_elementwise("Log", math.log)
+_elementwise("Sqrt", math.sqrt)
+_elementwise("Sinh", math.sinh)
+_elementwise("Asinh", math.asinh)
+_elementwise("Acosh", math.acosh)
+_elementwise("Atanh", math.atanh, absolute=8)
+_elementwise("Asin", math.asin, absolute=8)
+_elementwise("Acos", math.acos, absolute=8, decreasing=True, nonneg=True)
+_elementwise("Atan", math.atan, absolute=8)
+_elementwise("Sigmoid", _sigmoid, absolute=8)
+_elementwise("Tanh", math.tanh, absolute=8)
+_elementwise("Softsign", lambda x: x / (1 + abs(x)), absolute=8)
+_elementwise("Softplus", lambda x: x + math.log1p(math.exp(-x)) if x > 0 else math.log1p(math.exp(x)), absolute=8,
+             nonneg=True)
+
+
+@_reg("Reciprocal")
+def _reciprocal(c: Call) -> list[Iv]:
+    lo, hi = c.x
+    if lo <= 0 <= hi:
+        return [TOP]
+    return [widen((1 / hi, 1 / lo), c.n)]
+
+
+@_reg("Cosh")
+def _cosh(c: Call) -> list[Iv]:
+    return [widen(_mono(math.cosh, (amin(c.x), amax(c.x))), c.n)]
+
+
+def _trig(shift: float) -> Transfer:
+    def t(c: Call) -> list[Iv]:
+        lo, hi = widen(_sin_range(c.x, shift), c.n, absolute=8)
+        return [(max(lo, -1.0), min(hi, 1.0))]
+    return t
+
+
+TRANSFER["Sin"] = _trig(0.0)
+TRANSFER["Cos"] = _trig(HALF_PI)  # cos(x) = sin(x + pi/2)
+
+
+@_reg("Erf")
+def _erf(c: Call) -> list[Iv]:
+    lo, hi = widen(_mono(math.erf, c.x), c.n, absolute=8)
+    return [(max(lo, -1.0), min(hi, 1.0))]
+
+
+@_reg("Tan")
+def _tan(c: Call) -> list[Iv]:
+    lo, hi = c.x
+    if max(abs(lo), abs(hi)) < 1e4:
+        k = round((lo + hi) / 2 / PI)
+        if k * PI - HALF_PI + 1e-3 < lo and hi < k * PI + HALF_PI - 1e-3:
+            return [widen((math.tan(lo), math.tan(hi)), c.n, absolute=8)]
+    return [(-c.n.fmax, c.n.fmax)]  # finite (no float is a pole), but unbounded
+
+
+@_reg("HardSwish")
+def _hardswish(c: Call) -> list[Iv]:
+    def f(x: float) -> float:
+        return x * min(1.0, max(0.0, x / 6 + 0.5))
+    lo, hi = c.x
+    vals = [f(lo), f(hi)] + ([f(-1.5)] if lo <= -1.5 <= hi else [])
+    return [widen((min(vals), max(vals)), c.n, absolute=8)]
+
+
+@_reg("HardSigmoid")
+def _hardsigmoid(c: Call) -> list[Iv]:
+    alpha, beta = c.a("alpha", 0.2), c.a("beta", 0.5)
+    lo, hi = widen(add(scale(c.x, alpha), (beta, beta)), c.n, absolute=8)
+    return [(min(max(lo, 0.0), 1.0), max(min(hi, 1.0), 0.0))]
+
+
+def _piecewise(f: Callable[[float, Call], float]) -> Transfer:
+    """A monotone non-decreasing elementwise function with attributes."""
+    def t(c: Call) -> list[Iv]:
+        return [widen((f(c.x[0], c), f(c.x[1], c)), c.n, absolute=8)]
+    return t
+
+
+TRANSFER["Elu"] = _piecewise(lambda x, c: x if x >= 0 else c.a("alpha", 1.0) * math.expm1(x))
+TRANSFER["Selu"] = _piecewise(lambda x, c: c.a("gamma", 1.0507010221481323) * (
+    x if x > 0 else c.a("alpha", 1.6732631921768188) * math.expm1(x)))
+TRANSFER["LeakyRelu"] = _piecewise(lambda x, c: x if x >= 0 else c.a("alpha", 0.01) * x)
+TRANSFER["Celu"] = _piecewise(lambda x, c: x if x >= 0 else c.a("alpha", 1.0) * math.expm1(x / c.a("alpha", 1.0)))
+
+
+@_reg("ThresholdedRelu")
+def _thresholded(c: Call) -> list[Iv]:
+    alpha = c.a("alpha", 1.0)
+    lo, hi = c.x
+    parts = [(0.0, 0.0)] if lo <= alpha else []
+    if hi > alpha:
+        parts.append((max(lo, alpha), hi))
+    return [hull(*parts)]
+
+
+@_reg("Shrink")
+def _shrink(c: Call) -> list[Iv]:
+    b = c.a("bias", 0.0)
+    lo, hi = c.x
+    return [widen((min(0.0, lo - b), max(0.0, hi + b)), c.n)]
+
+
+@_reg("Clip")
+def _clip(c: Call) -> list[Iv]:
+    lo, hi = c.x
+    mn = c.ivs[1] if len(c.ivs) > 1 else None
+    mx = c.ivs[2] if len(c.ivs) > 2 else None
+    if mn is not None:
+        lo, hi = max(lo, mn[0]), max(hi, mn[1])
+    if mx is not None:
+        lo, hi = min(lo, mx[0]), min(hi, mx[1])
+    return [(lo, hi)]
+
+
+@_reg("Cast")
+def _cast(c: Call) -> list[Iv]:
+    src, dst = num(c.types[0].dtype), c.n  # type: ignore[union-attr]
+    lo, hi = c.x
+    if dst.kind == "b":
+        if lo == hi == 0:
+            return [(0.0, 0.0)]
+        return [(1.0, 1.0) if lo > 0 or hi < 0 else BOOL_IV]
+    if dst.kind == "f":
+        return [widen((lo, hi), dst, 1) if src.kind != "f" or dst.fmax < src.fmax else (lo, hi)]
+    if src.kind == "f":  # truncation towards zero; out of range is undefined (the finisher's full range)
+        return [(math.trunc(lo), math.trunc(hi))] if finite(c.x) else [dst.full]
+    return [(lo, hi)]
+
+
+# -- broadcasting arithmetic ------------------------------------------------------------------
+@_reg("Add")
+def _add(c: Call) -> list[Iv]:
+    a, b = c.ivs[0], c.ivs[1]
+    return [widen(add(a, b), c.n, 1, absolute=amax(a) + amax(b), keep_sign=True)]  # type: ignore[arg-type]
+
+
+@_reg("Sub")
+def _sub(c: Call) -> list[Iv]:
+    a, b = c.ivs[0], c.ivs[1]
+    return [widen(add(a, (-b[1], -b[0])), c.n, 1, absolute=amax(a) + amax(b), keep_sign=True)]  # type: ignore
+
+
+@_reg("Mul")
+def _mul(c: Call) -> list[Iv]:
+    return [widen(mul(c.ivs[0], c.ivs[1]), c.n, 2)]  # type: ignore[arg-type]
+
+
+@_reg("Div")
+def _div(c: Call) -> list[Iv]:
+    a, b = c.ivs[0], c.ivs[1]
+    if b[0] <= 0 <= b[1]:  # type: ignore[index]
+        return [c.n.full]
+    q = (a[0] / b[0], a[0] / b[1], a[1] / b[0], a[1] / b[1])  # type: ignore[index]
+    lo, hi = min(q), max(q)
+    if c.n.kind in "iu":  # truncation towards zero (exact below 2**52; else one more for rounding)
+        d = 1 if amax(a) >= 2.0 ** 52 else 0  # type: ignore[arg-type]
+        return [(math.trunc(lo) - d, math.trunc(hi) + d)]
+    return [widen((lo, hi), c.n, 2)]
+
+
+@_reg("Mod")
+def _mod(c: Call) -> list[Iv]:
+    a, b = c.ivs[0], c.ivs[1]
+    if c.n.kind == "f" or c.attrs.get("fmod") == 1:  # the sign of the dividend, |r| < |b|
+        m = min(amax(a), amax(b))  # type: ignore[arg-type]
+        return [(-m if a[0] < 0 else 0.0, m if a[1] > 0 else 0.0)]  # type: ignore[index]
+    m = amax(b) - 1  # type: ignore[arg-type]  # integer Python-style: the sign of the divisor
+    return [(-m if b[0] < 0 else 0.0, m if b[1] > 0 else 0.0)]  # type: ignore[index]
+
+
+@_reg("Pow")
+def _pow(c: Call) -> list[Iv]:
+    x, y = c.ivs[0], c.ivs[1]
+    n = c.n
+    ykind = num(c.types[1].dtype).kind  # type: ignore[union-attr]
+    try:
+        if n.kind == "f" and x[0] > 0:  # type: ignore[index]
+            e = mul((math.log(x[0]), math.log(x[1])), y)  # type: ignore[arg-type,index]
+            return [widen((_exp(e[0]), _exp(e[1])), n, 8 + 4 * amax(e))]
+        if y[0] >= 0 and (x[0] >= 0 or ykind in "iu"):  # type: ignore[index]
+            m = amax(x)  # type: ignore[arg-type]
+            top = max(1.0, m ** y[1]) if m > 1 else 1.0  # type: ignore[index]
+            bound = widen((0.0, top), n, 8 + 4 * y[1])[1]  # type: ignore[index]
+            return [(0.0 if x[0] >= 0 else -bound, bound)]  # type: ignore[index]
+    except OverflowError:
+        pass
+    return [n.full]
+
+
+@_reg("Where")
+def _where(c: Call) -> list[Iv]:
+    return [hull(c.ivs[1], c.ivs[2])]  # type: ignore[arg-type]
+
+
+@_reg("Max")
+def _max(c: Call) -> list[Iv]:
+    ivs = [i for i in c.ivs if i is not None]
+    return [(max(i[0] for i in ivs), max(i[1] for i in ivs))]
+
+
+@_reg("Min")
+def _min(c: Call) -> list[Iv]:
+    ivs = [i for i in c.ivs if i is not None]
+    return [(min(i[0] for i in ivs), min(i[1] for i in ivs))]
+
+
+@_reg("Sum")
+def _sum(c: Call) -> list[Iv]:
+    ivs = [i for i in c.ivs if i is not None]
+    s = (sum(i[0] for i in ivs), sum(i[1] for i in ivs))
+    one_sign = all(i[0] >= 0 for i in ivs) or all(i[1] <= 0 for i in ivs)
+    return [widen(s, c.n, 2 * len(ivs), absolute=sum(amax(i) for i in ivs) * len(ivs), keep_sign=one_sign)]
+
+
+@_reg("Mean")
+def _mean(c: Call) -> list[Iv]:
+    ivs = [i for i in c.ivs if i is not None]
+    one_sign = all(i[0] >= 0 for i in ivs) or all(i[1] <= 0 for i in ivs)
+    return [widen(hull(*ivs), c.n, 2 * len(ivs), absolute=max(amax(i) for i in ivs) * len(ivs), keep_sign=one_sign)]
+
+
+# -- reductions -------------------------------------------------------------------------------
+def _count(c: Call) -> int:
+    """Elements reduced into one output element."""
+    return max(1, _numel(c.types[0]) // max(1, c.outs[0].numel))
+
+
+def _sum_of(iv: Iv, k: int, n: Num) -> Iv:
+    lo, hi = iv
+    return widen((k * lo, k * hi), n, 2 + 2 * k, absolute=k * amax(iv), keep_sign=True)  # terms of one sign
+
+
+@_reg("ReduceSum")
+def _reduce_sum(c: Call) -> list[Iv]:
+    return [_sum_of(c.x, _count(c), c.n)]
+
+
+@_reg("ReduceMean")
+def _reduce_mean(c: Call) -> list[Iv]:
+    k = _count(c)
+    if c.n.kind in "iu":
+        s = (k * c.x[0], k * c.x[1])
+        return [c.x if c.n.fits(*s) else c.n.full]
+    return [widen(c.x, c.n, 2 + 2 * k, absolute=k * amax(c.x), keep_sign=True)]
+
+
+def _pad_only_windows(c: Call) -> bool:
+    """A dilated kernel over padding may have a window with no input element (the pool specs
+    keep pads < kernel, which only rules that out without dilation)."""
+    return any(d > 1 for d in c.attrs.get("dilations") or ()) and _has_pads(c)
+
+
+@_reg("ReduceMax", "ReduceMin", "MaxPool", "GlobalMaxPool")
+def _reduce_max(c: Call) -> list[Iv]:
+    out = [(c.n.lo, c.x[1]) if _pad_only_windows(c) else c.x]  # ORT: the lowest value for such a window
+    if len(c.outs) > 1:  # MaxPool's Indices
+        out.append(num("int64").full if _pad_only_windows(c) else (0.0, float(_numel(c.types[0]) - 1)))
+    return out
+
+
+@_reg("ReduceL1")
+def _reduce_l1(c: Call) -> list[Iv]:
+    return [_sum_of((amin(c.x), amax(c.x)), _count(c), c.n)]
+
+
+@_reg("ReduceSumSquare")
+def _reduce_sumsq(c: Call) -> list[Iv]:
+    return [_sum_of((amin(c.x) ** 2, amax(c.x) ** 2), _count(c), c.n)]
+
+
+@_reg("ReduceL2")
+def _reduce_l2(c: Call) -> list[Iv]:
+    k = _count(c)
+    if c.n.kind in "iu":
+        top = k * amax(c.x) ** 2
+        return [(0.0, math.ceil(math.sqrt(top)) + 1)] if c.n.fits(0.0, top) else [c.n.full]
+    r = math.sqrt(k)
+    return [widen((r * amin(c.x), r * amax(c.x)), c.n, 4 + 2 * k)]
+
+
+@_reg("ReduceProd")
+def _reduce_prod(c: Call) -> list[Iv]:
+    k = _count(c)
+    lo, hi = c.x
+    try:
+        if lo >= 0:
+            r = (lo ** k, hi ** k)
+        else:
+            m = amax(c.x) ** k
+            r = (-m, m)
+    except OverflowError:
+        return [c.n.full]
+    return [widen(r, c.n, 2 + 2 * k)]
+
+
+@_reg("ReduceLogSumExp")
+def _reduce_lse(c: Call) -> list[Iv]:
+    if c.n.kind != "f":
+        return [c.n.full]
+    lk = math.log(_count(c))
+    return [widen((c.x[0] + lk, c.x[1] + lk), c.n, 16, absolute=16)]
+
+
+@_reg("ArgMax", "ArgMin")
+def _argmax(c: Call) -> list[Iv]:
+    t = c.types[0]
+    axis = c.a("axis", 0) % t.rank  # type: ignore[union-attr]
+    return [(0.0, float(t.shape[axis] - 1))]  # type: ignore[union-attr]
+
+
+@_reg("CumSum")
+def _cumsum(c: Call) -> list[Iv]:
+    t = c.types[0]
+    ax = c.ivs[1]
+    k = t.shape[int(ax[0]) % t.rank] if ax is not None and finite(ax) else t.numel  # type: ignore[union-attr]
+    lo, hi = c.x
+    r = (min(lo, k * lo), max(hi, k * hi))
+    if c.attrs.get("exclusive"):
+        r = hull(r, (0.0, 0.0))
+    return [widen(r, c.n, 2 + 2 * k, absolute=k * amax(c.x), keep_sign=c.x[0] >= 0 or c.x[1] <= 0)]
+
+
+# -- data movement: values are copied (plus padding / filling values) --------------------------
+_reg("Reshape", "Transpose", "Flatten", "Squeeze", "Unsqueeze", "Expand", "Tile", "DepthToSpace", "SpaceToDepth",
+     "Slice", "Gather", "GatherElements", "GatherND", "ReverseSequence")(lambda c: [c.x])
+_reg("Split")(lambda c: [c.x] * len(c.outs))
+_reg("Concat")(lambda c: [hull(*(i for i in c.ivs if i is not None))])
+_reg("Trilu")(lambda c: [hull(c.x, (0.0, 0.0))])
+_reg("Shape")(lambda c: [(float(min(c.types[0].shape)), float(max(c.types[0].shape)))])  # type: ignore[union-attr]
+_reg("Size")(lambda c: [(float(_numel(c.types[0])),) * 2])
+
+
+@_reg("Pad")
+def _pad(c: Call) -> list[Iv]:
+    if c.a("mode", "constant") != "constant":
+        return [c.x]
+    cv = c.ivs[2] if len(c.ivs) > 2 and c.ivs[2] is not None else (0.0, 0.0)
+    return [hull(c.x, cv)]
+
+
+@_reg("Resize")
+def _resize(c: Call) -> list[Iv]:
+    mode = c.a("mode", "nearest")
+    lo, hi = c.x
+    if mode == "cubic":  # weights sum to 1 but may be negative: at most 4x the radius per resized axis
+        mid, rad = (lo + hi) / 2, (hi - lo) / 2
+        lo, hi = widen((mid - 16 * rad, mid + 16 * rad), c.n, 64)
+    elif mode == "linear":
+        lo, hi = widen((lo, hi), c.n, 16)
+    if c.a("coordinate_transformation_mode", "") == "tf_crop_and_resize":
+        ev = widen((c.a("extrapolation_value", 0.0),) * 2, num("float32"), 1)  # a float32 attribute
+        lo, hi = min(lo, ev[0]), max(hi, ev[1])
+    if c.n.kind in "iu":
+        lo, hi = math.floor(lo), math.ceil(hi)
+    return [(lo, hi)]
+
+
+# -- contractions -----------------------------------------------------------------------------
+def _contract(a: Iv, b: Iv, k: int, n: Num, padded: bool = False) -> Iv:
+    """A sum of at most ``k`` products a*b (``padded``: fewer terms possible)."""
+    p = mul(a, b)
+    if padded:
+        p = hull(p, (0.0, 0.0))
+    return widen((k * p[0], k * p[1]), n, 2 + 2 * k, absolute=k * amax(p), keep_sign=True)
+
+
+@_reg("MatMul")
+def _matmul(c: Call) -> list[Iv]:
+    k = c.types[0].shape[-1]  # type: ignore[union-attr]
+    return [_contract(c.ivs[0], c.ivs[1], k, c.n)]  # type: ignore[arg-type]
+
+
+@_reg("Gemm")
+def _gemm(c: Call) -> list[Iv]:
+    k = c.types[0].shape[0 if c.a("transA", 0) else 1]  # type: ignore[union-attr]
+    r = widen(scale(_contract(c.ivs[0], c.ivs[1], k, c.n), c.a("alpha", 1.0)), c.n, 4)  # type: ignore[arg-type]
+    if len(c.ivs) > 2 and c.ivs[2] is not None:
+        cc = widen(scale(c.ivs[2], c.a("beta", 1.0)), c.n, 4)
+        r = widen(add(r, cc), c.n, 4, absolute=4 * (amax(r) + amax(cc)), keep_sign=False)
+    return [r]
+
+
+def _conv_count(c: Call, transpose: bool) -> int:
+    w = c.types[1].shape  # type: ignore[union-attr]
+    per = math.prod(w[2:])
+    return (w[0] // c.a("group", 1) if transpose else w[1]) * per
+
+
+def _conv(transpose: bool) -> Transfer:
+    def t(c: Call) -> list[Iv]:
+        r = _contract(c.ivs[0], c.ivs[1], _conv_count(c, transpose), c.n, padded=True)  # type: ignore[arg-type]
+        if len(c.ivs) > 2 and c.ivs[2] is not None:
+            r = widen(add(r, c.ivs[2]), c.n, 2)
+        return [r]
+    return t
+
+
+TRANSFER["Conv"] = _conv(False)
+TRANSFER["ConvTranspose"] = _conv(True)
+
+
+def einsum_count(equation: str, shapes: Sequence[tuple[int, ...]]) -> int:
+    """Products summed into one output element: the product of the summed-out letters' dims."""
+    lhs, arrow, rhs = equation.replace(" ", "").partition("->")
+    dims: dict[str, int] = {}
+    seen: list[str] = []
+    for term, s in zip(lhs.split(","), shapes, strict=False):
+        letters = term.replace("...", "")
+        if "..." in term:
+            i = term.index("...")
+            k = len(s) - len(letters)
+            s = s[:i] + s[i + k:]
+        for x, d in zip(letters, s, strict=False):
+            dims[x] = d
+            seen.append(x)
+    out = set(rhs) if arrow else {x for x in seen if seen.count(x) == 1}
+    return math.prod(d for x, d in dims.items() if x not in out)
+
+
+@_reg("Einsum")
+def _einsum(c: Call) -> list[Iv]:
+    ivs = [i for i in c.ivs if i is not None]
+    shapes = [t.shape for t in c.types if t is not None]
+    k = einsum_count(c.attrs.get("equation", ""), shapes)
+    if len(ivs) == 1:
+        return [_sum_of(ivs[0], k, c.n)]
+    return [_contract(ivs[0], ivs[1], k, c.n)]
+
+
+@_reg("PRelu")
+def _prelu(c: Call) -> list[Iv]:
+    lo, hi = c.x
+    pos = (max(lo, 0.0), max(hi, 0.0))
+    neg = mul((min(lo, 0.0), min(hi, 0.0)), c.ivs[1])  # type: ignore[arg-type]
+    return [widen(hull(pos, neg), c.n, 2)]
+
+
+# -- pools --------------------------------------------------------------------------------------
+def _has_pads(c: Call) -> bool:
+    return any(c.attrs.get("pads") or ()) or c.a("auto_pad", "NOTSET") in ("SAME_UPPER", "SAME_LOWER")
+
+
+@_reg("AveragePool", "GlobalAveragePool")
+def _avgpool(c: Call) -> list[Iv]:
+    x = c.x
+    if c.attrs.get("count_include_pad") and _has_pads(c):
+        x = hull(x, (0.0, 0.0))
+    elif _pad_only_windows(c):
+        return [TOP]  # 0 / 0
+    k = math.prod(c.attrs["kernel_shape"]) if "kernel_shape" in c.attrs else math.prod(c.types[0].shape[2:])
+    return [widen(x, c.n, 2 + 2 * k, absolute=k * amax(x), keep_sign=True)]
+
+
+@_reg("LpPool", "GlobalLpPool")
+def _lppool(c: Call) -> list[Iv]:
+    k = math.prod(c.attrs["kernel_shape"]) if "kernel_shape" in c.attrs else math.prod(c.types[0].shape[2:])
+    p = c.a("p", 2)
+    return [widen((0.0, k ** (1 / p) * amax(c.x)), c.n, 8 + 4 * k)]
+
+
+@_reg("LRN")
+def _lrn(c: Call) -> list[Iv]:
+    f = c.a("bias", 1.0) ** -c.a("beta", 0.75)  # y = x * g, 0 < g <= bias ** -beta
+    return [widen(mul(c.x, (0.0, f)), c.n, 64, absolute=64)]
+
+
+# -- normalization, softmax -------------------------------------------------------------------
+@_reg("Softmax")
+def _softmax(c: Call) -> list[Iv]:
+    return [(0.0, 1.0)]
+
+
+@_reg("LogSoftmax")
+def _logsoftmax(c: Call) -> list[Iv]:
+    t = c.types[0]
+    k = t.shape[c.a("axis", -1) % t.rank]  # type: ignore[union-attr]
+    lo, hi = c.x
+    return [widen((lo - hi - math.log(k), 0.0), c.n, 16, absolute=16 + 4 * amax(c.x))]
+
+
+def _normalized(c: Call, count: int) -> Iv:
+    """(x - mean) / sqrt(var + eps) is within sqrt(n - 1) of 0 (population variance)."""
+    r = math.sqrt(max(count - 1, 0)) * (1 + 1e-3) + 1e-3
+    return (-r, r)
+
+
+def _affine(x: Iv, s: Iv | None, b: Iv | None, n: Num) -> Iv:
+    y = mul(x, s) if s is not None else x
+    if b is not None:
+        y = add(y, b)
+    return widen(y, n, 64, absolute=64 * (amax(y) + 1))
+
+
+@_reg("BatchNormalization")
+def _batchnorm(c: Call) -> list[Iv]:
+    x, s, b, mean, var = c.ivs[:5]
+    eps = c.a("epsilon", 1e-5)
+    inv = (1 / math.sqrt(var[1] + eps), 1 / math.sqrt(max(var[0], 0.0) + eps))  # type: ignore[index]
+    centered = add(x, (-mean[1], -mean[0]))  # type: ignore[arg-type,index]
+    return [_affine(mul(centered, inv), s, b, c.n)]
+
+
+@_reg("InstanceNormalization")
+def _instancenorm(c: Call) -> list[Iv]:
+    k = math.prod(c.types[0].shape[2:])  # type: ignore[union-attr]
+    return [_affine(_normalized(c, k), c.ivs[1], c.ivs[2], c.n)]
+
+
+@_reg("LayerNormalization")
+def _layernorm(c: Call) -> list[Iv]:
+    t = c.types[0]
+    axis = c.a("axis", -1) % t.rank  # type: ignore[union-attr]
+    k = math.prod(t.shape[axis:])  # type: ignore[union-attr]
+    y = _affine(_normalized(c, k), c.ivs[1], c.ivs[2] if len(c.ivs) > 2 else None, c.n)
+    eps = c.a("epsilon", 1e-5)
+    f32 = num("float32")
+    spread = (c.x[1] - c.x[0]) / 2
+    inv = widen((1 / math.sqrt(spread * spread + eps), 1 / math.sqrt(eps / 2)), f32, 64)
+    return [y, widen(c.x, f32, 64, absolute=64 * amax(c.x)), inv][:len(c.outs)]
+
+
+@_reg("LpNormalization")
+def _lpnorm(c: Call) -> list[Iv]:
+    lo, hi = c.x
+    return [widen((-1.0 if lo < 0 else 0.0, 1.0 if hi > 0 else 0.0), c.n, 16, absolute=16)]
+
+
+@_reg("MeanVarianceNormalization")
+def _mvn(c: Call) -> list[Iv]:
+    t = c.types[0]
+    k = math.prod(t.shape[a] for a in {a % t.rank for a in c.a("axes", [0, 2, 3])})  # type: ignore[union-attr]
+    if k == 1 or c.x[0] == c.x[1]:  # ORT: NaN for a zero variance (the ONNX function gives 0)
+        return [TOP]
+    return [widen(_normalized(c, k), c.n, 64, absolute=64)]
+
+
+# ---------------------------------------------------------------------------------------------
+# Output intervals
+# ---------------------------------------------------------------------------------------------
+# operators whose output stays defined for non-finite (even NaN) float inputs
+NAN_SAFE = frozenset({"IsNaN", "IsInf", "Shape", "Size", "Equal", "Greater", "Less", "GreaterOrEqual",
+                      "LessOrEqual", "ArgMax", "ArgMin"})
+
+
+def _finish(iv: Iv, t: TensorType) -> Iv:
+    """Fits an interval to the output type: overflow -> inf (floats), wrap-around -> the whole range."""
+    n = num(t.dtype)
+    lo, hi = iv
+    if lo != lo or hi != hi:
+        return n.full
+    if n.kind == "f":
+        return (-INF if lo < -n.fmax else lo, INF if hi > n.fmax else hi)
+    if n.kind == "b":
+        return (0.0 if lo <= 0 else 1.0, 1.0 if hi >= 1 else 0.0)
+    if not n.fits(lo, hi):
+        return n.lo, n.hi
+    return float(math.floor(lo)), float(math.ceil(hi))
+
+
+def output_intervals(op: str, ivs: Sequence[Iv | None], types: Sequence[TensorType | None],
+                     attrs: dict[str, Any], outs: Sequence[TensorType]) -> list[Iv]:
+    """The intervals of an operator call's outputs (conservative; unknown operators: unknown)."""
+    if not outs:
+        return []
+    fn = TRANSFER.get(op)
+    if fn is None or (op not in NAN_SAFE and not all(i is None or finite(i) for i in ivs)):
+        if op == "Cast" and num(outs[0].dtype).kind == "b":
+            return [BOOL_IV]
+        return [num(t.dtype).full for t in outs]
+    try:
+        got = fn(Call(ivs, types, attrs, outs))
+    except (OverflowError, ValueError, ZeroDivisionError):
+        return [num(t.dtype).full for t in outs]
+    return [_finish(iv, t) for iv, t in zip(got, outs, strict=True)]
+
+
+def analyze(g: Graph, inputs: dict[str, Iv] | None = None) -> dict[str, Iv]:
+    """Intervals of every value of a graph; runtime inputs from ``inputs`` or their hints."""
+    ivs: dict[str, Iv] = {}
+    for v in g.values.values():
+        if v.kind == INPUT_KIND:
+            ivs[v.name] = inputs[v.name] if inputs and v.name in inputs else default_interval(v.type, v.hint)
+        elif v.kind == CONST_KIND and v.data is not None:
+            ivs[v.name] = data_interval(v.data)
+    for node in g.nodes:
+        ins = [ivs[x] if x else None for x in node.inputs]
+        types = [g.values[x].type if x else None for x in node.inputs]
+        outs = [g.values[o].type for o in node.outputs]
+        for o, iv in zip(node.outputs, output_intervals(node.op, ins, types, node.attrs, outs), strict=True):
+            ivs[o] = iv
+    return ivs
+
+
+# ---------------------------------------------------------------------------------------------
+# Input domains
+# ---------------------------------------------------------------------------------------------
+# A domain function gets (slot: spec input index, n: the candidate's numeric facts, numel: the
+# candidate's element count, c: the solver context (c.ins: input types so far, c.attrs: attributes
+# drawn so far, c.s: the first input's shape), ivs: the intervals of the inputs so far) and returns
+# a Domain, REJECT or None.  Domains of later slots may use the earlier inputs' intervals: that is
+# how the amplifying operators keep their output finite.  Only slot 0 may use ``numel``.
+DomainFn = Callable[[int, Num, int, Any, list], "Domain | None"]
+DOMAINS: dict[str, DomainFn] = {}
+SHAPED = set()  # operators whose slot-0 domain depends on the candidate's element count
+
+
+def _dom(*ops: str, shaped: bool = False):
+    def deco(fn: DomainFn) -> DomainFn:
+        for op in ops:
+            DOMAINS[op] = fn
+            if shaped:
+                SHAPED.add(op)
+        return fn
+    return deco
+
+
+def _float_only(make: Callable[[Num], Domain]) -> DomainFn:
+    return lambda slot, n, numel, c, ivs: make(n) if n.kind == "f" else None
+
+
+def _quarter(n: Num) -> Domain:
+    return mag(n.fmax / 4)
+
+
+for _op, _make in {
+    "Exp": lambda n: Domain(-n.fmax, n.expmax),
+    "Softplus": lambda n: Domain(-n.fmax, n.expmax),
+    "Log": lambda n: Domain(n.pos, n.fmax),
+    "Sqrt": lambda n: Domain(0.0, n.fmax),
+    "Reciprocal": lambda n: Domain(-n.fmax, n.fmax, n.away),
+    "Asin": lambda n: Domain(-1.0, 1.0),
+    "Acos": lambda n: Domain(-1.0, 1.0),
+    "Atanh": lambda n: mag(1 - n.ath),
+    "Acosh": lambda n: Domain(1.0, n.sroot),
+    "Asinh": lambda n: mag(n.sroot),
+    "Sinh": lambda n: mag(n.expmax),
+    "Cosh": lambda n: mag(n.expmax),
+    "LogSoftmax": _quarter, "Elu": _quarter, "Selu": _quarter, "Celu": _quarter, "LeakyRelu": _quarter,
+    "Shrink": _quarter, "HardSigmoid": _quarter, "HardSwish": _quarter,
+    "Resize": lambda n: mag(n.fmax / 64),
+}.items():
+    DOMAINS[_op] = _float_only(_make)
+
+
+@_dom("Add", "Sub")
+def _d_add(slot, n, numel, c, ivs):
+    return _quarter(n) if n.kind == "f" else None
+
+
+@_dom("Sum", "Mean")
+def _d_sum(slot, n, numel, c, ivs):
+    return mag(n.fmax / 16) if n.kind == "f" else None
+
+
+def _room(n: Num, m: float, budget: float | None = None) -> Domain:
+    """|y| such that |y| * m stays within the budget (and y within a quarter of the range)."""
+    b = n.budget if budget is None else budget
+    r = n.fmax / 4 if m <= 0 else min(n.fmax / 4, b / m)
+    return mag(r)
+
+
+@_dom("Mul")
+def _d_mul(slot, n, numel, c, ivs):
+    if n.kind != "f":
+        return None
+    return _quarter(n) if slot == 0 else _room(n, amax(ivs[0]))
+
+
+@_dom("PRelu")
+def _d_prelu(slot, n, numel, c, ivs):
+    if n.kind != "f":
+        return None
+    return _quarter(n) if slot == 0 else _room(n, amax(ivs[0]))
+
+
+def _int_divisor(n: Num, dividend: Iv) -> Domain:
+    """Nonzero; and not -1 when the dividend may be INT_MIN (the quotient traps)."""
+    return Domain(away=2.0 if n.kind == "i" and dividend[0] <= n.lo else 1.0)
+
+
+@_dom("Div")
+def _d_div(slot, n, numel, c, ivs):
+    if n.kind == "f":
+        if slot == 0:
+            return _quarter(n)
+        return Domain(-n.fmax / 4, n.fmax / 4, max(n.away, amax(ivs[0]) / n.budget))
+    return _int_divisor(n, ivs[0]) if slot == 1 else None
+
+
+@_dom("Mod")
+def _d_mod(slot, n, numel, c, ivs):
+    if slot == 0:
+        return None
+    if n.kind == "f":
+        return Domain(-n.fmax, n.fmax, n.away)
+    return _int_divisor(n, ivs[0])
+
+
+@_dom("Pow")
+def _d_pow(slot, n, numel, c, ivs):
+    if slot == 0:
+        return _quarter(n) if n.kind == "f" else None
+    x = ivs[0]
+    xn = num(c.ins[0].dtype)
+    limit = (xn.expmax - 1) if xn.kind == "f" else math.log(xn.hi) - 0.5
+    integral = n.kind in "iu"
+    if xn.kind == "f" and x[0] >= xn.pos:  # a positive base: any exponent with |y log x| <= limit
+        r = limit / max(abs(math.log(x[0])), abs(math.log(x[1])), 1e-30)
+        return mag(min(r, n.fmax / 4)) if n.kind == "f" else mag(r)
+    m = amax(x)
+    k = limit / math.log(m) if m > 1 else 64.0
+    if integral or x[0] >= 0:  # a nonnegative base or an integer exponent: 0 <= y <= k
+        return Domain(0.0, min(k, n.fmax / 4))
+    return REJECT  # a negative base needs an integer exponent
+
+
+@_dom("ReduceSum", "ReduceMean", "ReduceL1", "CumSum", "AveragePool", "GlobalAveragePool", shaped=True)
+def _d_sum_like(slot, n, numel, c, ivs):
+    return mag(n.budget / max(numel, 1)) if n.kind == "f" and slot == 0 else None
+
+
+@_dom("ReduceSumSquare", "ReduceL2", "LpNormalization", "MeanVarianceNormalization", shaped=True)
+def _d_square_like(slot, n, numel, c, ivs):
+    return mag(math.sqrt(n.budget / max(numel, 1))) if n.kind == "f" and slot == 0 else None
+
+
+@_dom("LpPool", "GlobalLpPool", shaped=True)
+def _d_lppool(slot, n, numel, c, ivs):  # p <= 4
+    return mag((n.budget / max(numel, 1)) ** 0.25) if n.kind == "f" else None
+
+
+@_dom("ReduceProd", shaped=True)
+def _d_prod(slot, n, numel, c, ivs):
+    return mag(n.budget ** (1 / max(numel, 1))) if n.kind == "f" and slot == 0 else None
+
+
+@_dom("ReduceLogSumExp", shaped=True)
+def _d_lse(slot, n, numel, c, ivs):
+    return Domain(-n.expmax, n.expmax - math.log(max(numel, 1))) if n.kind == "f" and slot == 0 else None
+
+
+@_dom("LRN")
+def _d_lrn(slot, n, numel, c, ivs):
+    return mag(math.sqrt(n.budget / 9)) if n.kind == "f" else None
+
+
+@_dom("MatMul")
+def _d_matmul(slot, n, numel, c, ivs):
+    if n.kind != "f":
+        return None
+    return _quarter(n) if slot == 0 else _room(n, amax(ivs[0]) * c.s[-1])
+
+
+@_dom("Gemm")
+def _d_gemm(slot, n, numel, c, ivs):
+    if n.kind != "f":
+        return None
+    if slot == 0:
+        return _quarter(n)
+    if slot == 1:
+        k = c.s[0] if c.attrs.get("transA") else c.s[1]
+        return _room(n, amax(ivs[0]) * k * abs(c.attrs.get("alpha") or 1.0))
+    return _room(n, abs(1.0 if c.attrs.get("beta") is None else c.attrs["beta"]))
+
+
+def _d_conv_like(transpose: bool) -> DomainFn:
+    def d(slot, n, numel, c, ivs):
+        if n.kind != "f":
+            return None
+        if slot == 0:
+            return _quarter(n)
+        if slot == 1:
+            g = c.attrs.get("group") or 1
+            k = (c.s[1] // g) * math.prod(c.attrs["_k"])
+            return _room(n, amax(ivs[0]) * k)
+        return mag(n.budget)
+    return d
+
+
+DOMAINS["Conv"] = _d_conv_like(False)
+DOMAINS["ConvTranspose"] = _d_conv_like(True)
+
+
+@_dom("Einsum", shaped=True)
+def _d_einsum(slot, n, numel, c, ivs):
+    if n.kind != "f":
+        return None
+    if slot == 0:
+        return mag(n.budget / max(numel, 1))
+    shapes = [c.s, c.attrs["_plan"][1]]
+    return _room(n, amax(ivs[0]) * einsum_count(c.attrs["equation"], shapes))
+
+
+@_dom("BatchNormalization")
+def _d_batchnorm(slot, n, numel, c, ivs):
+    if n.kind != "f":
+        return None
+    return Domain(0.0, n.qroot) if slot == 4 else mag(n.qroot)
+
+
+@_dom("InstanceNormalization", shaped=True)
+def _d_instnorm(slot, n, numel, c, ivs):
+    if n.kind != "f":
+        return None
+    if slot == 0:
+        return mag(math.sqrt(n.budget / max(numel, 1)))
+    if slot == 1:
+        return mag(n.budget / math.sqrt(max(math.prod(c.s[2:]), 1)))
+    return mag(n.budget)
+
+
+@_dom("LayerNormalization", shaped=True)
+def _d_layernorm(slot, n, numel, c, ivs):
+    if n.kind != "f":
+        return None
+    if slot == 0:
+        return mag(math.sqrt(n.budget / max(numel, 1)))
+    if slot == 1:
+        axis = (c.attrs.get("axis") if c.attrs.get("axis") is not None else -1) % c.r
+        return mag(n.budget / math.sqrt(math.prod(c.s[axis:])))
+    return mag(n.budget)
+
+
+# operators whose domains of slots after the first read the context (earlier inputs, attributes)
+CONTEXTUAL = frozenset({"Mul", "PRelu", "Div", "Mod", "Pow", "MatMul", "Gemm", "Conv", "ConvTranspose", "Einsum",
+                        "InstanceNormalization", "LayerNormalization"})
+# operators whose transfer functions read constant inputs (the others' are not computed)
+READS_CONSTANTS = frozenset({"Clip", "Pad", "CumSum"})
+_CACHE: dict[tuple[str, int, str, int], Domain | None] = {}
+_MISS = Domain(0.0, 0.0, 0.0, (0.0, 0.0))
+
+
+def contextual(op: str, slot: int) -> bool:
+    """Whether the slot's domain depends on more than the candidate's dtype and element count."""
+    return slot > 0 and op in CONTEXTUAL
+
+
+def domain(op: str, slot: int, dtype: str, numel: int, c: Any, ivs: list) -> Domain | None:
+    """The domain of input ``slot`` (spec input index) of ``op`` for a candidate of ``dtype`` with
+    ``numel`` elements; float slots always require finite values (except NaN-safe operators).
+    Domains that do not depend on the context are cached."""
+    cached = not contextual(op, slot)
+    if cached:
+        key = (op, slot, dtype, numel if slot == 0 and op in SHAPED else 0)
+        d = _CACHE.get(key, _MISS)
+        if d is not _MISS:
+            return d
+    n = num(dtype)
+    fn = DOMAINS.get(op)
+    d = fn(slot, n, numel, c, ivs) if fn is not None else None
+    if d is not REJECT and n.kind == "f" and op not in NAN_SAFE:
+        fin = mag(n.fmax)
+        d = fin if d is None else d.meet(fin)
+    if cached:
+        _CACHE[key] = d
+    return d

@@ -1,0 +1,111 @@
+"""Test-only backends that misbehave on purpose, loaded by workers as ``tests.fake_backends:Name``."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+
+import numpy as np
+
+from dlcfuzz.backends.base import Backend, Test, Variant
+from dlcfuzz.backends.ort import OrtBackend
+
+
+class Segfault(OrtBackend):
+    """ORT, except that compiling a graph with a Neg node dies of a real SIGSEGV."""
+
+    name = "segfault"
+
+    def compile(self, imported: bytes, variant: Variant):
+        if b"Neg" in imported:
+            os.kill(os.getpid(), signal.SIGSEGV)
+        return super().compile(imported, variant)
+
+
+class Hang(Backend):
+    name = "hang"
+
+    def load(self, test: Test):
+        return test
+
+    def compile(self, imported, variant: Variant):
+        time.sleep(3600)
+
+    def run(self, compiled, inputs):
+        return []
+
+    def repro_source(self, variant: Variant) -> str:
+        return "import time\n\n\ndef run_model(model_path, inputs):\n    time.sleep(3600)\n"
+
+
+class Noisy(OrtBackend):
+    """Prints to stdout, as compilers do."""
+
+    name = "noisy"
+
+    def run(self, compiled, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
+        print("some compiler chatter on stdout " * 100)
+        sys.stdout.flush()
+        return super().run(compiled, inputs)
+
+
+class MemoryHog(Backend):
+    name = "memoryhog"
+
+    def load(self, test: Test):
+        return test
+
+    def compile(self, imported, variant: Variant):
+        hog = [np.ones(2**27, np.uint8) for _ in range(64)]  # 8 GiB, touched
+        return hog
+
+    def run(self, compiled, inputs):
+        return []
+
+
+class Planted(OrtBackend):
+    """ORT with planted bugs that its repro source replays too: compile raises for graphs with
+    Relu (the message carries test-specific names), and run adds 1 to outputs when Sigmoid occurs."""
+
+    name = "planted"
+    variants_ = ("basic", "all")
+
+    def variants(self) -> list[Variant]:
+        return [v for v in super().variants() if v.name in self.variants_]
+
+    def compile(self, imported: bytes, variant: Variant):
+        if b"Relu" in imported:
+            raise RuntimeError(f"planted failure in node n{len(imported) % 97} at {hex(id(imported))}")
+        return super().compile(imported, variant), b"Sigmoid" in imported
+
+    def run(self, compiled, inputs):
+        sess, shift = compiled
+        outs = super().run(sess, inputs)
+        return [o + 1 if shift and o.dtype.kind == "f" else o for o in outs]
+
+    def repro_source(self, variant: Variant) -> str:
+        return super().repro_source(variant).replace("def run_model(model_path, inputs):", '''def run_model(model_path, inputs):
+    data = open(model_path, "rb").read()
+    if b"Relu" in data:
+        raise RuntimeError("planted failure")
+    outs = _run_model(model_path, inputs)
+    return [o + 1 if b"Sigmoid" in data and o.dtype.kind == "f" else o for o in outs]
+
+
+def _run_model(model_path, inputs):''')
+
+
+class SegfaultRepro(Segfault):
+    """Segfault whose repro source segfaults too."""
+
+    def repro_source(self, variant: Variant) -> str:
+        return super().repro_source(variant).replace("def run_model(model_path, inputs):", '''def run_model(model_path, inputs):
+    import os, signal
+    if b"Neg" in open(model_path, "rb").read():
+        os.kill(os.getpid(), signal.SIGSEGV)
+    return _run_model(model_path, inputs)
+
+
+def _run_model(model_path, inputs):''')

@@ -1,0 +1,131 @@
+"""Campaigns end to end with real ONNX Runtime and planted failures: findings, dedup, bundles,
+standalone repro scripts, resumption after SIGKILL, and bad input."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from dlcfuzz.run.campaign import Campaign, CampaignConfig
+from dlcfuzz.run.worker import PhaseLimits
+from dlcfuzz.spec import REGISTRY
+
+ROOT = Path(__file__).resolve().parent.parent
+OPS = [REGISTRY[o] for o in ("Relu", "Sigmoid", "Neg", "Add", "Mul", "Abs", "Tanh")]
+
+
+def campaign(out: Path, backends: list[str], tests: int, **kw) -> Campaign:
+    cfg = CampaignConfig(out, backends, OPS, budget_seconds=120, max_tests=tests, ops=(1, 4), **kw)
+    c = Campaign(cfg)
+    c.run()
+    return c
+
+
+def bugs(out: Path) -> list[tuple]:
+    db = sqlite3.connect(out / "campaign.sqlite")
+    try:
+        return list(db.execute("SELECT signature, oracle, kind, backend, hits, dir FROM bugs ORDER BY signature"))
+    finally:
+        db.close()
+
+
+def run_repro(folder: Path) -> subprocess.CompletedProcess:
+    # alone: a fresh interpreter in the bug folder, with no dlcfuzz on the path
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    return subprocess.run([sys.executable, "-I", "repro.py"], cwd=folder, capture_output=True, text=True,
+                          timeout=120, env=env)
+
+
+def test_planted_bugs_are_found_deduplicated_and_reproduced(tmp_path: Path) -> None:
+    out = tmp_path / "c"
+    c = campaign(out, ["ort", "tests.fake_backends:Planted"], 25)
+    assert c.progress.tests == 25
+    found = bugs(out)
+    planted = [b for b in found if b[3] == "tests.fake_backends:Planted"]
+    by_oracle = {(b[1], b[2]) for b in planted}
+    assert ("crash", "exception") in by_oracle  # the Relu exception...
+    assert ("differential", "value") in by_oracle  # ...and the Sigmoid shift
+    # many graphs hit the exception in both variants, with different node names and addresses: one bug
+    crash = [b for b in planted if b[1] == "crash"]
+    assert len(crash) == 1 and crash[0][4] >= 4, crash
+    # ORT itself agrees with the reference on these graphs
+    assert not [b for b in found if b[3] == "ort"], found
+    for b in planted:
+        folder = out / b[5]
+        for name in ("model.onnx", "graph.json", "inputs.npz", "finding.json", "repro.py"):
+            assert (folder / name).exists(), (folder, name)
+        r = run_repro(folder)
+        assert r.returncode == 1, (b, r.stdout, r.stderr)
+        assert "reproduced" in r.stdout
+
+
+def test_segfaulting_worker_is_a_finding_and_the_campaign_goes_on(tmp_path: Path) -> None:
+    out = tmp_path / "c"
+    c = campaign(out, ["tests.fake_backends:SegfaultRepro"], 12)
+    assert c.progress.tests == 12
+    crashes = [b for b in bugs(out) if b[2] == "signal"]
+    assert crashes, bugs(out)
+    r = run_repro(out / crashes[0][5])
+    assert r.returncode != 0  # dies of SIGSEGV, as the compiler did
+    assert c.pool.deaths >= 1
+
+
+def test_hanging_compile_is_a_timeout_finding(tmp_path: Path) -> None:
+    out = tmp_path / "c"
+    c = campaign(out, ["tests.fake_backends:Hang"], 2, phases=PhaseLimits(compile=1.0))
+    kinds = {b[2] for b in bugs(out)}
+    assert kinds == {"timeout"}
+    assert c.progress.tests == 2
+
+
+def test_sigkill_then_rerun_loses_no_committed_finding(tmp_path: Path) -> None:
+    out = tmp_path / "c"
+    cmd = [sys.executable, "-m", "dlcfuzz.cli", "fuzz", "--backends", "ort,tests.fake_backends:Planted",
+           "--max-tests", "40", "--ops", "1:4", "--op-set", ",".join(s.op for s in OPS), "--out", str(out)]
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    db = out / "campaign.sqlite"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        time.sleep(0.5)
+        if db.exists():
+            with sqlite3.connect(db) as con:
+                if con.execute("SELECT COUNT(*) FROM tests").fetchone()[0] >= 8:
+                    break
+    os.killpg(proc.pid, signal.SIGKILL)  # the campaign and its workers, at once
+    proc.wait()
+    with sqlite3.connect(db) as con:
+        before_tests = con.execute("SELECT COUNT(*) FROM tests").fetchone()[0]
+        before = set(con.execute("SELECT test_id, signature FROM findings"))
+        before_bugs = {r[0] for r in con.execute("SELECT signature FROM bugs")}
+    assert 8 <= before_tests < 40 and before_bugs
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "resuming" in r.stdout
+    with sqlite3.connect(db) as con:
+        assert con.execute("SELECT COUNT(*) FROM tests").fetchone()[0] == 40
+        assert sorted(r[0] for r in con.execute("SELECT id FROM tests")) == list(range(40))
+        after = set(con.execute("SELECT test_id, signature FROM findings"))
+        after_bugs = {r[0] for r in con.execute("SELECT signature FROM bugs")}
+    assert before <= after and before_bugs <= after_bugs
+
+
+def test_bad_input_is_one_line_exit_2(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"  # a folder cannot be made under a file (root ignores permissions)
+    blocker.write_text("x")
+    cases = [
+        ["fuzz", "--backends", "ort,nosuch", "--out", str(tmp_path / "a")],
+        ["fuzz", "--budget", "ten minutes", "--out", str(tmp_path / "b")],
+        ["fuzz", "--backends", "ort", "--max-tests", "1", "--out", str(blocker / "sub")],
+        ["bugs", str(tmp_path / "nothing")],
+    ]
+    for args in cases:
+        r = subprocess.run([sys.executable, "-m", "dlcfuzz.cli", *args], capture_output=True, text=True, timeout=120)
+        assert r.returncode == 2, (args, r.stdout, r.stderr)
+        assert r.stderr.count("\n") == 1, (args, r.stderr)

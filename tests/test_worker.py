@@ -1,0 +1,81 @@
+"""Isolation: real segfaults, hangs and memory blow-ups in workers become outcomes, never the end."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dlcfuzz.backends.base import CRASH, OK, OOM, RUN, SKIPPED, TIMEOUT, Test
+from dlcfuzz.export.onnx import to_bytes
+from dlcfuzz.ir.hints import random_array
+from dlcfuzz.run.worker import PhaseLimits, WorkerPool
+from dlcfuzz.spec import REGISTRY
+from tests.helpers import ort_generator
+
+
+def make_test(ops: list[str], seed: int = 0) -> Test:
+    g = ort_generator([REGISTRY[o] for o in ops], op_range=(3, 3), dtypes=("float32",)).generate(seed)
+    rng = np.random.default_rng(seed)
+    return Test(to_bytes(g), g.to_json(), {v.name: random_array(rng, v.type, v.hint) for v in g.inputs})
+
+
+def test_ort_in_a_worker_matches_in_process() -> None:
+    import onnxruntime as ort
+
+    pool = WorkerPool(PhaseLimits())
+    try:
+        t = make_test(["Add", "Relu", "Neg"])
+        got = pool.run("ort", t, ["disable_all", "all"])
+        assert {o.status for o in got.values()} == {OK}
+        want = ort.InferenceSession(t.model, providers=["CPUExecutionProvider"]).run(None, t.inputs)
+        for o in got.values():
+            for a, b in zip(o.outputs, want, strict=True):
+                np.testing.assert_array_equal(a, b)
+            assert set(o.seconds) == {"import", "compile", "run"}
+    finally:
+        pool.close()
+
+
+def test_segfault_is_an_outcome_and_the_pool_recovers() -> None:
+    pool = WorkerPool(PhaseLimits())
+    try:
+        bad = pool.run("tests.fake_backends:Segfault", make_test(["Neg"]), ["basic", "all"])
+        assert bad["basic"].status == CRASH and bad["basic"].error_type == "SIGSEGV"
+        assert bad["basic"].phase == "compile"
+        assert "Fatal Python error" in bad["basic"].traceback  # faulthandler's dump from the child
+        assert bad["all"].status == SKIPPED
+        assert pool.deaths == 1
+        good = pool.run("tests.fake_backends:Segfault", make_test(["Relu"]), ["basic"])
+        assert good["basic"].status == OK
+    finally:
+        pool.close()
+
+
+def test_hanging_compile_is_stopped_at_its_timeout() -> None:
+    import time
+
+    pool = WorkerPool(PhaseLimits(compile=1.5))
+    try:
+        t0 = time.monotonic()
+        got = pool.run("tests.fake_backends:Hang", make_test(["Relu"]), ["default"])
+        assert got["default"].status == TIMEOUT and got["default"].phase == "compile"
+        assert time.monotonic() - t0 < 10
+    finally:
+        pool.close()
+
+
+def test_memory_cap_kills_the_worker() -> None:
+    pool = WorkerPool(PhaseLimits(memory_mb=600))
+    try:
+        got = pool.run("tests.fake_backends:MemoryHog", make_test(["Relu"]), ["default"])
+        assert got["default"].status in (OOM, CRASH), got["default"]
+    finally:
+        pool.close()
+
+
+def test_stdout_chatter_does_not_break_the_protocol() -> None:
+    pool = WorkerPool(PhaseLimits())
+    try:
+        got = pool.run("tests.fake_backends:Noisy", make_test(["Add"]), ["basic"])
+        assert got["basic"].status == OK and got["basic"].phase == RUN
+    finally:
+        pool.close()
