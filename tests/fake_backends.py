@@ -86,7 +86,8 @@ class Planted(OrtBackend):
         return [o + 1 if shift and o.dtype.kind == "f" else o for o in outs]
 
     def repro_source(self, variant: Variant) -> str:
-        return super().repro_source(variant).replace("def run_model(model_path, inputs):", '''def run_model(model_path, inputs):
+        head = "def run_model(model_path, inputs):"
+        return super().repro_source(variant).replace(head, '''def run_model(model_path, inputs):
     data = open(model_path, "rb").read()
     if b"Relu" in data:
         raise RuntimeError("planted failure")
@@ -101,7 +102,8 @@ class SegfaultRepro(Segfault):
     """Segfault whose repro source segfaults too."""
 
     def repro_source(self, variant: Variant) -> str:
-        return super().repro_source(variant).replace("def run_model(model_path, inputs):", '''def run_model(model_path, inputs):
+        head = "def run_model(model_path, inputs):"
+        return super().repro_source(variant).replace(head, '''def run_model(model_path, inputs):
     import os, signal
     if b"Neg" in open(model_path, "rb").read():
         os.kill(os.getpid(), signal.SIGSEGV)

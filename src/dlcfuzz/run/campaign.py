@@ -236,12 +236,10 @@ class Campaign:
         top = max(have, default=-1)
         gaps = [i for i in range(top + 1) if i not in have]
         limit = self.cfg.max_tests
-        count = 0
-        for i in itertools.chain(gaps, itertools.count(top + 1)):
-            if limit is not None and len(have) + count >= limit:
-                return
-            count += 1
-            yield i
+        todo = itertools.chain(gaps, itertools.count(top + 1))
+        if limit is not None:
+            todo = itertools.islice(todo, max(0, limit - len(have)))
+        yield from todo
 
 
 def _profile(cfg: CampaignConfig):
