@@ -86,17 +86,17 @@ def test_hanging_compile_is_a_timeout_finding(tmp_path: Path) -> None:
 def test_sigkill_then_rerun_loses_no_committed_finding(tmp_path: Path) -> None:
     out = tmp_path / "c"
     cmd = [sys.executable, "-m", "dlcfuzz.cli", "fuzz", "--backends", "ort,tests.fake_backends:Planted",
-           "--max-tests", "40", "--ops", "1:4", "--op-set", ",".join(s.op for s in OPS), "--out", str(out)]
+           "--max-tests", "60", "--ops", "1:4", "--op-set", ",".join(s.op for s in OPS), "--out", str(out)]
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
     db = out / "campaign.sqlite"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
-        time.sleep(0.5)
+        time.sleep(0.05)
         if db.exists():
             with sqlite3.connect(db) as con:
-                if con.execute("SELECT COUNT(*) FROM tests").fetchone()[0] >= 8:
+                if con.execute("SELECT COUNT(*) FROM tests").fetchone()[0] >= 4:
                     break
     os.killpg(proc.pid, signal.SIGKILL)  # the campaign and its workers, at once
     proc.wait()
@@ -104,13 +104,12 @@ def test_sigkill_then_rerun_loses_no_committed_finding(tmp_path: Path) -> None:
         before_tests = con.execute("SELECT COUNT(*) FROM tests").fetchone()[0]
         before = set(con.execute("SELECT test_id, signature FROM findings"))
         before_bugs = {r[0] for r in con.execute("SELECT signature FROM bugs")}
-    assert 8 <= before_tests < 40 and before_bugs
+    assert 4 <= before_tests < 60 and before_bugs
     r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     assert "resuming" in r.stdout
     with sqlite3.connect(db) as con:
-        assert con.execute("SELECT COUNT(*) FROM tests").fetchone()[0] == 40
-        assert sorted(r[0] for r in con.execute("SELECT id FROM tests")) == list(range(40))
+        assert sorted(r[0] for r in con.execute("SELECT id FROM tests")) == list(range(60))
         after = set(con.execute("SELECT test_id, signature FROM findings"))
         after_bugs = {r[0] for r in con.execute("SELECT signature FROM bugs")}
     assert before <= after and before_bugs <= after_bugs

@@ -13,12 +13,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from dlcfuzz.backends.base import OK, Outcome
-from dlcfuzz.oracle.compare import Mismatch, all_finite, compare
+from dlcfuzz.oracle.compare import REDUCED_PRECISION, Mismatch, all_finite, compare
 from dlcfuzz.oracle.unsupported import is_unsupported
 
 CRASH, DIFFERENTIAL, METAMORPHIC = "crash", "differential", "metamorphic"
@@ -52,8 +53,11 @@ def _crash(backend: str, variant: str, o: Outcome) -> Finding:
 
 
 def judge(outcomes: dict[str, dict[str, Outcome]], baseline: list[np.ndarray] | None,
-          tolerances: dict[str, tuple[float, float]] | None = None) -> Verdict:
-    """Findings for one test.  ``outcomes``: backend -> variant -> outcome (variants in order)."""
+          tolerances: dict[str, tuple[float, float]] | None = None,
+          reduced: Collection[tuple[str, str]] = ()) -> Verdict:
+    """Findings for one test.  ``outcomes``: backend -> variant -> outcome (variants in order);
+    ``reduced``: (backend, variant) pairs that compute in reduced precision on purpose."""
+    loose = (tolerances or {}) | REDUCED_PRECISION
     findings: list[Finding] = []
     unsupported: list[tuple[str, str, str]] = []
     agree_with_baseline: dict[str, bool] = {}
@@ -72,7 +76,7 @@ def judge(outcomes: dict[str, dict[str, Outcome]], baseline: list[np.ndarray] | 
                 continue
             outs = o.outputs or []
             if baseline is not None:
-                m = compare(baseline, outs, tolerances)
+                m = compare(baseline, outs, loose if (backend, variant) in reduced else tolerances)
                 if m is not None:
                     diff_findings.append(_mismatch(DIFFERENTIAL, backend, variant, "baseline", m))
                 else:
@@ -80,7 +84,8 @@ def judge(outcomes: dict[str, dict[str, Outcome]], baseline: list[np.ndarray] | 
             if first_ok is None:
                 first_ok = (variant, o)
             else:
-                m = compare(first_ok[1].outputs or [], outs, tolerances)
+                pair_reduced = (backend, variant) in reduced or (backend, first_ok[0]) in reduced
+                m = compare(first_ok[1].outputs or [], outs, loose if pair_reduced else tolerances)
                 if m is not None:
                     findings.append(_mismatch(METAMORPHIC, backend, variant, first_ok[0], m))
         if first_ok is not None and baseline is not None:

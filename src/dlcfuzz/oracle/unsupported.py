@@ -14,6 +14,15 @@ RULES: list[tuple[str, str, str]] = [
     ("ort", "*", r"NOT_IMPLEMENTED : Could not find an implementation for"),
     ("reference", "*", r"No registered implementation for operator"),
     ("reference", "*", r"NotImplementedError"),
+    # OpenVINO: resize only on spatial dims, tf_crop_and_resize, and dynamic-shape limits of the CPU plugin
+    ("openvino", "*", r"only supports resize on spatial dimensions"),
+    ("openvino", "*", r"tf_crop_and_resize - this type of coordinate transformation mode is not supported"),
+    ("openvino", "*", r"CPU plug-in doesn't support Squeeze operation with dynamic rank"),
+    ("openvino", "*", r"Doesn't support dynamic weights shape|Doesn't support dynamic shapes for 'weights' and "
+                      r"'output_shape' inputs"),
+    ("openvino", "*", r"Supported primitive descriptors list is empty for node: \S*ConvolutionBackpropData"),
+    # OpenVINO requires GatherElements indices to match data off the axis (ONNX does not say; ORT accepts less)
+    ("openvino", "*", r"must have equal or intersecting dimensions, except for the dimension at axis"),
 ]
 
 _COMPILED: dict[str, list[re.Pattern[str]]] = {}

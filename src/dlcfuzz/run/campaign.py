@@ -19,11 +19,12 @@ from pathlib import Path
 import numpy as np
 
 from dlcfuzz.backends import Backend, load_backend
-from dlcfuzz.backends.base import OK, Outcome, Test, Variant
+from dlcfuzz.backends.base import CRASH, OK, Outcome, Test, Variant
 from dlcfuzz.export.onnx import to_bytes
 from dlcfuzz.gen.isra import IsraGenerator
 from dlcfuzz.ir import Graph
-from dlcfuzz.oracle import all_finite, judge
+from dlcfuzz.oracle import CRASH as ORACLE_CRASH
+from dlcfuzz.oracle import Finding, all_finite, judge
 from dlcfuzz.oracle.unsupported import is_unsupported
 from dlcfuzz.run.bundle import write_bundle
 from dlcfuzz.run.dedup import signature, title
@@ -93,6 +94,7 @@ class Campaign:
         self.variants: dict[str, dict[str, Variant]] = {}
         self.versions: dict[str, str] = {}
         self.disabled: dict[str, str] = {}
+        self.reduced: set[tuple[str, str]] = set()
 
     # -- set-up -------------------------------------------------------------------------------------
     def start_backends(self) -> None:
@@ -112,6 +114,7 @@ class Campaign:
             self.backends[name] = backend
             self.versions[name] = version
             self.variants[name] = {n: Variant(n, o) for n, o in variants}
+            self.reduced |= {(name, n) for n, o in variants if o.get("reduced_precision")}
 
     # -- one test -------------------------------------------------------------------------------------
     def run_test(self, test_id: int) -> None:
@@ -126,7 +129,7 @@ class Campaign:
 
         # inputs whose reference outputs are finite (bounded retries)
         t0 = time.perf_counter()
-        compiler_s = 0.0
+        compiler_s = 0.0  # time inside the compilers under test (the reference is oracle time)
         reference: Outcome | None = None
         attempts = 0
         test = Test(model, graph_json, {})
@@ -136,7 +139,6 @@ class Campaign:
             if REFERENCE not in self.backends:
                 break
             reference = self.pool.run(REFERENCE, test, ["default"])["default"]
-            compiler_s += sum(reference.seconds.values())
             if reference.status != OK or all_finite(reference.outputs or []):
                 break
         t_inputs = time.perf_counter() - t0
@@ -145,11 +147,22 @@ class Campaign:
         t0 = time.perf_counter()
         ops = {n.op for n in graph.nodes}
         outcomes: dict[str, dict[str, Outcome]] = {}
+        late: list[Finding] = []  # crashes that a fresh worker did not reproduce
         for name, backend in self.backends.items():
             if name == REFERENCE or not backend.supports(ops):
                 continue
-            outcomes[name] = self.pool.run(name, test, list(self.variants[name]))
-            compiler_s += sum(sum(o.seconds.values()) for o in outcomes[name].values())
+            got = self.pool.run(name, test, list(self.variants[name]))
+            compiler_s += sum(sum(o.seconds.values()) for o in got.values())
+            crashed = [(v, o) for v, o in got.items() if o.status == CRASH]
+            if crashed:
+                # a process can die of what an earlier test corrupted: judge the test in a fresh worker
+                got = self.pool.run(name, test, list(self.variants[name]), fresh=True)
+                compiler_s += sum(sum(o.seconds.values()) for o in got.values())
+                if not any(o.status == CRASH for o in got.values()):
+                    v, o = crashed[0]
+                    late.append(Finding(ORACLE_CRASH, "unconfirmed", name, v, o.phase,
+                                        f"{o.message}; not reproduced in a fresh process", o.error_type, o.traceback))
+            outcomes[name] = got
         t_backends = time.perf_counter() - t0
 
         # oracles
@@ -160,9 +173,10 @@ class Campaign:
         elif (fb := outcomes.get(FALLBACK[0], {}).get(FALLBACK[1])) is not None and fb.status == OK:
             baseline, baseline_name = fb.outputs, "/".join(FALLBACK)
         finite = baseline is not None and all_finite(baseline)
-        verdict = judge(outcomes, baseline if finite else None, cfg.tolerances)
+        verdict = judge(outcomes, baseline if finite else None, cfg.tolerances, self.reduced)
         if reference is not None and reference.status != OK:  # the reference's own failures, kept apart
             verdict.findings += judge({REFERENCE: {"default": reference}}, None).findings
+        verdict.findings += late
         rows, new_bugs = [], []
         for f in verdict.findings:
             producer, dtype = _producer(graph, f.output)

@@ -292,9 +292,10 @@ class WorkerPool:
             with self._lock:
                 self.idle.setdefault(w.backend, []).append(w)
 
-    def run(self, backend: str, test: Test, variants: list[str]) -> dict[str, Outcome]:
+    def run(self, backend: str, test: Test, variants: list[str], fresh: bool = False) -> dict[str, Outcome]:
+        """Outcomes of ``test`` on ``backend``; ``fresh`` uses a new worker, untouched by earlier tests."""
         try:
-            w = self.acquire(backend)
+            w = Worker(backend, self.limits, self.log_dir) if fresh else self.acquire(backend)
         except WorkerDied as e:
             return dict.fromkeys(variants, Outcome(CRASH, START, error_type="WorkerDied", message=str(e)[:2000]))
         try:

@@ -1,0 +1,85 @@
+"""OpenVINO (CPU plugin), reading the ONNX model through its ONNX frontend."""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+import numpy as np
+
+from dlcfuzz.backends.base import Backend, Test, Variant
+
+DEVICE = "CPU"
+# One thread, one stream: workers run side by side and the graphs are tiny.
+QUIET = {"INFERENCE_NUM_THREADS": 1, "NUM_STREAMS": 1, "PERFORMANCE_HINT": "LATENCY", "ENABLE_CPU_PINNING": False}
+F32 = {"INFERENCE_PRECISION_HINT": "f32"}
+# name -> (plugin config, compile with every input dimension dynamic).
+# "default" keeps the plugin's own INFERENCE_PRECISION_HINT: bf16 on CPUs with avx512_bf16 or AMX (f16 on some
+# ARM), so float32 graphs run in reduced precision there and need a loose tolerance.  "f32-dynamic" takes the
+# CPU plugin's dynamic-shape kernels and skips the frontend's shape-driven constant folding.
+# (EXECUTION_MODE_HINT=ACCURACY is left out: on x86 it gave bit-identical results to "f32".)
+VARIANTS: dict[str, tuple[dict[str, Any], bool]] = {
+    "f32": (F32, False),
+    "default": ({}, False),
+    "f32-dynamic": (F32, True),
+}
+
+
+@cache
+def _core():
+    import openvino as ov
+
+    return ov.Core()
+
+
+class OpenVinoBackend(Backend):
+    """OpenVINO's CPU plugin at full float precision, at the machine's default precision, and with dynamic shapes."""
+
+    name = "openvino"
+    package = "openvino"
+    pip = "openvino"
+
+    def variants(self) -> list[Variant]:
+        return [Variant(name, {"config": {**QUIET, **hints}, "dynamic": dynamic, "reduced_precision": not hints})
+                for name, (hints, dynamic) in VARIANTS.items()]
+
+    def load(self, test: Test) -> tuple[Any, list[str]]:
+        import onnx
+
+        # Inputs are fed by position (the frontend makes one Parameter per graph input, in order):
+        # OpenVINO can lose an input's tensor name (e.g. Dropout reading it renames it to its output).
+        names = [i.name for i in onnx.load_model_from_string(test.model).graph.input]
+        return _core().read_model(test.model), names
+
+    def compile(self, imported: tuple[Any, list[str]], variant: Variant) -> tuple[Any, list[str]]:
+        model, names = imported
+        if variant.options["dynamic"]:
+            import openvino as ov
+
+            model = model.clone()  # reshape works in place and the imported model serves every variant
+            model.reshape({p: ov.PartialShape.dynamic(p.get_partial_shape().rank) for p in model.inputs})
+        return _core().compile_model(model, DEVICE, dict(variant.options["config"])), names
+
+    def run(self, compiled: tuple[Any, list[str]], inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
+        model, names = compiled
+        result = model.create_infer_request().infer([inputs[n] for n in names])
+        # Outputs come in graph-output order; return OpenVINO's dtypes as they are (a changed dtype is a finding).
+        return [np.array(result[o]) for o in model.outputs]
+
+    def repro_source(self, variant: Variant) -> str:
+        reshape = ("    model.reshape({p: ov.PartialShape.dynamic(p.get_partial_shape().rank) for p in model.inputs})\n"
+                   if variant.options["dynamic"] else "")
+        return f'''
+import numpy as np
+import onnx
+import openvino as ov
+
+
+def run_model(model_path, inputs):
+    names = [i.name for i in onnx.load(model_path).graph.input]  # fed by position, as dlcfuzz does
+    core = ov.Core()
+    model = core.read_model(model_path)
+{reshape}    compiled = core.compile_model(model, "{DEVICE}", {variant.options["config"]!r})
+    result = compiled.create_infer_request().infer([inputs[n] for n in names])
+    return [np.array(result[o]) for o in compiled.outputs]
+'''
