@@ -359,6 +359,9 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as e:
         print(f"dlcfuzz: error: {e}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # e.g. `dlcfuzz bugs X | head`
+        sys.stderr.close()
+        return 0
     except OSError as e:
         print(f"dlcfuzz: error: {e.strerror or e}: {e.filename or ''}".rstrip(": "), file=sys.stderr)
         return 2
