@@ -14,6 +14,16 @@ RULES: list[tuple[str, str, str]] = [
     ("ort", "*", r"NOT_IMPLEMENTED : Could not find an implementation for"),
     ("reference", "*", r"No registered implementation for operator"),
     ("reference", "*", r"NotImplementedError"),
+    # TVM Relax's ONNX frontend: operators, dtypes and forms it declines
+    ("tvm", "import", r"The following operators are not supported for frontend ONNX"),
+    ("tvm", "compile", r"power only applies to float"),
+    ("tvm", "import", r"Binary operators must have the same datatype for both operands.*R\.power"),
+    ("tvm", "import", r"requires the input tensor to have float dtype"),
+    ("tvm", "import", r"Missing outputs during conversion\. Expected 2 but Got 1 in MaxPool"),
+    ("tvm", "import", r"Only resize1d/resize2d/resize3d are supported"),
+    ("tvm", "import", r"cannot handle ShapeExpr inputs"),
+    ("tvm", "import", r"gamma and beta shapes do not match|requires the input gamma.*(to have size same as the "
+                      r"lengths|to have as many dimensions)|relax\.nn\.layer_norm.*is out of range"),
     # OpenVINO: resize only on spatial dims, tf_crop_and_resize, and dynamic-shape limits of the CPU plugin
     ("openvino", "*", r"only supports resize on spatial dimensions"),
     ("openvino", "*", r"tf_crop_and_resize - this type of coordinate transformation mode is not supported"),
