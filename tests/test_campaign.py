@@ -95,9 +95,12 @@ def test_sigkill_then_rerun_loses_no_committed_finding(tmp_path: Path) -> None:
     while time.monotonic() < deadline:
         time.sleep(0.05)
         if db.exists():
-            with sqlite3.connect(db) as con:
-                if con.execute("SELECT COUNT(*) FROM tests").fetchone()[0] >= 4:
-                    break
+            try:
+                with sqlite3.connect(db) as con:
+                    if con.execute("SELECT COUNT(*) FROM tests").fetchone()[0] >= 4:
+                        break
+            except sqlite3.OperationalError:  # the campaign is still creating its tables
+                continue
     os.killpg(proc.pid, signal.SIGKILL)  # the campaign and its workers, at once
     proc.wait()
     with sqlite3.connect(db) as con:
