@@ -78,8 +78,9 @@ class Backend:
     def variants(self) -> list[Variant]:
         return [Variant("default")]
 
-    def supports(self, ops: set[str]) -> bool:
-        """Whether the backend can be tried on a graph with these operator types at all."""
+    def supports(self, ops: set[str], graph: Any = None) -> bool:
+        """Whether the backend can be tried on a graph with these operator types (and, when
+        given, this dlcfuzz Graph) at all."""
         return True
 
     def load(self, test: Test) -> Any:

@@ -127,29 +127,31 @@ class Campaign:
         graph_json = graph.to_json()
         t_generate = time.perf_counter() - t_start
 
-        # inputs whose reference outputs are finite (bounded retries)
+        # inputs whose baseline outputs are finite (bounded retries); the baseline is the reference
+        # evaluator, or ORT without optimizations where the reference is unreliable or absent
+        ops = {n.op for n in graph.nodes}
         t0 = time.perf_counter()
         compiler_s = 0.0  # time inside the compilers under test (the reference is oracle time)
+        judge_by = self._baseline_backend(ops, graph)
         reference: Outcome | None = None
         attempts = 0
         test = Test(model, graph_json, {})
         for attempt in range(cfg.input_attempts):
             attempts = attempt + 1
             test = Test(model, graph_json, synthesize(graph, np.random.default_rng([seed, attempt]), attempt))
-            if REFERENCE not in self.backends:
+            if judge_by is None:
                 break
-            reference = self.pool.run(REFERENCE, test, ["default"])["default"]
+            reference = self.pool.run(judge_by[0], test, [judge_by[1]])[judge_by[1]]
             if reference.status != OK or all_finite(reference.outputs or []):
                 break
         t_inputs = time.perf_counter() - t0
 
         # every backend under test, in its workers
         t0 = time.perf_counter()
-        ops = {n.op for n in graph.nodes}
         outcomes: dict[str, dict[str, Outcome]] = {}
         late: list[Finding] = []  # crashes that a fresh worker did not reproduce
         for name, backend in self.backends.items():
-            if name == REFERENCE or not backend.supports(ops):
+            if name == REFERENCE or not backend.supports(ops, graph):
                 continue
             got = self.pool.run(name, test, list(self.variants[name]))
             compiler_s += sum(sum(o.seconds.values()) for o in got.values())
@@ -169,12 +171,15 @@ class Campaign:
         t0 = time.perf_counter()
         baseline, baseline_name = None, "none"
         if reference is not None and reference.status == OK:
-            baseline, baseline_name = reference.outputs, REFERENCE
-        elif (fb := outcomes.get(FALLBACK[0], {}).get(FALLBACK[1])) is not None and fb.status == OK:
-            baseline, baseline_name = fb.outputs, "/".join(FALLBACK)
+            baseline, baseline_name = reference.outputs, "/".join(judge_by)
+        elif judge_by == (REFERENCE, "default"):  # the reference failed: ORT can still judge
+            fb = outcomes.get(FALLBACK[0], {}).get(FALLBACK[1])
+            if fb is not None and fb.status == OK:
+                baseline, baseline_name = fb.outputs, "/".join(FALLBACK)
         finite = baseline is not None and all_finite(baseline)
         verdict = judge(outcomes, baseline if finite else None, cfg.tolerances, self.reduced)
-        if reference is not None and reference.status != OK:  # the reference's own failures, kept apart
+        if reference is not None and reference.status != OK and judge_by[0] == REFERENCE:
+            # the reference evaluator's own failures, kept apart
             verdict.findings += judge({REFERENCE: {"default": reference}}, None).findings
         verdict.findings += late
         rows, new_bugs = [], []
@@ -217,6 +222,13 @@ class Campaign:
                 p.unsupported[b] += 1
         del t_backends
         self.on_progress(self.progress)
+
+    def _baseline_backend(self, ops: set[str], graph: Graph) -> tuple[str, str] | None:
+        if REFERENCE in self.backends and self.backends[REFERENCE].supports(ops, graph):
+            return REFERENCE, "default"
+        if FALLBACK[0] in self.backends:
+            return FALLBACK
+        return None
 
     # -- the loop -------------------------------------------------------------------------------------
     def run(self) -> Progress:

@@ -164,6 +164,8 @@ class Worker:
         self._log = open(self.log_path, "wb")  # noqa: SIM115 -- lives as long as the child
         env = dict(os.environ, OMP_NUM_THREADS="1", TVM_NUM_THREADS="1", MKL_NUM_THREADS="1",
                    PYTHONFAULTHANDLER="1")
+        # one Inductor cache for every worker: its precompiled header takes ~40 s to build once
+        env.setdefault("TORCHINDUCTOR_CACHE_DIR", str(Path(tempfile.gettempdir()) / "dlcfuzz-inductor-cache"))
         self.proc = subprocess.Popen([sys.executable, "-m", "dlcfuzz.run.worker", backend], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=self._log, env=env, start_new_session=True)
         self._fd = self.proc.stdout.fileno()

@@ -1,0 +1,111 @@
+"""PyTorch: the dlcfuzz graph as a generated torch.nn.Module (``dlcfuzz.export.torch``), run eagerly
+(the torch baseline) and through ``torch.compile`` with TorchInductor on the CPU.
+
+The ONNX bytes are unused: torch has no ONNX frontend, so the import phase builds the module from
+the graph JSON.  Inductor compiles lazily on the first call, so compile() makes that call with
+the test's inputs; run() calls again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dlcfuzz.backends.base import Backend, Test, Variant
+
+# name -> options of torch_ops.compile_module (no "backend": eager)
+VARIANTS = {
+    "eager": {},
+    "inductor": {"backend": "inductor"},
+    # symbolic shapes: other guards, other kernels (sizes become runtime arguments)
+    "inductor-dynamic": {"backend": "inductor", "dynamic": True},
+}
+
+
+@dataclass
+class Loaded:
+    namespace: dict[str, Any]  # the executed generated source: Model, compile_module, run_module...
+    module: Any
+    input_names: list[str]
+    inputs: list[np.ndarray]  # the test's inputs, for the warm-up call that makes Inductor compile
+
+
+@dataclass
+class Compiled:
+    namespace: dict[str, Any]
+    fn: Any
+    input_names: list[str]
+
+
+_REPRO_TAIL = '''
+
+OPTIONS = {options!r}
+
+
+def run_model(model_path, inputs):
+    import onnx
+
+    parts = onnx_parts(onnx.load(model_path))
+    exec(module_source(*parts), globals())
+    fn = compile_module(Model(), OPTIONS)
+    args = [inputs[name] for name in parts[0]]
+    if OPTIONS.get("backend"):
+        run_module(fn, args)  # torch.compile compiles on the first call
+    return run_module(fn, args)
+'''
+
+
+class InductorBackend(Backend):
+    name = "inductor"
+    package = "torch"
+    pip = "torch==2.13.0"
+
+    def variants(self) -> list[Variant]:
+        return [Variant(name, dict(options)) for name, options in VARIANTS.items()]
+
+    def supports(self, ops: set[str], graph=None) -> bool:
+        """Every operator must be in the exporter's op table; given the graph, also every dtype
+        (torch has uint16/32/64 tensors but almost no kernels for them)."""
+        from dlcfuzz.export.torch import OPS, unsupported
+
+        if graph is not None:
+            return unsupported(graph) is None
+        return ops <= OPS.keys()
+
+    def load(self, test: Test) -> Loaded:
+        from dlcfuzz.export.torch import ExportError, build_namespace, to_torch_source, unsupported
+        from dlcfuzz.ir import Graph
+
+        graph = Graph.from_json(test.graph_json)
+        why = unsupported(graph)
+        if why:  # normally filtered by supports(): say so clearly if a worker gets here anyway
+            raise ExportError(why)
+        namespace = build_namespace(to_torch_source(graph))
+        names = [v.name for v in graph.inputs]
+        return Loaded(namespace, namespace["Model"](), names, [test.inputs[n] for n in names])
+
+    def compile(self, imported: Loaded, variant: Variant) -> Compiled:
+        ns = imported.namespace
+        fn = ns["compile_module"](imported.module, variant.options)
+        if variant.options.get("backend"):
+            ns["run_module"](fn, imported.inputs)  # Inductor compiles on the first call
+        return Compiled(ns, fn, imported.input_names)
+
+    def run(self, compiled: Compiled, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
+        return compiled.namespace["run_module"](compiled.fn, [inputs[n] for n in compiled.input_names])
+
+    def repro_source(self, variant: Variant) -> str:
+        """torch_ops + the exporter (which reads the ONNX file at model_path into the same Model
+        source as load() writes from the graph JSON) + compile and run as compile()/run() do."""
+        from dlcfuzz.export.torch import exporter_source, ops_source
+
+        return ops_source() + "\n\n" + exporter_source() + _REPRO_TAIL.format(options=variant.options)
+
+    def model_source(self, test: Test) -> str:
+        """The standalone generated module source of one test (readable, for a bug bundle)."""
+        from dlcfuzz.export.torch import to_torch_source
+        from dlcfuzz.ir import Graph
+
+        return to_torch_source(Graph.from_json(test.graph_json))

@@ -1,0 +1,1061 @@
+"""ONNX operators written with torch ops, one function per operator type, with ONNX semantics.
+
+Standalone on purpose (torch and numpy only, no dlcfuzz import): its text opens every generated
+torch model source and every repro script, so a model built in a fuzzing worker and one rebuilt
+by a repro run exactly the same code.
+
+Calling convention (what ``dlcfuzz.export.torch`` generates): the ONNX inputs in order, positionally
+(``None`` for an omitted optional input; shape-like inputs such as Reshape's shape or Slice's
+starts arrive as Python lists/scalars, the rest as tensors), then the node's attributes as keywords
+whose defaults are ONNX's.  Operators with several outputs take ``nout`` (how many outputs the
+node has) and return a tuple.
+
+Everything must trace into one graph under ``torch.compile(fullgraph=True)``, static or dynamic:
+shape arithmetic in plain Python (lists, no generator expressions), numpy only outside traced code.
+"""
+
+import base64
+import math
+import operator
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+ONNX_DTYPES = {1: torch.float32, 2: torch.uint8, 3: torch.int8, 5: torch.int16, 6: torch.int32, 7: torch.int64,
+               9: torch.bool, 10: torch.float16, 11: torch.float64}
+
+
+def tensor_of(b64: str, dtype: str, shape: list) -> torch.Tensor:
+    """A constant embedded in the source (little-endian bytes, base64)."""
+    arr = np.frombuffer(base64.b64decode(b64), dtype=np.dtype(dtype).newbyteorder("<"))
+    return torch.from_numpy(arr.astype(dtype).reshape(shape))
+
+
+def compile_module(module: torch.nn.Module, options: dict):
+    """The module as a variant runs it: eager (no backend) or ``torch.compile`` with the options."""
+    torch.set_num_threads(options.get("threads", 1))
+    if not options.get("backend"):
+        return module
+    from torch._functorch import config as functorch_config
+    from torch._inductor import config as inductor_config
+
+    inductor_config.compile_threads = 1  # no compile worker pool: tiny graphs, isolated workers
+    # every compile really compiles (no FX graph / AOT caches): a repro recompiles as the test did
+    inductor_config.fx_graph_cache = False
+    functorch_config.enable_autograd_cache = False
+    # no torch._dynamo.reset(): it would make modules compiled earlier (other variants) recompile;
+    # each torch.compile wrapper keeps its own cache entries, and each model its own code objects
+    return torch.compile(module, backend=options["backend"], mode=options.get("mode"),
+                         dynamic=options.get("dynamic", False), fullgraph=True)
+
+
+def run_module(fn, inputs: list) -> list:
+    """Calls the (compiled) module on numpy inputs; the outputs as numpy arrays."""
+    outs = fn(*[torch.from_numpy(np.array(a)) for a in inputs])
+    return [o.detach().numpy() for o in outs]
+
+
+# ---------------------------------------------------------------------------------------------
+# helpers
+# ---------------------------------------------------------------------------------------------
+def _norm_axes(axes, rank: int) -> list:
+    return [a + rank if a < 0 else a for a in axes]
+
+
+def _is_float(x: torch.Tensor) -> bool:
+    return x.dtype.is_floating_point
+
+
+def _fold(fn, xs):
+    out = xs[0]
+    for x in xs[1:]:
+        out = fn(out, x)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# elementwise unary
+# ---------------------------------------------------------------------------------------------
+def Abs(x):
+    return torch.abs(x)
+
+
+def Neg(x):
+    return torch.neg(x)
+
+
+def Ceil(x):
+    return torch.ceil(x)
+
+
+def Floor(x):
+    return torch.floor(x)
+
+
+def Round(x):
+    return torch.round(x)  # half to even, as ONNX
+
+
+def Exp(x):
+    return torch.exp(x)
+
+
+def Log(x):
+    return torch.log(x)
+
+
+def Sqrt(x):
+    return torch.sqrt(x)
+
+
+def Reciprocal(x):
+    return torch.reciprocal(x)
+
+
+def Sigmoid(x):
+    return torch.sigmoid(x)
+
+
+def Tanh(x):
+    return torch.tanh(x)
+
+
+def Relu(x):
+    return torch.relu(x)
+
+
+def Sin(x):
+    return torch.sin(x)
+
+
+def Cos(x):
+    return torch.cos(x)
+
+
+def Tan(x):
+    return torch.tan(x)
+
+
+def Asin(x):
+    return torch.asin(x)
+
+
+def Acos(x):
+    return torch.acos(x)
+
+
+def Atan(x):
+    return torch.atan(x)
+
+
+def Sinh(x):
+    return torch.sinh(x)
+
+
+def Cosh(x):
+    return torch.cosh(x)
+
+
+def Asinh(x):
+    return torch.asinh(x)
+
+
+def Acosh(x):
+    return torch.acosh(x)
+
+
+def Atanh(x):
+    return torch.atanh(x)
+
+
+def Erf(x):
+    return torch.erf(x)
+
+
+def Softplus(x):
+    return F.softplus(x)
+
+
+def Softsign(x):
+    return F.softsign(x)
+
+
+def Sign(x):
+    return torch.sign(x)
+
+
+def Identity(x):
+    return x
+
+
+def HardSwish(x):
+    return F.hardswish(x)  # x * relu6(x + 3) / 6 = ONNX's alpha 1/6, beta 0.5
+
+
+def Not(x):
+    return torch.logical_not(x)
+
+
+def IsNaN(x):
+    return torch.isnan(x)
+
+
+def IsInf(x, *, detect_negative=1, detect_positive=1):
+    if detect_negative and detect_positive:
+        return torch.isinf(x)
+    if detect_negative:
+        return torch.isneginf(x)
+    if detect_positive:
+        return torch.isposinf(x)
+    return torch.zeros_like(x, dtype=torch.bool)
+
+
+def HardSigmoid(x, *, alpha=0.2, beta=0.5):
+    return torch.clamp(x * alpha + beta, 0, 1)
+
+
+def Elu(x, *, alpha=1.0):
+    return F.elu(x, alpha)
+
+
+def Selu(x, *, alpha=None, gamma=None):
+    if alpha is None and gamma is None:
+        return F.selu(x)  # the ONNX defaults are torch's constants
+    alpha = 1.67326319217681884765625 if alpha is None else alpha
+    gamma = 1.05070102214813232421875 if gamma is None else gamma
+    return torch.where(x > 0, x, torch.exp(x) * alpha - alpha) * gamma
+
+
+def LeakyRelu(x, *, alpha=0.01):
+    return F.leaky_relu(x, alpha)
+
+
+def Celu(x, *, alpha=1.0):
+    return F.celu(x, alpha)
+
+
+def ThresholdedRelu(x, *, alpha=1.0):
+    return F.threshold(x, alpha, 0.0)
+
+
+def Shrink(x, *, bias=0.0, lambd=0.5):
+    y = torch.where(x < -lambd, x + bias, torch.where(x > lambd, x - bias, 0))
+    return y.to(x.dtype)  # integer inputs: the float result truncates back, as ONNX casts
+
+
+def Clip(x, lo=None, hi=None):
+    if lo is None and hi is None:
+        return x
+    return torch.clamp(x, lo, hi)  # min > max gives max everywhere, as ONNX
+
+
+def Cast(x, *, to, saturate=1):
+    return x.to(ONNX_DTYPES[to])
+
+
+# ---------------------------------------------------------------------------------------------
+# broadcasting
+# ---------------------------------------------------------------------------------------------
+def Add(a, b):
+    return torch.add(a, b)
+
+
+def Sub(a, b):
+    return torch.sub(a, b)
+
+
+def Mul(a, b):
+    return torch.mul(a, b)
+
+
+def Div(a, b):
+    if _is_float(a):
+        return torch.div(a, b)
+    return torch.div(a, b, rounding_mode="trunc")  # ONNX integer division truncates (C)
+
+
+def Pow(x, y):
+    if x.dtype == y.dtype:
+        return torch.pow(x, y)
+    # mixed types: ONNX gives X's type; compute in double as numpy's promotion does, then cast
+    return torch.pow(x.double(), y.double()).to(x.dtype)
+
+
+def Mod(a, b, *, fmod=0):
+    return torch.fmod(a, b) if fmod else torch.remainder(a, b)
+
+
+def Equal(a, b):
+    return torch.eq(a, b)
+
+
+def Greater(a, b):
+    return torch.gt(a, b)
+
+
+def Less(a, b):
+    return torch.lt(a, b)
+
+
+def GreaterOrEqual(a, b):
+    return torch.ge(a, b)
+
+
+def LessOrEqual(a, b):
+    return torch.le(a, b)
+
+
+def And(a, b):
+    return torch.logical_and(a, b)
+
+
+def Or(a, b):
+    return torch.logical_or(a, b)
+
+
+def Xor(a, b):
+    return torch.logical_xor(a, b)
+
+
+def Where(cond, x, y):
+    return torch.where(cond, x, y)
+
+
+def Max(*xs):
+    return _fold(torch.maximum, xs)
+
+
+def Min(*xs):
+    return _fold(torch.minimum, xs)
+
+
+def Sum(*xs):
+    return _fold(torch.add, xs)
+
+
+def Mean(*xs):
+    s = _fold(torch.add, xs)
+    return s / len(xs) if _is_float(s) else torch.div(s, len(xs), rounding_mode="trunc")
+
+
+# ---------------------------------------------------------------------------------------------
+# reductions
+# ---------------------------------------------------------------------------------------------
+def _reduce_dims(x, axes, noop_with_empty_axes):
+    """The dims to reduce, or None for the identity (empty axes with noop_with_empty_axes=1)."""
+    if not axes:
+        return None if noop_with_empty_axes else list(range(x.dim()))
+    return _norm_axes(axes, x.dim())
+
+
+def _reducer(fn, noop=None):
+    """A Reduce* operator: axes as input (opset 18+, ReduceSum 13+) or attribute (older opsets).
+    With empty axes and noop_with_empty_axes=1 nothing is reduced, but the elementwise part still
+    applies (``noop``: ReduceSumSquare squares, ReduceL1 takes the absolute value...)."""
+    def op(data, axes=None, *, keepdims=1, noop_with_empty_axes=0):
+        dims = _reduce_dims(data, axes, noop_with_empty_axes)
+        if dims is None:
+            return data if noop is None else noop(data)
+        return fn(data, dims, bool(keepdims))
+    op.__name__ = fn.__name__
+    return op
+
+
+def _count(x, dims) -> int:
+    return math.prod([x.shape[d] for d in dims])
+
+
+def _sum(x, dims, keep):
+    return x.sum(dims, keepdim=keep, dtype=x.dtype)
+
+
+def _mean(x, dims, keep):
+    if _is_float(x):
+        return x.mean(dims, keepdim=keep)
+    return torch.div(x.sum(dims, keepdim=keep, dtype=x.dtype), _count(x, dims), rounding_mode="trunc")
+
+
+def _max(x, dims, keep):
+    return torch.amax(x, dims, keepdim=keep)
+
+
+def _min(x, dims, keep):
+    return torch.amin(x, dims, keepdim=keep)
+
+
+def _prod(x, dims, keep):
+    for d in dims:  # torch.prod reduces one dim at a time
+        x = x.prod(d, keepdim=True, dtype=x.dtype)
+    return x if keep else x.squeeze(dims) if dims else x
+
+
+def _l1(x, dims, keep):
+    if _is_float(x):
+        return torch.linalg.vector_norm(x, 1, dims, keepdim=keep)
+    return x.abs().sum(dims, keepdim=keep, dtype=x.dtype)
+
+
+def _l2(x, dims, keep):
+    if _is_float(x):
+        return torch.linalg.vector_norm(x, 2, dims, keepdim=keep)
+    # integers: square in the input type, sum exactly, root in double, truncate (as ONNX's reference)
+    return torch.sqrt((x * x).sum(dims, keepdim=keep, dtype=torch.int64).double()).to(x.dtype)
+
+
+def _log_sum_exp(x, dims, keep):
+    if _is_float(x):
+        return torch.logsumexp(x, dims, keepdim=keep)
+    return torch.logsumexp(x.double(), dims, keepdim=keep).to(x.dtype)  # integers: truncate, as ORT
+
+
+def _sum_square(x, dims, keep):
+    return (x * x).sum(dims, keepdim=keep, dtype=x.dtype)
+
+
+ReduceSum = _reducer(_sum)
+ReduceMean = _reducer(_mean)
+ReduceMax = _reducer(_max)
+ReduceMin = _reducer(_min)
+ReduceProd = _reducer(_prod)
+ReduceL1 = _reducer(_l1, torch.abs)
+ReduceL2 = _reducer(_l2, lambda x: torch.sqrt(x * x) if _is_float(x) else torch.sqrt((x * x).double()).to(x.dtype))
+ReduceLogSumExp = _reducer(_log_sum_exp)  # log(exp(x)) = x
+ReduceSumSquare = _reducer(_sum_square, lambda x: x * x)
+
+
+def _arg(fn, x, axis, keepdims, select_last_index):
+    ax = axis % x.dim()
+    if x.dtype == torch.bool:
+        x = x.to(torch.uint8)  # torch's argmax/argmin reject bool
+    if not select_last_index:
+        return fn(x, ax, keepdim=bool(keepdims))
+    return x.shape[ax] - 1 - fn(x.flip(ax), ax, keepdim=bool(keepdims))
+
+
+def ArgMax(data, *, axis=0, keepdims=1, select_last_index=0):
+    return _arg(torch.argmax, data, axis, keepdims, select_last_index)
+
+
+def ArgMin(data, *, axis=0, keepdims=1, select_last_index=0):
+    return _arg(torch.argmin, data, axis, keepdims, select_last_index)
+
+
+# ---------------------------------------------------------------------------------------------
+# softmax family, matrix products, nn
+# ---------------------------------------------------------------------------------------------
+def Softmax(x, *, axis=-1):
+    return torch.softmax(x, axis)
+
+
+def LogSoftmax(x, *, axis=-1):
+    return torch.log_softmax(x, axis)
+
+
+def Hardmax(x, *, axis=-1):
+    ax = axis % x.dim()
+    idx = torch.argmax(x, ax, keepdim=True)  # the first maximum, as ONNX
+    pos = torch.arange(x.shape[ax]).reshape([-1] + [1] * (x.dim() - 1 - ax))
+    return (pos == idx).to(x.dtype)
+
+
+def MatMul(a, b):
+    return torch.matmul(a, b)
+
+
+def Gemm(a, b, c=None, *, alpha=1.0, beta=1.0, transA=0, transB=0):
+    a = a.t() if transA else a
+    b = b.t() if transB else b
+    if not _is_float(a):
+        # integers: scale in double and truncate, as ONNX's reference does
+        y = torch.mm(a, b).double() * alpha
+        if c is not None and beta != 0:
+            y = y + c.double() * beta
+        return y.to(a.dtype)
+    if c is not None and beta != 0:
+        return torch.addmm(c, a, b, beta=beta, alpha=alpha)
+    y = torch.mm(a, b)
+    return y if alpha == 1.0 else y * alpha
+
+
+def PRelu(x, slope):
+    return torch.where(x < 0, x * slope, x)
+
+
+def Dropout(data, ratio=None, training_mode=None, *, seed=None, nout=1):
+    y = F.dropout(data, 0.5 if ratio is None else ratio, training=False)  # inference: the identity
+    return (y, torch.ones(data.shape, dtype=torch.bool))[:nout]
+
+
+def Einsum(*inputs, equation):
+    if _is_float(inputs[0]):
+        return torch.einsum(equation, *inputs)
+    # integers go through int64 (same result modulo 2^n): torch 2.13's einsum fails on some int32
+    # contractions ("expected scalar type Int but found Long") and returns int64 for sums of one
+    return torch.einsum(equation, *[t.long() for t in inputs]).to(inputs[0].dtype)
+
+
+def LRN(x, *, size, alpha=0.0001, beta=0.75, bias=1.0):
+    if x.dim() >= 3 and size % 2:
+        return F.local_response_norm(x, size, alpha, beta, bias)  # same window as ONNX for odd sizes
+    # ONNX sums channels [c - floor((size-1)/2), c + ceil((size-1)/2)]; torch centers the other way
+    lo = (size - 1) // 2
+    sq = F.pad((x * x).movedim(1, -1), [lo, size - 1 - lo])
+    s = sq.unfold(-1, size, 1).sum(-1).movedim(-1, 1)
+    return x / (bias + alpha / size * s) ** beta
+
+
+# Resize: separable, one axis at a time, as ONNX's reference: per output position, taps (source
+# indices, edge-clamped) and their weights, computed in numpy while tracing (they are constants).
+def _nearest_weights(ratio: float, mode: str) -> list:
+    if ratio == 1.0:
+        return [0.0, 1.0]
+    if mode == "round_prefer_floor":
+        return [float(ratio <= 0.5), float(ratio > 0.5)]
+    if mode == "round_prefer_ceil":
+        return [float(ratio < 0.5), float(ratio >= 0.5)]
+    return [1.0, 0.0] if mode == "floor" else [0.0, 1.0]
+
+
+def _cubic_tap(t: float, a: float) -> float:
+    t = abs(t)
+    if t <= 1:
+        return (a + 2) * t ** 3 - (a + 3) * t ** 2 + 1
+    return a * t ** 3 - 5 * a * t ** 2 + 8 * a * t - 4 * a if t < 2 else 0.0
+
+
+def _antialias_weights(ratio: float, scale: float, support: int, a: float) -> list:
+    """The linear (support 1) or cubic (support 2) filter, stretched by 1/scale when downscaling."""
+    scale = min(scale, 1.0)
+    start = math.floor(-support / scale) + 1
+    args = [scale * (i - ratio) for i in range(start, 2 - start)]
+    ws = [max(0.0, 1 - abs(t)) if support == 1 else _cubic_tap(t, a) for t in args]
+    return [v / sum(ws) for v in ws]
+
+
+def _resize_taps(n_in: int, n_out: int, scale: float, roi, mode: str, ctm: str, nearest_mode: str,
+                 a: float, antialias: int, exclude_outside: int):
+    """(indices [out, taps], weights [out, taps], extrapolated [out] or None) for one axis."""
+    width = scale * n_in
+    y = np.arange(n_out, dtype=np.float64)
+    extrapolated = None
+    if ctm == "align_corners":
+        x = np.zeros(n_out) if width == 1 else y * (n_in - 1) / (width - 1)
+    elif ctm == "asymmetric":
+        x = y / scale
+    elif ctm == "tf_crop_and_resize":
+        lo, hi = roi
+        x = np.full(n_out, (hi - lo) * (n_in - 1) / 2) if width == 1 else y * (hi - lo) * (n_in - 1) / (width - 1)
+        x = x + lo * (n_in - 1)
+        extrapolated = (x < 0) | (x > n_in - 1)
+    elif ctm == "pytorch_half_pixel":
+        x = np.full(n_out, -0.5) if width == 1 else (y + 0.5) / scale - 0.5
+    elif ctm == "half_pixel_symmetric":
+        x = n_in / 2 * (1 - n_out / width) + (y + 0.5) / scale - 0.5
+    else:  # half_pixel
+        x = (y + 0.5) / scale - 0.5
+    base = np.floor(x)
+    ratios = np.where(x == base, 1.0, x - base)
+    rows = []
+    for r in ratios:
+        r = float(r)
+        if mode == "nearest":
+            rows.append(_nearest_weights(r, nearest_mode))
+        elif antialias:
+            rows.append(_antialias_weights(r, scale, 1 if mode == "linear" else 2, a))
+        else:
+            rows.append([1 - r, r] if mode == "linear" else [_cubic_tap(t, a) for t in (r + 1, r, 1 - r, 2 - r)])
+    weights = np.array(rows, dtype=np.float64)
+    taps = weights.shape[1]
+    pad = -(-taps // 2)
+    xp = x + pad
+    p = np.floor(xp)
+    frac = xp - p
+    if taps % 2 == 0:  # the taps closest to x, ties to the smaller index
+        offset = np.where(frac == 0, -(taps // 2), -(taps // 2) + 1)
+    else:
+        offset = np.where(frac <= 0.5, -((taps - 1) // 2), -((taps - 1) // 2) + 1)
+    idx = (p + offset).astype(np.int64)[:, None] + np.arange(taps)[None, :] - pad
+    if exclude_outside:
+        weights = np.where((idx < 0) | (idx >= n_in), 0.0, weights)
+        total = weights.sum(-1, keepdims=True)
+        weights = weights / np.where(total == 0, 1.0, total)
+    return np.clip(idx, 0, n_in - 1), weights, extrapolated
+
+
+@torch.compiler.assume_constant_result
+def _resize_plan(shape, roi, scales, sizes, axes, policy, ctm, mode, nearest_mode, a, antialias, exclude_outside):
+    """Per resized axis: (axis, output length, source indices [out * taps], weights [out][taps] or
+    None for a gather, extrapolated positions [out] or None).  Computed in numpy and returned as
+    Python lists: constants for torch.compile (which would otherwise trace the numpy code)."""
+    r = len(shape)
+    axes = list(range(r)) if axes is None else _norm_axes(axes, r)
+    f32 = np.float32
+    if scales:  # output lengths floor(scale * n) in float32, as ONNX shape inference and ORT
+        factors = {d: float(f32(sc)) for d, sc in zip(axes, scales, strict=True)}
+        out = {d: int(f32(sc) * f32(shape[d])) for d, sc in zip(axes, scales, strict=True)}
+    elif policy in ("not_larger", "not_smaller"):
+        pick = min if policy == "not_larger" else max
+        # lengths roundf(scale * n) in float32 (ONNX, ORT); coordinates from the double scale (reference)
+        sc = pick([f32(n) / f32(shape[d]) for d, n in zip(axes, sizes, strict=True)])
+        out = {d: math.floor(float(sc * f32(shape[d])) + 0.5) for d in axes}
+        factors = dict.fromkeys(axes, pick([n / shape[d] for d, n in zip(axes, sizes, strict=True)]))
+    else:
+        factors = {d: n / shape[d] for d, n in zip(axes, sizes, strict=True)}
+        out = dict(zip(axes, sizes, strict=True))
+    k = len(axes)
+    rois = {d: (roi[i], roi[k + i]) if roi else (0.0, 1.0) for i, d in enumerate(axes)}
+    plan = []
+    for d in axes:
+        if math.isclose(factors[d], 1.0) and out[d] == shape[d] and (
+                ctm != "tf_crop_and_resize" or (math.isclose(rois[d][0], 0.0) and math.isclose(rois[d][1], 1.0))):
+            continue  # the identity on this axis (as the reference skips it)
+        idx, w, extrapolated = _resize_taps(shape[d], out[d], factors[d], rois[d], mode, ctm, nearest_mode, a,
+                                            antialias, exclude_outside)
+        if mode == "nearest":  # one tap of weight 1: a gather
+            taps, weights = idx[np.arange(out[d]), w.argmax(-1)].tolist(), None
+        else:
+            taps, weights = idx.reshape(-1).tolist(), w.tolist()
+        ext = extrapolated.tolist() if extrapolated is not None and extrapolated.any() else None
+        plan.append((d, out[d], taps, weights, ext))
+    return plan
+
+
+def Resize(x, *inputs, **attrs):
+    # inputs (roi, scales, sizes) and attributes without Python defaults: under dynamic=True,
+    # torch.compile turns default argument values into symbols, which _resize_plan cannot take
+    roi, scales, sizes = [*inputs, None, None, None][:3]
+    r = x.dim()
+    shape = [operator.index(d) for d in x.shape]  # plain ints, also under dynamic shapes
+    mode = attrs.get("mode", "nearest")
+    plan = _resize_plan(shape, roi, scales, sizes, attrs.get("axes"), attrs.get("keep_aspect_ratio_policy", "stretch"),
+                        attrs.get("coordinate_transformation_mode", "half_pixel"), mode,
+                        attrs.get("nearest_mode", "round_prefer_floor"), attrs.get("cubic_coeff_a", -0.75),
+                        attrs.get("antialias", 0), attrs.get("exclude_outside", 0))
+    # float32 math for float16/32, double for float64 and integers (which round at the end)
+    y = x.to(torch.float32) if x.dtype in (torch.float16, torch.float32) else x.to(torch.float64)
+    for a, n_out, taps, weights, extrapolated in plan:
+        g = torch.index_select(y, a, torch.tensor(taps, dtype=torch.int64))
+        if weights is not None:
+            k = len(weights[0])
+            g = g.reshape((*y.shape[:a], n_out, k, *y.shape[a + 1:]))
+            w = torch.tensor(weights, dtype=y.dtype).reshape((n_out, k) + (1,) * (r - a - 1))
+            g = (g * w).sum(a + 1)
+        if extrapolated is not None:
+            mask = torch.tensor(extrapolated).reshape((n_out,) + (1,) * (r - a - 1))
+            g = torch.where(mask, torch.tensor(attrs.get("extrapolation_value", 0.0), dtype=y.dtype), g)
+        y = g
+    if x.dtype.is_floating_point:
+        return y.to(x.dtype)
+    info = torch.iinfo(x.dtype)  # integers: round half to even and saturate, as the reference
+    return torch.round(y).clamp(info.min, info.max).to(x.dtype)
+
+
+# ---------------------------------------------------------------------------------------------
+# shape
+# ---------------------------------------------------------------------------------------------
+def Reshape(data, shape, *, allowzero=0):
+    if not allowzero:
+        shape = [data.shape[i] if d == 0 else d for i, d in enumerate(shape)]
+    return torch.reshape(data, shape)
+
+
+def Transpose(data, *, perm=None):
+    return data.permute(perm if perm is not None else list(range(data.dim() - 1, -1, -1)))
+
+
+def Flatten(x, *, axis=1):
+    a = axis + x.dim() if axis < 0 else axis
+    return x.reshape(math.prod(x.shape[:a]), math.prod(x.shape[a:]))
+
+
+def Squeeze(data, axes=None):
+    if axes is None:
+        return data.squeeze()
+    return data.squeeze(_norm_axes(axes, data.dim()))
+
+
+def Unsqueeze(data, axes):
+    for a in sorted(_norm_axes(axes, data.dim() + len(axes))):
+        data = data.unsqueeze(a)
+    return data
+
+
+def Expand(x, shape):
+    return x.expand(torch.broadcast_shapes(x.shape, tuple(shape)))
+
+
+def Tile(x, repeats):
+    return x.repeat(repeats) if repeats else x
+
+
+def DepthToSpace(x, *, blocksize, mode="DCR"):
+    if mode == "CRD":
+        return F.pixel_shuffle(x, blocksize)
+    b, c, h, w = x.shape
+    y = x.reshape(b, blocksize, blocksize, c // blocksize ** 2, h, w).permute(0, 3, 4, 1, 5, 2)
+    return y.reshape(b, c // blocksize ** 2, h * blocksize, w * blocksize)
+
+
+def SpaceToDepth(x, *, blocksize):
+    b, c, h, w = x.shape
+    y = x.reshape(b, c, h // blocksize, blocksize, w // blocksize, blocksize).permute(0, 3, 5, 1, 2, 4)
+    return y.reshape(b, c * blocksize ** 2, h // blocksize, w // blocksize)
+
+
+def Shape(data, *, start=0, end=None):
+    return torch.tensor(list(data.shape)[start:end], dtype=torch.int64)  # Python slicing clamps as ONNX
+
+
+def Size(data):
+    return torch.tensor(data.numel(), dtype=torch.int64)
+
+
+# ---------------------------------------------------------------------------------------------
+# indexing
+# ---------------------------------------------------------------------------------------------
+def Concat(*inputs, axis):
+    return torch.cat(inputs, axis)
+
+
+def Split(x, split=None, *, axis=0, num_outputs=None, nout=1):
+    d = x.shape[axis]
+    if split is None:
+        n = num_outputs or nout
+        q = -(-d // n)  # parts of ceil(d / n), the last one smaller
+        split = [q] * (n - 1) + [d - q * (n - 1)]
+    return tuple(torch.split(x, list(split), axis))
+
+
+def Slice(data, starts, ends, axes=None, steps=None):
+    axes = list(range(len(starts))) if axes is None else _norm_axes(axes, data.dim())
+    steps = [1] * len(starts) if steps is None else steps
+    for a, b, e, st in zip(axes, starts, ends, steps, strict=True):
+        d = data.shape[a]
+        r = range(d)[slice(b, e, st)]  # Python's slice clamping is ONNX's
+        index = [slice(None)] * data.dim()
+        if st > 0:
+            index[a] = slice(r.start, r.start + len(r) * st, st)
+        else:  # torch has no negative steps: flip, then step forwards from the mirrored start
+            data = data.flip(a)
+            index[a] = slice(d - 1 - r.start, d - 1 - r.start + len(r) * -st, -st)
+        data = data[tuple(index)]
+    return data
+
+
+def _positive(idx, d):
+    idx = idx.to(torch.int64)
+    return torch.where(idx < 0, idx + d, idx)
+
+
+def Gather(data, indices, *, axis=0):
+    ax = axis % data.dim()
+    idx = _positive(indices, data.shape[ax])
+    y = torch.index_select(data, ax, idx.reshape(-1))
+    return y.reshape(data.shape[:ax] + idx.shape + data.shape[ax + 1:])
+
+
+def GatherElements(data, indices, *, axis=0):
+    ax = axis % data.dim()
+    return torch.gather(data, ax, _positive(indices, data.shape[ax]))
+
+
+def GatherND(data, indices, *, batch_dims=0):
+    b, m = batch_dims, indices.shape[-1]
+    nb = math.prod(data.shape[:b])
+    flat = data.reshape((nb, *data.shape[b:]))
+    idx = indices.reshape(nb, -1, m)
+    cols = [_positive(idx[..., j], data.shape[b + j]) for j in range(m)]
+    y = flat[(torch.arange(nb).reshape(nb, 1), *cols)]
+    return y.reshape(indices.shape[:-1] + data.shape[b + m:])
+
+
+def _pad_index(n: int, begin: int, end: int, mode: str) -> torch.Tensor:
+    i = torch.arange(-begin, n + end)
+    if mode == "edge":
+        return i.clamp(0, n - 1)
+    if mode == "wrap":
+        return i.remainder(n)
+    return (n - 1) - ((n - 1) - i.abs()).abs()  # reflect (pads < n)
+
+
+def Pad(data, pads, constant_value=None, axes=None, *, mode="constant"):
+    r = data.dim()
+    axes = list(range(r)) if axes is None else _norm_axes(axes, r)
+    k = len(axes)
+    per_axis = dict(zip(axes, zip(pads[:k], pads[k:], strict=True), strict=True))
+    if mode == "constant":
+        flat = []  # F.pad: (begin, end) pairs from the last dim backwards; negative pads crop
+        for a in range(r - 1, -1, -1):
+            flat += per_axis.get(a, (0, 0))
+        value = 0 if constant_value is None else constant_value
+        return F.pad(data, flat, value=value)
+    for a, (b, e) in per_axis.items():
+        if b < 0 or e < 0:  # crop first, then pad what is left
+            data = data.narrow(a, max(-b, 0), data.shape[a] - max(-b, 0) - max(-e, 0))
+            b, e = max(b, 0), max(e, 0)
+        if b or e:
+            data = torch.index_select(data, a, _pad_index(data.shape[a], b, e, mode))
+    return data
+
+
+def CumSum(x, axis, *, exclusive=0, reverse=0):
+    ax = axis % x.dim()
+    if reverse:
+        x = x.flip(ax)
+    y = torch.cumsum(x, ax, dtype=x.dtype)
+    if exclusive:
+        y = torch.cat([torch.zeros_like(y.narrow(ax, 0, 1)), y.narrow(ax, 0, y.shape[ax] - 1)], ax)
+    return y.flip(ax) if reverse else y
+
+
+def Trilu(x, k=None, *, upper=1):
+    rows, cols = x.shape[-2:]
+    k = 0 if k is None else min(max(k, -rows - 1), cols + 1)  # far diagonals act as the nearest outside one
+    return torch.triu(x, k) if upper else torch.tril(x, k)
+
+
+def ReverseSequence(x, sequence_lens, *, batch_axis=1, time_axis=0):
+    t_len = x.shape[time_axis]
+    src = [[n - 1 - t if t < n else t for t in range(t_len)] for n in sequence_lens]  # [batch][time]
+    idx = torch.tensor(src, dtype=torch.int64)
+    if time_axis < batch_axis:
+        idx = idx.t()
+    idx = idx.reshape(idx.shape + (1,) * (x.dim() - 2)).expand(x.shape)
+    return torch.gather(x, time_axis, idx)
+
+
+# ---------------------------------------------------------------------------------------------
+# convolution and pooling
+# ---------------------------------------------------------------------------------------------
+def _same_pads(sizes, kernel, strides, dilations, lower: bool) -> list:
+    """ONNX SAME_UPPER / SAME_LOWER pads (begins then ends): output = ceil(in / stride)."""
+    begins, ends = [], []
+    for n, k, s, d in zip(sizes, kernel, strides, dilations, strict=True):
+        total = max(0, (-(-n // s) - 1) * s + (k - 1) * d + 1 - n)
+        b = total - total // 2 if lower else total // 2
+        begins.append(b)
+        ends.append(total - b)
+    return begins + ends
+
+
+def _window_pads(x, auto_pad, kernel, strides, dilations, pads) -> list:
+    sizes = x.shape[2:]
+    if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        return _same_pads(sizes, kernel, strides, dilations, auto_pad == "SAME_LOWER")
+    if auto_pad == "VALID" or pads is None:
+        return [0] * (2 * len(sizes))
+    return list(pads)
+
+
+def _spatial_pad(x, pads, value=0.0):
+    """F.pad of the spatial dims from ONNX pads [b1..bn, e1..en]."""
+    n = len(pads) // 2
+    flat = []
+    for j in range(n - 1, -1, -1):
+        flat += [pads[j], pads[n + j]]
+    return F.pad(x, flat, value=value)
+
+
+CONV = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}
+CONV_T = {1: F.conv_transpose1d, 2: F.conv_transpose2d, 3: F.conv_transpose3d}
+
+
+def Conv(x, w, b=None, *, auto_pad="NOTSET", dilations=None, group=1, kernel_shape=None, pads=None,
+         strides=None):
+    n = x.dim() - 2
+    kernel = list(w.shape[2:])
+    strides = strides or [1] * n
+    dilations = dilations or [1] * n
+    pads = _window_pads(x, auto_pad, kernel, strides, dilations, pads)
+    if pads[:n] == pads[n:]:
+        padding = pads[:n]
+    else:  # asymmetric: pad explicitly
+        x, padding = _spatial_pad(x, pads), [0] * n
+    return CONV[n](x, w, b, strides, padding, dilations, group)
+
+
+def ConvTranspose(x, w, b=None, *, auto_pad="NOTSET", dilations=None, group=1, kernel_shape=None,
+                  output_padding=None, output_shape=None, pads=None, strides=None):
+    n = x.dim() - 2
+    kernel = list(w.shape[2:])
+    strides = strides or [1] * n
+    dilations = dilations or [1] * n
+    output_padding = output_padding or [0] * n
+    full = [s * (i - 1) + op + (k - 1) * d + 1
+            for i, s, op, k, d in zip(x.shape[2:], strides, output_padding, kernel, dilations, strict=True)]
+    if output_shape is not None or auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        sizes = x.shape[2:]
+        target = output_shape if output_shape is not None else [i * s for i, s in zip(sizes, strides, strict=True)]
+        total = [max(0, f - t) for f, t in zip(full, target, strict=True)]
+        # ONNX: SAME_UPPER puts the odd pad at the end, everything else at the beginning
+        begins = [t // 2 if auto_pad == "SAME_UPPER" else t - t // 2 for t in total]
+        pads = begins + [t - bg for t, bg in zip(total, begins, strict=True)]
+    elif pads is None:
+        pads = [0] * (2 * n)
+    common = [min(pads[j], pads[n + j]) for j in range(n)]
+    y = CONV_T[n](x, w, b, strides, common, output_padding, group, dilations)
+    for j in range(n):  # asymmetric pads: crop what the common padding left
+        lo, hi = pads[j] - common[j], pads[n + j] - common[j]
+        if lo or hi:
+            y = y.narrow(2 + j, lo, y.shape[2 + j] - lo - hi)
+    return y
+
+
+def _pool_geometry(x, auto_pad, ceil_mode, dilations, kernel_shape, pads, strides):
+    n = x.dim() - 2
+    strides = strides or [1] * n
+    dilations = dilations or [1] * n
+    pads = _window_pads(x, auto_pad, kernel_shape, strides, dilations, pads)
+    ceil = bool(ceil_mode) and auto_pad not in ("SAME_UPPER", "SAME_LOWER")
+    return n, strides, dilations, pads, ceil
+
+
+def _native_pads(x, kernel, pads) -> bool:
+    """torch's pools take symmetric pads of at most half the kernel, and its 3-D pools refuse
+    inputs smaller than the kernel even when padded ("input image ... smaller than kernel size")."""
+    n = len(kernel)
+    return pads[:n] == pads[n:] and all([2 * p <= k and size >= k for p, k, size in
+                                         zip(pads[:n], kernel, x.shape[2:], strict=True)])
+
+
+def _windows(x, kernel, strides, dilations, pads, ceil: bool, value):
+    """All pooling windows as trailing dims: (N, C, *out, *kernel), padding with ``value``; with
+    ceil_mode, the partial last windows get extra ``value`` padding."""
+    n = len(kernel)
+    pads = list(pads)
+    for j in range(n):
+        eff = (kernel[j] - 1) * dilations[j] + 1
+        size = x.shape[2 + j] + pads[j] + pads[n + j]
+        if ceil:
+            out = -(-(size - eff) // strides[j]) + 1
+            if (out - 1) * strides[j] >= x.shape[2 + j] + pads[j]:
+                out -= 1  # the last window must start inside the input or the left pad
+            pads[n + j] += max(0, (out - 1) * strides[j] + eff - size)
+    y = _spatial_pad(x, pads, value)
+    for j in range(n):
+        eff = (kernel[j] - 1) * dilations[j] + 1
+        y = y.unfold(2 + j, eff, strides[j])[..., ::dilations[j]]
+    return y
+
+
+def _window_dims(n: int) -> list:
+    return list(range(-n, 0))
+
+
+POOL_MAX = {1: F.max_pool1d, 2: F.max_pool2d, 3: F.max_pool3d}
+POOL_AVG = {1: F.avg_pool1d, 2: F.avg_pool2d, 3: F.avg_pool3d}
+
+
+def MaxPool(x, *, auto_pad="NOTSET", ceil_mode=0, dilations=None, kernel_shape, pads=None, storage_order=0,
+            strides=None, nout=1):
+    n, strides, dilations, pads, ceil = _pool_geometry(x, auto_pad, ceil_mode, dilations, kernel_shape, pads,
+                                                       strides)
+    if _native_pads(x, kernel_shape, pads):
+        begins, xp = [0] * n, x
+        padding = pads[:n]
+    else:  # pad with -inf, so that padding never wins (integers go through double: exact for int8/uint8)
+        begins, xp = pads[:n], _spatial_pad(x if _is_float(x) else x.double(), pads, float("-inf"))
+        padding = [0] * n
+    y, idx = POOL_MAX[n](xp, kernel_shape, strides, padding, dilations, ceil_mode=ceil, return_indices=True)
+    y = y.to(x.dtype)
+    if nout == 1:
+        return (y,)
+    # torch: the index in the (padded) spatial plane; ONNX: in the whole unpadded tensor, row-major
+    # (storage_order 0) or column-major spatial order (1)
+    psizes, sizes = xp.shape[2:], x.shape[2:]
+    coords = []
+    for j in range(n - 1, -1, -1):
+        coords.append(idx % psizes[j] - begins[j])
+        idx = idx // psizes[j]
+    coords.reverse()
+    flat = torch.zeros_like(idx)
+    order = range(n - 1, -1, -1) if storage_order else range(n)
+    for j in order:
+        flat = flat * sizes[j] + coords[j]
+    plane = math.prod(sizes)
+    base = torch.arange(x.shape[0] * x.shape[1]).reshape(x.shape[:2] + (1,) * n) * plane
+    return y, base + flat
+
+
+def AveragePool(x, *, auto_pad="NOTSET", ceil_mode=0, count_include_pad=0, dilations=None, kernel_shape,
+                pads=None, strides=None):
+    n, strides, dilations, pads, ceil = _pool_geometry(x, auto_pad, ceil_mode, dilations, kernel_shape, pads,
+                                                       strides)
+    if all([d == 1 for d in dilations]) and _native_pads(x, kernel_shape, pads):
+        return POOL_AVG[n](x, kernel_shape, strides, pads[:n], ceil, bool(count_include_pad))
+    # the mean over each window of the elements inside the input (or the padded input with
+    # count_include_pad), never of the ceil_mode extension
+    dims = _window_dims(n)
+    total = _windows(x, kernel_shape, strides, dilations, pads, ceil, 0.0).sum(dims)
+    ones = torch.ones((1, 1, *x.shape[2:]), dtype=x.dtype)
+    if count_include_pad:
+        ones, pads = _spatial_pad(ones, pads, 1.0), [0] * (2 * n)
+    count = _windows(ones, kernel_shape, strides, dilations, pads, ceil, 0.0).sum(dims)
+    return total / count
+
+
+def LpPool(x, *, auto_pad="NOTSET", ceil_mode=0, dilations=None, kernel_shape, p=2, pads=None, strides=None):
+    n, strides, dilations, pads, ceil = _pool_geometry(x, auto_pad, ceil_mode, dilations, kernel_shape, pads,
+                                                       strides)
+    w = _windows(x.abs() ** p, kernel_shape, strides, dilations, pads, ceil, 0.0)
+    return w.sum(_window_dims(n)) ** (1.0 / p)
+
+
+def GlobalAveragePool(x):
+    return x.mean(list(range(2, x.dim())), keepdim=True)
+
+
+def GlobalMaxPool(x):
+    return torch.amax(x, list(range(2, x.dim())), keepdim=True)
+
+
+def GlobalLpPool(x, *, p=2):
+    return torch.linalg.vector_norm(x, p, list(range(2, x.dim())), keepdim=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# normalization
+# ---------------------------------------------------------------------------------------------
+def BatchNormalization(x, scale, b, mean, var, *, epsilon=1e-5, momentum=0.9, training_mode=0):
+    if x.dim() >= 2:
+        return F.batch_norm(x, mean, var, scale, b, False, 0.0, epsilon)
+    return (x - mean) / torch.sqrt(var + epsilon) * scale + b  # rank 1: a single channel
+
+
+def InstanceNormalization(x, scale, b, *, epsilon=1e-5):
+    if math.prod(x.shape[2:]) > 1:
+        return F.instance_norm(x, weight=scale, bias=b, eps=epsilon)
+    # torch refuses a single spatial element; the variance is 0, so y = B
+    shape = (-1,) + (1,) * (x.dim() - 2)
+    return (x - x) / math.sqrt(epsilon) * scale.reshape(shape) + b.reshape(shape)
+
+
+def LayerNormalization(x, scale, b=None, *, axis=-1, epsilon=1e-5, stash_type=1, nout=1):
+    a = axis % x.dim()
+    normalized = tuple(x.shape[a:])
+    if nout == 1 and scale.shape == normalized and (b is None or b.shape == normalized):
+        return (F.layer_norm(x, normalized, scale, b, epsilon),)
+    # Scale and B broadcast to X; Mean and InvStdDev are float (stash_type 1), as is the computation.
+    # stash_type 16 (bfloat16) is computed in float too: as ORT does, and more precise than asked
+    xf = x.to(torch.float32)
+    dims = list(range(a, x.dim()))
+    mean = xf.mean(dims, keepdim=True)
+    diff = xf - mean
+    inv = torch.rsqrt((diff * diff).mean(dims, keepdim=True) + epsilon)
+    y = (diff * inv).to(x.dtype) * scale
+    if b is not None:
+        y = y + b
+    return (y, mean, inv)[:nout]
+
+
+def LpNormalization(x, *, axis=-1, p=2):
+    norm = torch.linalg.vector_norm(x, p, axis, keepdim=True)
+    return torch.where(norm == 0, 0, x / norm).to(x.dtype)
+
+
+def MeanVarianceNormalization(x, *, axes=None):
+    dims = [0, 2, 3] if axes is None else list(axes)
+    mean = x.mean(dims, keepdim=True)
+    var = (x * x).mean(dims, keepdim=True) - mean * mean  # as ONNX's function body
+    return (x - mean) / (torch.sqrt(var) + 1e-9)

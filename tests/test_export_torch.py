@@ -1,0 +1,177 @@
+"""The torch exporter: each operator of its table on generated single-op graphs, eager torch against
+ONNX's ReferenceEvaluator (ONNX Runtime where the reference is known to be wrong); the generated
+source is the same from the graph and from its ONNX model, and is standalone."""
+
+from __future__ import annotations
+
+import ast
+import warnings
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+from onnx.reference import ReferenceEvaluator
+
+from dlcfuzz.export import torch as export_torch
+from dlcfuzz.export.onnx import to_onnx
+from dlcfuzz.export.torch import OPS, ExportError, graph_parts, module_source, onnx_parts, to_torch, unsupported
+from dlcfuzz.ir import Graph, Node, TensorType, Value
+from dlcfuzz.ir.hints import random_array
+from dlcfuzz.spec import REGISTRY
+from tests.helpers import SESSION_OPTIONS, ort_generator
+
+torch = pytest.importorskip("torch")
+
+TABLE_OPS = sorted(op for op in REGISTRY if op in OPS)
+
+# onnx 1.23's ReferenceEvaluator disagrees with the ONNX spec (and ONNX Runtime) on graphs that
+# dlcfuzz generates for these operators: they are checked against ONNX Runtime instead
+ORT_ORACLE = {
+    "GlobalMaxPool": "reference keeps the first spatial dim (wrong output rank)",
+    "GlobalLpPool": "no reference implementation",
+    "LRN": "reference loops over N instead of C",
+    "LpNormalization": "reference p=1 sums x, not |x|",
+    "LayerNormalization": "reference returns Mean/InvStdDev in X's type, has no stash_type 16",
+    "MaxPool": "reference SAME_LOWER with strides: floor(n/s) outputs; wrong Indices at stride 1",
+    "ConvTranspose": "reference mixes up W slices with group > 1; SAME grows to in*stride",
+    "ReduceSumSquare": "reference returns int64 for int32",
+    "ReduceLogSumExp": "reference rejects integers",
+    "Pad": "reference rejects negative pads",
+    "GatherElements": "reference wants indices as large as data off the axis",
+    "Mean": "reference fails to broadcast into its first input",
+    "Trilu": "reference overflows on k near the int64 limits",
+    "AveragePool": "reference asserts on ceil_mode with auto_pad",
+    "LpPool": "reference averages instead of summing windows that hold padding",
+    "Softsign": "reference rejects some dtypes",
+}
+# reference failures on valid graphs: those graphs are skipped
+REF_ERRORS = {"Resize": "axes don't match array"}  # negative axes
+# dtypes whose results are implementation-defined: skipped rather than compared
+UNDEFINED = {
+    ("ReduceLogSumExp", "int"): "integer LogSumExp (ORT truncates each exp)",
+    ("Pow", "int"): "integer Pow with negative exponents",
+}
+
+
+def _close(got: np.ndarray, want: np.ndarray, dtype: str) -> None:
+    assert got.shape == want.shape and got.dtype == want.dtype, f"{got.dtype}{got.shape} vs {want.dtype}{want.shape}"
+    if dtype in ("float32", "float64"):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+    elif dtype == "float16":  # numpy accumulates float16 in float16, torch in float32
+        np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=1e-2, atol=1e-2)
+    else:
+        np.testing.assert_array_equal(got, want)
+
+
+def _expected(op: str, g: Graph, feeds: dict[str, np.ndarray]) -> list[np.ndarray] | None:
+    model = to_onnx(g)
+    if op in ORT_ORACLE:
+        sess = ort.InferenceSession(model.SerializeToString(), SESSION_OPTIONS, providers=["CPUExecutionProvider"])
+        return sess.run(None, feeds)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return ReferenceEvaluator(model).run(None, feeds)
+        except ValueError as e:
+            if op in REF_ERRORS and REF_ERRORS[op] in str(e):
+                return None
+            raise
+
+
+def _run_torch(g: Graph, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+    module = to_torch(g)
+    outs = module(*[torch.from_numpy(np.array(feeds[v.name])) for v in g.inputs])
+    return [o.numpy() for o in outs]
+
+
+@pytest.mark.parametrize("op", TABLE_OPS)
+def test_op_matches_onnx(op: str) -> None:
+    checked = 0
+    for opset, seeds in ((17, range(5)), (21, range(100, 103))):
+        gen = ort_generator([REGISTRY[op]], opset=max(opset, REGISTRY[op].since))
+        for seed in seeds:
+            g = gen.generate(seed)
+            kind = "int" if g.inputs and g.inputs[0].type.dtype.startswith(("int", "uint")) else ""
+            if unsupported(g) or (op, kind) in UNDEFINED:
+                continue
+            rng = np.random.default_rng(seed)
+            feeds = {v.name: random_array(rng, v.type, v.hint) for v in g.inputs}
+            want = _expected(op, g, feeds)
+            if want is None:
+                continue
+            got = _run_torch(g, feeds)
+            for name, o, w in zip(g.outputs, got, want, strict=True):
+                try:
+                    _close(o, np.asarray(w), g.values[name].type.dtype)
+                except AssertionError as e:
+                    raise AssertionError(f"{op} opset {opset} seed {seed} {g.nodes[0].attrs} output {name}: {e}") from e
+            checked += 1
+    if not checked:
+        pytest.skip(f"{op}: every generated graph uses a dtype torch lacks")
+
+
+def test_torch_only_dtypes_are_refused() -> None:
+    g = Graph()
+    g.add_value(Value("x", TensorType((2,), "uint32"), "input"))
+    g.add_value(Value("y", TensorType((2,), "uint32"), "node"))
+    g.add_node(Node("Relu", ["x"], ["y"]))
+    g.outputs = ["y"]
+    assert "uint32" in unsupported(g)
+    g.nodes[0].op = "GroupNormalization"
+    assert "GroupNormalization" in unsupported(g)
+
+
+def test_graph_and_onnx_give_the_same_source() -> None:
+    """repro scripts rebuild the module from the ONNX file: it must be the very same source
+    (floats attributes rounded to float32 as ONNX stores them)."""
+    gen = ort_generator([REGISTRY[op] for op in TABLE_OPS], op_range=(3, 10))
+    for seed in range(15):
+        g = gen.generate(seed)
+        assert module_source(*graph_parts(g)) == module_source(*onnx_parts(to_onnx(g))), seed
+
+
+def test_module_takes_inputs_in_order_and_holds_initializers() -> None:
+    gen = ort_generator([REGISTRY["Conv"], REGISTRY["Add"], REGISTRY["Gemm"]], op_range=(3, 5), init_rate=1.0,
+                        dtypes=("float32",))
+    g = next(g for g in map(gen.generate, range(50)) if g.initializers and len(g.inputs) >= 2)
+    module = to_torch(g)
+    assert len(list(module.buffers())) == sum(1 for _ in g.initializers)
+    rng = np.random.default_rng(0)
+    feeds = {v.name: random_array(rng, v.type, v.hint) for v in g.inputs}
+    outs = module(*[torch.from_numpy(feeds[v.name]) for v in g.inputs])
+    assert [tuple(o.shape) for o in outs] == [g.values[o].type.shape for o in g.outputs]
+
+
+def test_export_errors() -> None:
+    with pytest.raises(ExportError, match="no torch rule"):
+        module_source(["x"], {}, [("GroupNormalization", ["x"], ["y"], {})], ["y"])
+    with pytest.raises(ExportError, match="must be a constant"):
+        module_source(["x", "s"], {}, [("Reshape", ["x", "s"], ["y"], {})], ["y"])
+
+
+def test_table_matches_torch_ops_and_sources_are_standalone() -> None:
+    from dlcfuzz.export import torch_ops
+
+    for op in OPS:
+        assert callable(getattr(torch_ops, op, None)), op
+    ops_tree = ast.parse(export_torch.ops_source())
+    exp_tree = ast.parse(export_torch.exporter_source())
+    for tree in (ops_tree, exp_tree):  # no dlcfuzz import anywhere, not even inside functions
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                assert not any(a.name.startswith("dlcfuzz") for a in node.names)
+            if isinstance(node, ast.ImportFrom):
+                assert not (node.module or "").startswith("dlcfuzz") and node.module != "__future__"
+
+    def top_names(tree: ast.Module) -> set[str]:
+        names = set()
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+                names.add(node.name)
+            elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                names |= {t.id for t in targets if isinstance(t, ast.Name)}
+        return names
+
+    # both texts are concatenated into one repro script: no name may be defined twice
+    assert not top_names(ops_tree) & top_names(exp_tree)
