@@ -6,7 +6,6 @@ import subprocess
 import sys
 
 import numpy as np
-import onnx
 import pytest
 from onnx import TensorProto, helper
 from onnx.reference import ReferenceEvaluator
@@ -17,26 +16,12 @@ from dlcfuzz.backends.openvino import OpenVinoBackend
 from dlcfuzz.export.onnx import to_onnx
 from dlcfuzz.ir.hints import random_array
 from dlcfuzz.spec import REGISTRY
-from tests.helpers import ort_generator
+from tests.helpers import SAFE_OPS, assert_repro_replays, make_model, ort_generator, run_variants
 
 pytest.importorskip("openvino", reason="openvino is not installed (pip install openvino)")
 
 BE = OpenVinoBackend()
-# Operators that OpenVINO 2026.4 gets right in every variant (see the backend report for the ones it does not).
-SAFE = ["Add", "Mul", "Sub", "Relu", "Sigmoid", "Tanh", "MatMul", "Transpose", "Concat", "ReduceMean", "Softmax",
-        "Exp", "Abs", "Neg", "Where", "Greater", "Cast"]
 
-
-def make_model(nodes, inputs, outputs, inits=()) -> bytes:
-    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(n, t, s) for n, t, s in inputs],
-                          [helper.make_tensor_value_info(n, t, s) for n, t, s in outputs],
-                          initializer=[onnx.numpy_helper.from_array(a, n) for n, a in inits])
-    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8).SerializeToString()
-
-
-def run_all(model: bytes, feeds: dict[str, np.ndarray]) -> dict[str, list[np.ndarray]]:
-    imported = BE.load(Test(model, "", feeds))
-    return {v.name: BE.run(BE.compile(imported, v), feeds) for v in BE.variants()}
 
 
 def test_registered_and_available() -> None:
@@ -65,7 +50,7 @@ def test_outputs_in_graph_order_with_graph_dtypes() -> None:
          ("s", TensorProto.INT64, [2])])
     feeds = {"x": np.arange(6.0).reshape(2, 3), "d": np.array([0.5, 2.5, 4.5]), "i": np.array([7, -7], np.int32)}
     expected = ReferenceEvaluator(model).run(None, feeds)
-    for name, outs in run_all(model, feeds).items():
+    for name, outs in run_variants(BE, model, feeds).items():
         assert [o.dtype for o in outs] == [np.float64, np.bool_, np.int64, np.int64], name
         for o, e in zip(outs, expected, strict=True):
             np.testing.assert_array_equal(o, e, err_msg=name)
@@ -77,20 +62,20 @@ def test_inputs_fed_by_position() -> None:
                        [("z", TensorProto.FLOAT, [2]), ("x", TensorProto.FLOAT, [3])],
                        [("w", TensorProto.FLOAT, [2]), ("y", TensorProto.FLOAT, [3])])
     feeds = {"x": np.array([1, 2, 3], np.float32), "z": np.array([4, 5], np.float32)}
-    for outs in run_all(model, feeds).values():
+    for outs in run_variants(BE, model, feeds).values():
         np.testing.assert_array_equal(outs[0], [-4, -5])
         np.testing.assert_array_equal(outs[1], [1, 2, 3])
 
 
 def test_generated_graphs_agree_with_reference() -> None:
-    gen = ort_generator([REGISTRY[op] for op in SAFE], op_range=(2, 6), dtypes=("float32",))
+    gen = ort_generator([REGISTRY[op] for op in SAFE_OPS], op_range=(2, 6), dtypes=("float32",))
     for seed in range(8):
         g = gen.generate(seed)
         rng = np.random.default_rng(seed)
         feeds = {v.name: random_array(rng, v.type, v.hint) for v in g.inputs}
         model = to_onnx(g)
         expected = ReferenceEvaluator(model).run(None, feeds)
-        for variant, outs in run_all(model.SerializeToString(), feeds).items():
+        for variant, outs in run_variants(BE, model.SerializeToString(), feeds).items():
             # "default" computes in bf16 on CPUs that have it
             tol = {"rtol": 5e-2, "atol": 5e-2} if variant == "default" else {"rtol": 1e-4, "atol": 1e-5}
             for o, e in zip(outs, expected, strict=True):
@@ -111,17 +96,4 @@ def test_compiler_errors_are_not_caught() -> None:
 @pytest.mark.parametrize("variant", [v.name for v in BE.variants()])
 def test_repro_source_replays_the_variant(tmp_path, variant: str) -> None:
     v = next(x for x in BE.variants() if x.name == variant)
-    gen = ort_generator([REGISTRY[op] for op in SAFE], op_range=(3, 6))
-    g = gen.generate(3)
-    feeds = {x.name: random_array(np.random.default_rng(0), x.type, x.hint) for x in g.inputs}
-    model = to_onnx(g).SerializeToString()
-    ours = BE.run(BE.compile(BE.load(Test(model, g.to_json(), feeds)), v), feeds)
-    path = tmp_path / "model.onnx"
-    path.write_bytes(model)
-    namespace: dict = {}
-    exec(compile(BE.repro_source(v), "repro", "exec"), namespace)
-    theirs = namespace["run_model"](str(path), feeds)
-    assert len(theirs) == len(ours)
-    for a, b in zip(ours, theirs, strict=True):
-        assert a.dtype == b.dtype
-        np.testing.assert_array_equal(a, b)
+    assert_repro_replays(BE, v, tmp_path)

@@ -6,7 +6,6 @@ import subprocess
 import sys
 
 import numpy as np
-import onnx
 import pytest
 from onnx import TensorProto, helper
 from onnx.reference import ReferenceEvaluator
@@ -17,26 +16,12 @@ from dlcfuzz.backends.tvm import TvmBackend
 from dlcfuzz.export.onnx import to_onnx
 from dlcfuzz.ir.hints import random_array
 from dlcfuzz.spec import REGISTRY
-from tests.helpers import ort_generator
+from tests.helpers import SAFE_OPS, assert_repro_replays, make_model, ort_generator, run_variants
 
 pytest.importorskip("tvm", reason="tvm is not installed (pip install apache-tvm)")
 
 BE = TvmBackend()
-# Operators that TVM 0.27 gets right in every variant (see the backend report for the ones it does not).
-SAFE = ["Add", "Mul", "Sub", "Relu", "Sigmoid", "Tanh", "MatMul", "Transpose", "Concat", "ReduceMean", "Softmax",
-        "Exp", "Abs", "Neg", "Where", "Greater", "Cast"]
 
-
-def make_model(nodes, inputs, outputs, inits=()) -> bytes:
-    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(n, t, s) for n, t, s in inputs],
-                          [helper.make_tensor_value_info(n, t, s) for n, t, s in outputs],
-                          initializer=[onnx.numpy_helper.from_array(a, n) for n, a in inits])
-    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8).SerializeToString()
-
-
-def run_all(model: bytes, feeds: dict[str, np.ndarray]) -> dict[str, list[np.ndarray]]:
-    imported = BE.load(Test(model, "", feeds))
-    return {v.name: BE.run(BE.compile(imported, v), feeds) for v in BE.variants()}
 
 
 def test_registered_and_available() -> None:
@@ -83,7 +68,7 @@ def test_outputs_in_graph_order_with_graph_dtypes() -> None:
     feeds = {"x": np.arange(6.0).reshape(2, 3), "d": np.array([0.5, 2.5, 4.5]), "i": np.array([7, -7], np.int32),
              "s": np.array(10.0)}
     expected = ReferenceEvaluator(model).run(None, feeds)
-    for name, outs in run_all(model, feeds).items():
+    for name, outs in run_variants(BE, model, feeds).items():
         assert [o.dtype for o in outs] == [np.float64, np.bool_, np.int64, np.float64], name
         for o, e in zip(outs, expected, strict=True):
             np.testing.assert_array_equal(o, e, err_msg=name)
@@ -94,25 +79,25 @@ def test_single_output_and_passthrough() -> None:
     model = make_model([helper.make_node("Relu", ["x"], ["y"])], [("x", TensorProto.FLOAT, [4])],
                        [("y", TensorProto.FLOAT, [4])])
     feeds = {"x": np.array([-1, 2, -3, 4], np.float32)}
-    for outs in run_all(model, feeds).values():
+    for outs in run_variants(BE, model, feeds).values():
         assert len(outs) == 1
         np.testing.assert_array_equal(outs[0], [0, 2, 0, 4])
     model = make_model([helper.make_node("Neg", ["x"], ["y"])], [("x", TensorProto.FLOAT, [2])],
                        [("y", TensorProto.FLOAT, [2]), ("x", TensorProto.FLOAT, [2])])
-    outs = run_all(model, {"x": np.array([1, 2], np.float32)})["unfused-generic"]
+    outs = run_variants(BE, model, {"x": np.array([1, 2], np.float32)})["unfused-generic"]
     np.testing.assert_array_equal(outs[0], [-1, -2])
     np.testing.assert_array_equal(outs[1], [1, 2])
 
 
 def test_generated_graphs_agree_with_reference() -> None:
-    gen = ort_generator([REGISTRY[op] for op in SAFE], op_range=(2, 6), dtypes=("float32",))
+    gen = ort_generator([REGISTRY[op] for op in SAFE_OPS], op_range=(2, 6), dtypes=("float32",))
     for seed in range(6):
         g = gen.generate(seed)
         rng = np.random.default_rng(seed)
         feeds = {v.name: random_array(rng, v.type, v.hint) for v in g.inputs}
         model = to_onnx(g)
         expected = ReferenceEvaluator(model).run(None, feeds)
-        for variant, outs in run_all(model.SerializeToString(), feeds).items():
+        for variant, outs in run_variants(BE, model.SerializeToString(), feeds).items():
             for o, e in zip(outs, expected, strict=True):
                 assert o.dtype == e.dtype and o.shape == e.shape
                 np.testing.assert_allclose(o, e, rtol=1e-4, atol=1e-5, err_msg=f"seed {seed} {variant}")
@@ -134,17 +119,4 @@ def test_compiler_errors_are_not_caught() -> None:
 @pytest.mark.parametrize("variant", [v.name for v in BE.variants()])
 def test_repro_source_replays_the_variant(tmp_path, variant: str) -> None:
     v = next(x for x in BE.variants() if x.name == variant)
-    gen = ort_generator([REGISTRY[op] for op in SAFE], op_range=(3, 6))
-    g = gen.generate(3)
-    feeds = {x.name: random_array(np.random.default_rng(0), x.type, x.hint) for x in g.inputs}
-    model = to_onnx(g).SerializeToString()
-    ours = BE.run(BE.compile(BE.load(Test(model, g.to_json(), feeds)), v), feeds)
-    path = tmp_path / "model.onnx"
-    path.write_bytes(model)
-    namespace: dict = {}
-    exec(compile(BE.repro_source(v), "repro", "exec"), namespace)
-    theirs = namespace["run_model"](str(path), feeds)
-    assert len(theirs) == len(ours) == len(g.outputs)
-    for a, b in zip(ours, theirs, strict=True):
-        assert a.dtype == b.dtype
-        np.testing.assert_array_equal(a, b)
+    assert_repro_replays(BE, v, tmp_path)
