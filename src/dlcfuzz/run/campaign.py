@@ -147,7 +147,6 @@ class Campaign:
         t_inputs = time.perf_counter() - t0
 
         # every backend under test, in its workers
-        t0 = time.perf_counter()
         outcomes: dict[str, dict[str, Outcome]] = {}
         late: list[Finding] = []  # crashes that a fresh worker did not reproduce
         for name, backend in self.backends.items():
@@ -165,7 +164,6 @@ class Campaign:
                     late.append(Finding(ORACLE_CRASH, "unconfirmed", name, v, o.phase,
                                         f"{o.message}; not reproduced in a fresh process", o.error_type, o.traceback))
             outcomes[name] = got
-        t_backends = time.perf_counter() - t0
 
         # oracles
         t0 = time.perf_counter()
@@ -214,13 +212,12 @@ class Campaign:
             p.valid += valid
             p.finite += finite
             p.compiler_seconds += compiler_s
-            for f, r in zip(verdict.findings, rows, strict=True):
+            for f in verdict.findings:
                 p.findings[(f.backend, f.oracle)] += 1
-                if any(b[0] == r[0] for b in new_bugs):
-                    p.bugs[(f.backend, f.oracle)] += 1
+            for b in new_bugs:  # (signature, oracle, kind, backend, ...)
+                p.bugs[(b[3], b[1])] += 1
             for b, _, _ in verdict.unsupported:
                 p.unsupported[b] += 1
-        del t_backends
         self.on_progress(self.progress)
 
     def _baseline_backend(self, ops: set[str], graph: Graph) -> tuple[str, str] | None:
