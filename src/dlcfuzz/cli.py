@@ -292,26 +292,31 @@ def _progress(items, label: str, total: int):
     return track(items, description=label, total=total, transient=True)
 
 
+def _generation_options(p: argparse.ArgumentParser, default_ops: tuple[int, int]) -> None:
+    """The generator's options, shared by ``gen`` and ``fuzz``."""
+    p.add_argument("--ops", type=_op_range, default=default_ops, help="operator count range LB:UB")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--opset", type=int, default=17)
+    p.add_argument("--max-rank", type=int, default=5)
+    p.add_argument("--max-dim", type=int, default=5)
+    p.add_argument("--max-numel", type=int, default=4096, help="element limit of every tensor")
+    p.add_argument("--picking-rate", type=float, default=0.97, help="probability of reusing an existing tensor")
+    p.add_argument("--init-rate", type=float, default=0.5, help="share of new weights that become initializers")
+    p.add_argument("--dtypes", help="comma-separated dtypes to use (default: all)")
+    p.add_argument("--op-set", help="comma-separated operators, or @file (default: all)")
+    p.add_argument("--target", choices=["ort", "onnx"], default="ort",
+                   help="narrow dtypes to what ONNX Runtime implements (ort) or to the ONNX spec only (onnx)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="dlcfuzz", description="Find bugs in deep learning compilers.")
     sub = p.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
 
     g = sub.add_parser("gen", help="generate valid computation graphs as ONNX models")
     g.add_argument("-n", type=int, default=10, help="number of graphs")
-    g.add_argument("--ops", type=_op_range, default=(1, 30), help="operator count range LB:UB")
-    g.add_argument("--seed", type=int, default=0)
     g.add_argument("--strategy", choices=["isra"], default="isra")
     g.add_argument("--out", required=True, help="output folder")
-    g.add_argument("--opset", type=int, default=17)
-    g.add_argument("--max-rank", type=int, default=5)
-    g.add_argument("--max-dim", type=int, default=5)
-    g.add_argument("--max-numel", type=int, default=4096, help="element limit of every tensor")
-    g.add_argument("--picking-rate", type=float, default=0.97, help="probability of reusing an existing tensor")
-    g.add_argument("--init-rate", type=float, default=0.5, help="share of new weights that become initializers")
-    g.add_argument("--dtypes", help="comma-separated dtypes to use (default: all)")
-    g.add_argument("--op-set", help="comma-separated operators, or @file (default: all)")
-    g.add_argument("--target", choices=["ort", "onnx"], default="ort",
-                   help="narrow dtypes to what the target implements (ort) or to the ONNX spec only (onnx)")
+    _generation_options(g, default_ops=(1, 30))
     g.set_defaults(func=cmd_gen)
 
     m = sub.add_parser("metrics", help="Isra's coverage metrics and GenCoG's diversity of a folder of ONNX models")
@@ -327,21 +332,10 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--max-tests", type=int, help="stop after this many tests in the campaign")
     f.add_argument("--jobs", type=int, default=1, help="tests run at once")
     f.add_argument("--out", required=True, help="campaign folder (rerun the same command to resume)")
-    f.add_argument("--seed", type=int, default=0)
-    f.add_argument("--ops", type=_op_range, default=(1, 10), help="operators per graph LB:UB")
-    f.add_argument("--op-set", help="comma-separated operators, or @file (default: all)")
-    f.add_argument("--dtypes", help="comma-separated dtypes (default: all)")
-    f.add_argument("--opset", type=int, default=17)
-    f.add_argument("--max-rank", type=int, default=5)
-    f.add_argument("--max-dim", type=int, default=5)
-    f.add_argument("--max-numel", type=int, default=4096)
-    f.add_argument("--picking-rate", type=float, default=0.97)
-    f.add_argument("--init-rate", type=float, default=0.5)
+    _generation_options(f, default_ops=(1, 10))
     f.add_argument("--compile-timeout", type=float, default=120.0, help="seconds per compile phase")
     f.add_argument("--run-timeout", type=float, default=30.0, help="seconds per run phase")
     f.add_argument("--memory-mb", type=int, default=8192, help="resident memory cap of one compiler worker")
-    f.add_argument("--target", choices=["ort", "onnx"], default="ort",
-                   help="generate what ONNX Runtime implements (ort) or the whole ONNX spec (onnx)")
     f.set_defaults(func=cmd_fuzz)
 
     b = sub.add_parser("bugs", help="list the distinct bugs of a campaign")
