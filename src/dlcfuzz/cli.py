@@ -10,6 +10,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from dlcfuzz.gen import FUZZ_STRATEGIES, STRATEGIES
 from dlcfuzz.ir import DTYPES
 from dlcfuzz.seeds import derive_seed
 
@@ -68,26 +69,45 @@ def _limits(args: argparse.Namespace):
                   target=getattr(args, "target", "ort"))
 
 
+def _strategy_options(args: argparse.Namespace) -> dict:
+    """The guided strategies' knobs given on the command line."""
+    if args.strategy not in ("hirgen", "gencog", "guided"):
+        return {}
+    if not 0.0 <= args.p_rej <= 1.0 or args.temperature <= 0:
+        raise UsageError("--p-rej must be within [0, 1] and --temperature above 0")
+    return {"p_rej": args.p_rej, "temperature": args.temperature, "paths": args.paths}
+
+
+def _generator(args: argparse.Namespace, limits, specs, coverage=None):
+    from dlcfuzz.gen import make_generator
+
+    profile, valid = None, None
+    if args.target == "ort" or args.strategy in ("declgen", "randoop"):
+        try:
+            from dlcfuzz.backends.ort import full_profile, graph_error
+        except ImportError:
+            raise UsageError("--target ort and the baselines need onnxruntime: pip install onnxruntime") from None
+        valid = graph_error
+        if args.target == "ort":
+            profile = full_profile(limits.opset, tuple(s.op for s in specs))
+    try:
+        return make_generator(args.strategy, specs, limits, args.ops, profile, coverage, valid,
+                              **_strategy_options(args))
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+
+
 def cmd_gen(args: argparse.Namespace) -> int:
     from dlcfuzz.export.onnx import to_bytes
-    from dlcfuzz.gen.isra import IsraGenerator
 
     limits = _limits(args)
     specs = _resolve_ops(_names(args.op_set) if args.op_set else None)
-    profile = None
-    if args.target == "ort":
-        try:
-            from dlcfuzz.backends.ort import full_profile
-        except ImportError:
-            raise UsageError("--target ort needs onnxruntime: pip install onnxruntime, or pass --target onnx") from None
-        profile = full_profile(limits.opset, tuple(s.op for s in specs))
-    try:
-        gen = IsraGenerator(specs, limits, args.ops, profile)
-    except ValueError as e:
-        raise UsageError(str(e)) from None
+    gen = _generator(args, limits, specs)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     ops: Counter[str] = Counter()
+    violations: Counter[str] = Counter()
+    invalid = 0
     start = time.perf_counter()
     gen_time = 0.0
     for i in _progress(range(args.n), "generating", args.n):
@@ -95,16 +115,25 @@ def cmd_gen(args: argparse.Namespace) -> int:
         g = gen.generate(derive_seed(args.seed, i))
         gen_time += time.perf_counter() - t0
         ops.update(n.op for n in g.nodes)
+        if "violation" in g.meta:
+            violations[g.meta["violation"]["kind"]] += 1
+        invalid += g.meta.get("valid") is False
         stem = out / f"g{i:05d}"
         stem.with_suffix(".onnx").write_bytes(to_bytes(g))
         stem.with_suffix(".json").write_text(g.to_json())
     st = gen.stats
     summary = {
-        "graphs": args.n, "seed": args.seed, "ops": list(args.ops), "opset": limits.opset,
+        "graphs": args.n, "strategy": args.strategy, "seed": args.seed, "ops": list(args.ops), "opset": limits.opset,
         "insertions": st.insertions, "retried_insertions": st.retried_insertions, "retries": st.retries,
         "operator_types": len(ops), "operator_counts": dict(sorted(ops.items())),
         "unavailable_operators": gen.unavailable,
     }
+    if violations:
+        summary["violations"] = dict(sorted(violations.items()))
+    if args.strategy == "declgen":
+        summary["invalid_graphs"] = invalid
+    if hasattr(gen, "coverage"):
+        summary["coverage"] = {c: len(keys) for c, keys in sorted(gen.coverage.sets.items())}
     (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
     wall = time.perf_counter() - start
     retried = 100 * st.retried_insertions / max(1, st.insertions)
@@ -113,6 +142,10 @@ def cmd_gen(args: argparse.Namespace) -> int:
           f"insertions needing a retry: {st.retried_insertions} ({retried:.2f}%)")
     if gen.unavailable:
         print(f"left out (no dtype available for this target): {', '.join(gen.unavailable)}")
+    if violations:
+        print(f"each model breaks one constraint: {', '.join(f'{k} {v}' for k, v in sorted(violations.items()))}")
+    if args.strategy == "declgen":
+        print(f"valid graphs: {args.n - invalid}/{args.n}")
     return 0
 
 
@@ -189,7 +222,8 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     out = Path(args.out)
     phases = PhaseLimits(compile=args.compile_timeout, run=args.run_timeout, memory_mb=args.memory_mb)
     cfg = CampaignConfig(out, backends, specs, args.budget, args.max_tests, args.jobs, args.seed, args.ops,
-                         limits, phases)
+                         limits, phases, strategy=args.strategy, strategy_options=_strategy_options(args),
+                         coverage_from=_campaign_folders(args.coverage_from))
     display = _Display()
     try:
         campaign = Campaign(cfg, display.update)
@@ -208,6 +242,14 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     display.final(progress)
     print(f"distinct bugs: {len(_stored_bugs(out))}; list them with: dlcfuzz bugs {out}")
     return 0
+
+
+def _campaign_folders(names: list[str] | None) -> list[Path]:
+    folders = [Path(n) for n in names or []]
+    for f in folders:
+        if not (f / "campaign.sqlite").is_file():
+            raise UsageError(f"--coverage-from {f}: not a campaign folder (no campaign.sqlite)")
+    return folders
 
 
 def _stored_bugs(out: Path):
@@ -292,8 +334,16 @@ def _progress(items, label: str, total: int):
     return track(items, description=label, total=total, transient=True)
 
 
-def _generation_options(p: argparse.ArgumentParser, default_ops: tuple[int, int]) -> None:
+def _generation_options(p: argparse.ArgumentParser, default_ops: tuple[int, int], strategies: tuple[str, ...]) -> None:
     """The generator's options, shared by ``gen`` and ``fuzz``."""
+    p.add_argument("--strategy", choices=strategies, default="isra",
+                   help="isra: uniform operators; hirgen: coverage-guided; gencog: expressivity-directed; "
+                        "guided: both; disruptive: each model breaks one constraint; declgen/randoop: Isra's baselines")
+    p.add_argument("--p-rej", type=float, default=0.9,
+                   help="gencog/guided: probability of dropping a call whose inputs and attributes were seen")
+    p.add_argument("--temperature", type=float, default=0.2,
+                   help="gencog/guided: softmax temperature of the operator choice")
+    p.add_argument("--paths", action="store_true", help="hirgen/guided: also cover operator paths of length 3")
     p.add_argument("--ops", type=_op_range, default=default_ops, help="operator count range LB:UB")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--opset", type=int, default=17)
@@ -314,9 +364,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     g = sub.add_parser("gen", help="generate valid computation graphs as ONNX models")
     g.add_argument("-n", type=int, default=10, help="number of graphs")
-    g.add_argument("--strategy", choices=["isra"], default="isra")
     g.add_argument("--out", required=True, help="output folder")
-    _generation_options(g, default_ops=(1, 30))
+    _generation_options(g, default_ops=(1, 30), strategies=STRATEGIES)
     g.set_defaults(func=cmd_gen)
 
     m = sub.add_parser("metrics", help="Isra's coverage metrics and GenCoG's diversity of a folder of ONNX models")
@@ -332,7 +381,9 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--max-tests", type=int, help="stop after this many tests in the campaign")
     f.add_argument("--jobs", type=int, default=1, help="tests run at once")
     f.add_argument("--out", required=True, help="campaign folder (rerun the same command to resume)")
-    _generation_options(f, default_ops=(1, 10))
+    _generation_options(f, default_ops=(1, 10), strategies=FUZZ_STRATEGIES)
+    f.add_argument("--coverage-from", action="append", metavar="CAMPAIGN",
+                   help="hirgen/gencog/guided: start coverage guidance from an earlier campaign's (repeatable)")
     f.add_argument("--compile-timeout", type=float, default=120.0, help="seconds per compile phase")
     f.add_argument("--run-timeout", type=float, default=30.0, help="seconds per run phase")
     f.add_argument("--memory-mb", type=int, default=8192, help="resident memory cap of one compiler worker")

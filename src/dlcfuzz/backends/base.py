@@ -63,6 +63,7 @@ class Backend:
     name: str = ""
     package: str = ""  # the importable module whose absence disables the backend
     pip: str = ""  # what to pip install to enable it
+    reads_onnx: bool = True  # its frontend imports the ONNX model (False: it builds its own from the graph)
 
     def available(self) -> tuple[bool, str]:
         """(True, "") or (False, one-line reason), without importing the compiler."""

@@ -59,6 +59,7 @@ def run_model(model_path, inputs):
 
 class InductorBackend(Backend):
     name = "inductor"
+    reads_onnx = False  # the module is generated from the dlcfuzz graph
     package = "torch"
     pip = "torch==2.13.0"
 

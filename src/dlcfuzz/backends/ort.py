@@ -7,6 +7,8 @@ from functools import cache
 import numpy as np
 
 from dlcfuzz.backends.base import Backend, Test, Variant
+from dlcfuzz.export.onnx import checker_error, to_onnx
+from dlcfuzz.ir import Graph
 from dlcfuzz.solve.types import onnx_type_name
 
 PROVIDER = "CPUExecutionProvider"
@@ -63,6 +65,27 @@ def full_profile(opset: int, ops: tuple[str, ...]) -> dict[tuple[str, str], froz
             got = function_profile(op, opset, prof)
             prof[(op, "T")] = got if got is not None else frozenset()
     return prof
+
+
+def session_error(model: bytes) -> str | None:
+    """Why ONNX Runtime refuses to create a session for ``model`` (None: it loads)."""
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    so.inter_op_num_threads = 1
+    so.log_severity_level = 4
+    try:
+        ort.InferenceSession(model, so, providers=[PROVIDER])
+    except Exception as e:  # ORT raises its own Fail/InvalidGraph/NotImplemented types
+        return str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    return None
+
+
+def graph_error(g: Graph) -> str | None:
+    """Why ``g`` is not a valid model: the ONNX checker's or ONNX Runtime's refusal (None: valid)."""
+    model = to_onnx(g)
+    return checker_error(model) or session_error(model.SerializeToString())
 
 
 LEVELS = {"disable_all": "ORT_DISABLE_ALL", "basic": "ORT_ENABLE_BASIC", "extended": "ORT_ENABLE_EXTENDED",

@@ -47,3 +47,12 @@ def to_onnx(g: Graph, opset: int | None = None) -> onnx.ModelProto:
 
 def to_bytes(g: Graph, opset: int | None = None) -> bytes:
     return to_onnx(g, opset).SerializeToString(deterministic=True)
+
+
+def checker_error(model: onnx.ModelProto) -> str | None:
+    """Why the ONNX checker with strict shape inference rejects ``model`` (None: it accepts)."""
+    try:
+        onnx.checker.check_model(model, full_check=True)
+    except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as e:
+        return str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    return None

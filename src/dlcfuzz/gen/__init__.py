@@ -1,1 +1,46 @@
-"""Graph generation strategies (one module each)."""
+"""Graph generation strategies (one module each), chosen by name with ``make_generator``.
+
+Every generator has ``generate(seed) -> Graph``, ``stats``, ``specs`` (the operators it can
+generate) and ``unavailable`` (those it cannot under the dtype set, opset and target).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from dlcfuzz.ir import Graph
+from dlcfuzz.solve import Limits, TypeProfile
+from dlcfuzz.spec.dsl import OpSpec
+
+VALID = ("isra", "hirgen", "gencog", "guided")  # every graph is valid by construction
+BASELINES = ("declgen", "randoop")  # Isra's baselines: need a validity check
+STRATEGIES = (*VALID, "disruptive", *BASELINES)
+FUZZ_STRATEGIES = (*VALID, "disruptive", "randoop")  # what a campaign can run (DeclGen's output is mostly invalid)
+
+
+def make_generator(strategy: str, specs: Sequence[OpSpec], limits: Limits, op_range: tuple[int, int],
+                   profile: TypeProfile | None = None, coverage=None,
+                   valid: Callable[[Graph], str | None] | None = None, **options):
+    """A generator by strategy name; ``coverage`` (gen.guided.Coverage) for the guided ones,
+    ``valid`` (a model's validity error, or None) for the baselines; ``options`` are the
+    strategy's own knobs (e.g. p_rej, temperature, paths)."""
+    if strategy == "isra":
+        from dlcfuzz.gen.isra import IsraGenerator
+
+        return IsraGenerator(specs, limits, op_range, profile)
+    if strategy in ("hirgen", "gencog", "guided"):
+        from dlcfuzz.gen.guided import GuidedGenerator
+
+        return GuidedGenerator(specs, limits, op_range, profile, strategy, coverage, **options)
+    if strategy == "disruptive":
+        from dlcfuzz.gen.disruptive import DisruptiveGenerator
+
+        return DisruptiveGenerator(specs, limits, op_range, profile)
+    if strategy in BASELINES:
+        from dlcfuzz.gen.baselines import DeclGenGenerator, RandoopGenerator
+
+        if valid is None:
+            raise ValueError(f"strategy {strategy} needs a validity check")
+        cls = DeclGenGenerator if strategy == "declgen" else RandoopGenerator
+        return cls(specs, limits, op_range, profile, valid=valid)
+    raise ValueError(f"unknown strategy {strategy!r}; known: {', '.join(STRATEGIES)}")

@@ -9,6 +9,10 @@
   and at least one other backend agree with each other against the baseline, the finding is
   marked ``reference_suspect``: the reference is the likelier culprit;
 - metamorphic: a variant's outputs differ from the backend's first successful variant.
+
+``judge_invalid`` judges a disruptive test (a model that breaks one named constraint on
+purpose, HirGen §3.1.5): rejecting it with an error is right; a fatal signal, a hang, a memory
+blow-up, or accepting and running it ("accepted") is a finding of the ``disruptive`` oracle.
 """
 
 from __future__ import annotations
@@ -22,7 +26,8 @@ from dlcfuzz.backends.base import OK, Outcome
 from dlcfuzz.oracle.compare import REDUCED_PRECISION, Mismatch, all_finite, compare
 from dlcfuzz.oracle.unsupported import is_unsupported
 
-CRASH, DIFFERENTIAL, METAMORPHIC = "crash", "differential", "metamorphic"
+CRASH, DIFFERENTIAL, METAMORPHIC, DISRUPTIVE = "crash", "differential", "metamorphic", "disruptive"
+ACCEPTED = "accepted"
 
 
 @dataclass
@@ -101,9 +106,33 @@ def judge(outcomes: dict[str, dict[str, Outcome]], baseline: list[np.ndarray] | 
     return Verdict(findings, unsupported)
 
 
+def judge_invalid(outcomes: dict[str, dict[str, Outcome]], violation: dict, confirmed: bool) -> Verdict:
+    """Findings for a model that breaks ``violation`` on purpose.  ``confirmed``: the ONNX
+    checker rejects it too, so accepting it is wrong (otherwise acceptance is not judged)."""
+    findings: list[Finding] = []
+    what = f"{violation.get('op')}: {violation.get('constraint')}"
+    for backend, variants in outcomes.items():
+        for variant, o in variants.items():
+            if o.status in ("skipped", "error"):
+                continue  # an error is the right answer
+            if o.status == OK:
+                if confirmed:
+                    findings.append(Finding(DISRUPTIVE, ACCEPTED, backend, variant, o.phase or "run",
+                                            f"accepted and ran a model that breaks '{what}'",
+                                            details={"violation": violation}))
+                continue
+            f = _crash(backend, variant, o)
+            f.oracle = DISRUPTIVE
+            f.details = {"violation": violation}
+            f.message = f"{f.message} (model breaks '{what}')"
+            findings.append(f)
+    return Verdict(findings, [])
+
+
 def _mismatch(oracle: str, backend: str, variant: str, other: str, m: Mismatch) -> Finding:
     return Finding(oracle, m.kind, backend, variant, "run", m.detail, other=other, output=m.output,
                    details={"max_abs": m.max_abs})
 
 
-__all__ = ["CRASH", "DIFFERENTIAL", "METAMORPHIC", "Finding", "Verdict", "all_finite", "compare", "judge"]
+__all__ = ["ACCEPTED", "CRASH", "DIFFERENTIAL", "DISRUPTIVE", "METAMORPHIC", "Finding", "Verdict", "all_finite",
+           "compare", "judge", "judge_invalid"]

@@ -37,7 +37,7 @@ import numpy as np
 
 HERE = pathlib.Path(__file__).resolve().parent
 MODEL = str(HERE / "model.onnx")
-ORACLE = {oracle!r}
+ORACLE, KIND = {oracle!r}, {kind!r}
 VARIANT, OTHER = {variant!r}, {other!r}
 ERROR_TYPE = {error_type!r}
 HANG_SECONDS = {hang_seconds!r}
@@ -79,6 +79,17 @@ def mismatch(expected, actual):
 
 
 def main():
+    if ORACLE == "disruptive":  # the model is invalid on purpose: only an error is right
+        if HANG_SECONDS:
+            signal.signal(signal.SIGALRM, lambda *_: sys.exit(print(f"reproduced: hangs > {{HANG_SECONDS}}s") or 1))
+            signal.alarm(HANG_SECONDS)
+        try:
+            runner(VARIANT)(MODEL, inputs())
+        except Exception as e:  # a fatal signal ends the process with a non-zero status by itself
+            print(f"not reproduced: rejected with {{type(e).__name__}}: {{e}}")
+            return 0
+        print("reproduced: the invalid model was accepted and ran" if KIND == "accepted" else "not reproduced: ran")
+        return 1 if KIND == "accepted" else 0
     if ORACLE == "crash":
         if HANG_SECONDS:
             signal.signal(signal.SIGALRM, lambda *_: sys.exit(print(f"reproduced: hangs > {{HANG_SECONDS}}s") or 1))
@@ -120,14 +131,14 @@ def write_bundle(folder: Path, signature: str, title: str, f: Finding, test: Tes
         _save_outputs(folder / "expected.npz", baseline)
     if actual is not None:
         _save_outputs(folder / "actual.npz", actual)
-    if f.oracle == CRASH:
+    if f.traceback or f.oracle == CRASH:
         (folder / "error.log").write_text(f"{f.error_type}: {f.message}\n\n{f.traceback}")
     info = asdict(f) | {"signature": signature, "title": title, "compiler_version": version}
     (folder / "finding.json").write_text(json.dumps(info, indent=1, default=str))
     names = [f.variant] + ([f.other] if f.oracle == "metamorphic" else [])
     sources = {n: backend.repro_source(variants[n]) for n in names}
     repro = _REPRO.format(signature=signature, title=title.replace('"""', "'''"), package=backend.pip,
-                          backend=backend.name, version=version, oracle=f.oracle, variant=f.variant,
+                          backend=backend.name, version=version, oracle=f.oracle, kind=f.kind, variant=f.variant,
                           other=f.other if f.oracle == "metamorphic" else "",
                           error_type=f.error_type if f.kind == "exception" else "",
                           hang_seconds=hang_seconds if f.kind == "timeout" else 0,

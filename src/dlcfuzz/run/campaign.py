@@ -20,11 +20,14 @@ import numpy as np
 
 from dlcfuzz.backends import Backend, load_backend
 from dlcfuzz.backends.base import CRASH, OK, Outcome, Test, Variant
-from dlcfuzz.export.onnx import to_bytes
-from dlcfuzz.gen.isra import IsraGenerator
+from dlcfuzz.export.onnx import checker_error, to_bytes, to_onnx
+from dlcfuzz.gen import make_generator
+from dlcfuzz.gen.guided import STRATEGIES as GUIDED
+from dlcfuzz.gen.guided import Coverage
 from dlcfuzz.ir import Graph
+from dlcfuzz.ir.hints import random_array
 from dlcfuzz.oracle import CRASH as ORACLE_CRASH
-from dlcfuzz.oracle import Finding, all_finite, judge
+from dlcfuzz.oracle import Finding, all_finite, judge, judge_invalid
 from dlcfuzz.oracle.unsupported import is_unsupported
 from dlcfuzz.run.bundle import write_bundle
 from dlcfuzz.run.dedup import signature, title
@@ -54,12 +57,15 @@ class CampaignConfig:
     input_attempts: int = 8
     recycle: int = 200
     tolerances: dict[str, tuple[float, float]] = field(default_factory=dict)
+    strategy: str = "isra"
+    strategy_options: dict = field(default_factory=dict)  # e.g. p_rej, temperature, paths
+    coverage_from: list[Path] = field(default_factory=list)  # campaigns whose coverage guidance starts from
 
     def identity(self) -> dict:
         """What must match for a rerun to resume this campaign."""
         return {"seed": self.seed, "ops": list(self.ops), "backends": sorted(self.backends),
                 "operators": sorted(s.op for s in self.specs), "limits": asdict(self.limits),
-                "strategy": "isra", "tolerances": self.tolerances}
+                "strategy": self.strategy, "strategy_options": self.strategy_options, "tolerances": self.tolerances}
 
 
 @dataclass
@@ -84,7 +90,16 @@ class Campaign:
         self.cfg = cfg
         self.store = Store(cfg.out)
         self.resumed = self.store.bind(cfg.identity())
-        self.gen = IsraGenerator(cfg.specs, cfg.limits, cfg.ops, _profile(cfg))
+        self.coverage = None
+        if cfg.strategy in GUIDED:  # coverage guidance continues from earlier campaigns and from this one's tests
+            self.coverage = Coverage()
+            for folder in cfg.coverage_from:
+                other = Store(folder)
+                self.coverage.load(other.coverage())
+                other.close()
+            self.coverage.load(self.store.coverage())
+        self.gen = make_generator(cfg.strategy, cfg.specs, cfg.limits, cfg.ops, _profile(cfg), self.coverage,
+                                  valid=_checker_error, **cfg.strategy_options)
         self.pool = WorkerPool(cfg.phases, cfg.recycle, cfg.out / "logs")
         self.progress = Progress()
         self.on_progress = on_progress or (lambda p: None)
@@ -123,15 +138,18 @@ class Campaign:
         seed = derive_seed(cfg.seed, test_id)
         with self.lock:
             graph = self.gen.generate(seed)
+            covered = self.coverage.take_new() if self.coverage is not None else []
         model = to_bytes(graph)
         graph_json = graph.to_json()
         t_generate = time.perf_counter() - t_start
+        ops = {n.op for n in graph.nodes}
+        violation = graph.meta.get("violation")
+        if violation is not None:
+            return self._run_invalid(test_id, seed, graph, model, violation, covered, t_start, t_generate)
 
         # inputs whose baseline outputs are finite (bounded retries); the baseline is the reference
         # evaluator, or ORT without optimizations where the reference is unreliable or absent
-        ops = {n.op for n in graph.nodes}
         t0 = time.perf_counter()
-        compiler_s = 0.0  # time inside the compilers under test (the reference is oracle time)
         judge_by = self._baseline_backend(ops, graph)
         reference: Outcome | None = None
         attempts = 0
@@ -145,25 +163,7 @@ class Campaign:
             if reference.status != OK or all_finite(reference.outputs or []):
                 break
         t_inputs = time.perf_counter() - t0
-
-        # every backend under test, in its workers
-        outcomes: dict[str, dict[str, Outcome]] = {}
-        late: list[Finding] = []  # crashes that a fresh worker did not reproduce
-        for name, backend in self.backends.items():
-            if name == REFERENCE or not backend.supports(ops, graph):
-                continue
-            got = self.pool.run(name, test, list(self.variants[name]))
-            compiler_s += sum(sum(o.seconds.values()) for o in got.values())
-            crashed = [(v, o) for v, o in got.items() if o.status == CRASH]
-            if crashed:
-                # a process can die of what an earlier test corrupted: judge the test in a fresh worker
-                got = self.pool.run(name, test, list(self.variants[name]), fresh=True)
-                compiler_s += sum(sum(o.seconds.values()) for o in got.values())
-                if not any(o.status == CRASH for o in got.values()):
-                    v, o = crashed[0]
-                    late.append(Finding(ORACLE_CRASH, "unconfirmed", name, v, o.phase,
-                                        f"{o.message}; not reproduced in a fresh process", o.error_type, o.traceback))
-            outcomes[name] = got
+        outcomes, late, compiler_s = self._run_backends(test, ops, graph)
 
         # oracles
         t0 = time.perf_counter()
@@ -180,6 +180,54 @@ class Campaign:
             # the reference evaluator's own failures, kept apart
             verdict.findings += judge({REFERENCE: {"default": reference}}, None).findings
         verdict.findings += late
+        valid = baseline is not None
+        t_oracle = time.perf_counter() - t0
+        record = TestRecord(test_id, seed, sorted(ops), baseline_name, finite, attempts, valid,
+                            time.perf_counter() - t_start, t_generate, t_inputs, compiler_s, t_oracle)
+        self._record(record, graph, test, outcomes, verdict, baseline, reference, covered)
+
+    def _run_backends(self, test: Test, ops: set[str], graph: Graph, onnx_only: bool = False):
+        """Every backend under test on ``test``, in its workers: (outcomes, unconfirmed crashes,
+        seconds inside the compilers)."""
+        outcomes: dict[str, dict[str, Outcome]] = {}
+        late: list[Finding] = []  # crashes that a fresh worker did not reproduce
+        compiler_s = 0.0
+        for name, backend in self.backends.items():
+            if name == REFERENCE or (onnx_only and not backend.reads_onnx) or not backend.supports(ops, graph):
+                continue
+            got = self.pool.run(name, test, list(self.variants[name]))
+            compiler_s += sum(sum(o.seconds.values()) for o in got.values())
+            crashed = [(v, o) for v, o in got.items() if o.status == CRASH]
+            if crashed:
+                # a process can die of what an earlier test corrupted: judge the test in a fresh worker
+                got = self.pool.run(name, test, list(self.variants[name]), fresh=True)
+                compiler_s += sum(sum(o.seconds.values()) for o in got.values())
+                if not any(o.status == CRASH for o in got.values()):
+                    v, o = crashed[0]
+                    late.append(Finding(ORACLE_CRASH, "unconfirmed", name, v, o.phase,
+                                        f"{o.message}; not reproduced in a fresh process", o.error_type, o.traceback))
+            outcomes[name] = got
+        return outcomes, late, compiler_s
+
+    def _run_invalid(self, test_id: int, seed: int, graph: Graph, model: bytes, violation: dict,
+                     covered: list, t_start: float, t_generate: float) -> None:
+        """A disruptive test: the model breaks one constraint on purpose; the compilers that read
+        ONNX must reject it with an error."""
+        rng = np.random.default_rng(seed)
+        test = Test(model, graph.to_json(), {v.name: random_array(rng, v.type, v.hint) for v in graph.inputs})
+        outcomes, late, compiler_s = self._run_backends(test, {n.op for n in graph.nodes}, graph, onnx_only=True)
+        t0 = time.perf_counter()
+        confirmed = _checker_error(graph) is not None
+        verdict = judge_invalid(outcomes, violation, confirmed)
+        verdict.findings += late
+        record = TestRecord(test_id, seed, sorted({n.op for n in graph.nodes}), "invalid", False, 1, False,
+                            time.perf_counter() - t_start, t_generate, 0.0, compiler_s, time.perf_counter() - t0)
+        self._record(record, graph, test, outcomes, verdict, None, None, covered)
+
+    def _record(self, record: TestRecord, graph: Graph, test: Test, outcomes: dict[str, dict[str, Outcome]],
+                verdict, baseline, reference: Outcome | None, covered: list) -> None:
+        """Bundles for new distinct bugs, then the test's one store transaction, then progress."""
+        cfg = self.cfg
         rows, new_bugs = [], []
         for f in verdict.findings:
             producer, dtype = _producer(graph, f.output)
@@ -201,17 +249,13 @@ class Campaign:
             (b, v, o.status, o.phase, f"{o.error_type}: {o.message}"[:500] if o.status != OK else "",
              int(o.status == "error" and is_unsupported(b, o.phase, o.error_type, o.message)), sum(o.seconds.values()))
             for b, vs in outcomes.items() for v, o in vs.items()]
-        valid = baseline is not None
-        t_oracle = time.perf_counter() - t0
-        record = TestRecord(test_id, seed, sorted(ops), baseline_name, finite, attempts, valid,
-                            time.perf_counter() - t_start, t_generate, t_inputs, compiler_s, t_oracle)
         with self.lock:
-            self.store.commit(record, outcome_rows, rows, new_bugs)
+            self.store.commit(record, outcome_rows, rows, new_bugs, covered)
             p = self.progress
             p.tests += 1
-            p.valid += valid
-            p.finite += finite
-            p.compiler_seconds += compiler_s
+            p.valid += record.valid
+            p.finite += record.finite
+            p.compiler_seconds += record.t_compilers
             for f in verdict.findings:
                 p.findings[(f.backend, f.oracle)] += 1
             for b in new_bugs:  # (signature, oracle, kind, backend, ...)
@@ -271,6 +315,11 @@ def _profile(cfg: CampaignConfig):
     from dlcfuzz.backends.ort import full_profile
 
     return full_profile(cfg.limits.opset, tuple(s.op for s in cfg.specs))
+
+
+def _checker_error(g: Graph) -> str | None:
+    """The driver's validity check (the ONNX checker only: ONNX Runtime could crash the driver)."""
+    return checker_error(to_onnx(g))
 
 
 def _producer(graph: Graph, output: int) -> tuple[str, str]:

@@ -5,7 +5,9 @@ A signature hashes: backend, oracle, kind, phase, the exception type, the messag
 messages that carry a backtrace), and the innermost frames inside the compiler's own code
 (Python frames from the traceback, or from faulthandler's dump for a fatal signal).  For value
 mismatches, which carry no stack, it uses the operator type that produced the differing output
-and its dtype instead.
+and its dtype instead.  Disruptive findings (invalid models on purpose) get their own
+namespace: backend, symptom, phase, and the operator and named constraint the model breaks,
+plus the compiler frames for crashes.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import re
 
-from dlcfuzz.oracle import CRASH, Finding
+from dlcfuzz.oracle import CRASH, DISRUPTIVE, Finding
 
 _FRAME = re.compile(r'File "([^"]+)", line \d+, in (\S+)')
 _NORMALIZE = [
@@ -53,7 +55,11 @@ def compiler_frames(traceback: str, n: int = 3) -> list[str]:
 
 
 def signature(f: Finding, producer_op: str = "", dtype: str = "") -> str:
-    if f.oracle == CRASH:
+    if f.oracle == DISRUPTIVE:
+        v = f.details.get("violation", {})
+        parts = [f.backend, f.oracle, f.kind, f.phase, v.get("op", ""), v.get("kind", ""), v.get("constraint", ""),
+                 *compiler_frames(f.traceback)]
+    elif f.oracle == CRASH:
         parts = [f.backend, f.oracle, f.kind, f.phase, f.error_type, normalize(f.message),
                  *compiler_frames(f.traceback)]
     else:  # the variants of one backend that disagree with the baseline the same way are one bug
@@ -64,6 +70,12 @@ def signature(f: Finding, producer_op: str = "", dtype: str = "") -> str:
 
 def title(f: Finding, producer_op: str = "") -> str:
     """A one-line human summary of the bug."""
+    if f.oracle == DISRUPTIVE:
+        v = f.details.get("violation", {})
+        broken = f"a {v.get('op')} that breaks '{v.get('constraint')}'"
+        if f.kind == "accepted":
+            return f"{f.backend} accepts and runs {broken}"[:200]
+        return f"{f.backend} {f.phase} {f.kind} on {broken}: {f.message.split(' (model breaks')[0]}"[:200]
     if f.oracle == CRASH:
         what = f"{f.error_type}: {normalize(f.message)}" if f.kind == "exception" else f.message
         return f"{f.backend} {f.phase} {f.kind}: {what}"[:200]

@@ -28,6 +28,8 @@ CREATE TABLE IF NOT EXISTS bugs (
     signature TEXT PRIMARY KEY, oracle TEXT NOT NULL, kind TEXT NOT NULL, backend TEXT NOT NULL,
     variant TEXT NOT NULL, phase TEXT NOT NULL, title TEXT NOT NULL, reference_suspect INTEGER NOT NULL,
     first_test INTEGER NOT NULL, hits INTEGER NOT NULL, dir TEXT NOT NULL, first_seen REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS coverage (criterion TEXT NOT NULL, key TEXT NOT NULL, test_id INTEGER NOT NULL,
+    PRIMARY KEY (criterion, key));
 CREATE TABLE IF NOT EXISTS findings (
     test_id INTEGER NOT NULL, signature TEXT NOT NULL, oracle TEXT NOT NULL, kind TEXT NOT NULL,
     backend TEXT NOT NULL, variant TEXT NOT NULL, phase TEXT NOT NULL, message TEXT NOT NULL);
@@ -92,10 +94,12 @@ class Store:
         return {r[0] for r in self.db.execute("SELECT signature FROM bugs")}
 
     # -- one test, atomically -----------------------------------------------------------------------
-    def commit(self, t: TestRecord, outcomes: list[tuple], findings: list[tuple], new_bugs: list[tuple]) -> None:
+    def commit(self, t: TestRecord, outcomes: list[tuple], findings: list[tuple], new_bugs: list[tuple],
+               coverage: list[tuple[str, str]] = ()) -> None:
         """outcomes: (backend, variant, status, phase, error, unsupported, seconds);
         findings: (signature, oracle, kind, backend, variant, phase, message);
-        new_bugs: (signature, oracle, kind, backend, variant, phase, title, reference_suspect, dir)."""
+        new_bugs: (signature, oracle, kind, backend, variant, phase, title, reference_suspect, dir);
+        coverage: (criterion, key) the test's graph covered first."""
         now = time.time()
         db = self.db
         db.execute("BEGIN IMMEDIATE")
@@ -104,6 +108,7 @@ class Store:
                        (t.id, t.seed, len(t.ops), ",".join(t.ops), t.baseline, int(t.finite), t.input_attempts,
                         int(t.valid), now, t.seconds, t.t_generate, t.t_inputs, t.t_compilers, t.t_oracle))
             db.executemany("INSERT INTO outcomes VALUES (?,?,?,?,?,?,?,?)", [(t.id, *o) for o in outcomes])
+            db.executemany("INSERT OR IGNORE INTO coverage VALUES (?,?,?)", [(*c, t.id) for c in coverage])
             for b in new_bugs:
                 db.execute("INSERT OR IGNORE INTO bugs VALUES (?,?,?,?,?,?,?,?,?,0,?,?)", (*b[:8], t.id, b[8], now))
             for f in findings:
@@ -115,6 +120,10 @@ class Store:
             raise
 
     # -- reading ----------------------------------------------------------------------------------------
+    def coverage(self) -> list[tuple[str, str]]:
+        """The generation coverage of every committed test: (criterion, key)."""
+        return list(self.db.execute("SELECT criterion, key FROM coverage"))
+
     def bugs(self) -> list[sqlite3.Row]:
         self.db.row_factory = sqlite3.Row
         try:

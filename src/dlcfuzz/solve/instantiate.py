@@ -54,28 +54,44 @@ class Limits:
 
 
 class Pool:
-    """Existing tensors a new input may reuse, indexed by (dtype, rank) and by exact type."""
+    """Existing tensors a new input may reuse, indexed by (dtype, rank) and by exact type.
 
-    def __init__(self) -> None:
+    With ``use_penalty`` (GenCoG), a tensor already consumed k times is picked with weight
+    1/(1+k), which spreads edges over the graph instead of piling them on a few tensors.
+    """
+
+    def __init__(self, use_penalty: bool = False) -> None:
         self.by_rank: dict[tuple[str, int], list[Value]] = {}
         self.by_type: dict[TensorType, list[Value]] = {}
+        self.values: list[Value] = []
+        self.uses: dict[str, int] = {}
+        self.use_penalty = use_penalty
 
     def add(self, v: Value) -> None:
         t = v.type
         self.by_rank.setdefault((t.dtype, t.rank), []).append(v)
         self.by_type.setdefault(t, []).append(v)
+        self.values.append(v)
+
+    def used(self, name: str) -> None:
+        self.uses[name] = self.uses.get(name, 0) + 1
+
+    def weight(self, v: Value) -> float:
+        return 1.0 / (1 + self.uses.get(v.name, 0))
 
     def pick(self, rng: random.Random, dtypes: Sequence[str], ranks: Sequence[int],
              accept, probes: int = 8) -> Value | None:
-        """A uniformly random tensor among those with a listed dtype and rank that ``accept``s.
+        """A random tensor among those with a listed dtype and rank that ``accept``s: uniform, or
+        weighted by the use penalty.
 
-        Rejection sampling over the candidates is uniform over the accepted ones; a full scan
-        runs only when a few probes all miss.
+        Rejection sampling over the candidates keeps that distribution over the accepted ones; a
+        full scan runs only when a few probes all miss.
         """
         buckets = [b for d in dtypes for r in ranks if (b := self.by_rank.get((d, r)))]
         total = sum(len(b) for b in buckets)
         if total == 0:
             return None
+        penalty = self.use_penalty
         for _ in range(probes):
             k = rng.randrange(total)
             for b in buckets:
@@ -83,12 +99,37 @@ class Pool:
                     v = b[k]
                     break
                 k -= len(b)
+            if penalty and rng.random() >= self.weight(v):
+                continue
             if accept is None or accept(v):
                 return v
-        if accept is None:
+        fits = [v for b in buckets for v in b if accept is None or accept(v)]
+        return self.choose(rng, fits)
+
+    def choose(self, rng: random.Random, values: Sequence[Value]) -> Value | None:
+        """One of ``values``: uniform, or weighted by the use penalty."""
+        if not values:
             return None
-        fits = [v for b in buckets for v in b if accept(v)]
-        return fits[rng.randrange(len(fits))] if fits else None
+        if not self.use_penalty:
+            return values[rng.randrange(len(values))]
+        return rng.choices(values, weights=[self.weight(v) for v in values])[0]
+
+
+@dataclass
+class Proposal:
+    """An instantiated call not yet in the graph: a strategy may inspect it and then commit or
+    drop it (dropping leaves the graph and the pool exactly as they were)."""
+
+    spec: OpSpec
+    node: Node
+    staged: list[tuple[Value, bool]]  # new input values; flag: reusable by later calls
+    outputs: list[Value]
+    out_ivs: list[Iv]
+    ctx: Ctx
+
+    def input_types(self, g: Graph) -> list[TensorType | None]:
+        staged = {v.name: v for v, _ in self.staged}
+        return [None if not x else (staged[x] if x in staged else g.values[x]).type for x in self.node.inputs]
 
 
 @dataclass
@@ -103,12 +144,13 @@ class Instantiator:
     """Instantiates operator calls into one graph under construction."""
 
     def __init__(self, graph: Graph, limits: Limits, rng: random.Random, nprng: np.random.Generator,
-                 profile: TypeProfile | None = None) -> None:
+                 profile: TypeProfile | None = None, use_penalty: bool = False) -> None:
         self.g = graph
         self.lim = limits
         self.rng = rng
         self.np = nprng
-        self.pool = Pool()
+        self.pool = Pool(use_penalty)
+        self.producer: dict[str, Node] = {}  # node output name -> the call that produced it
         self.profile = profile
         self._counter = 0
         # new values of the call being instantiated, committed only once it is complete; flag: reusable
@@ -186,8 +228,25 @@ class Instantiator:
         return fits_dtype
 
     # -- one operator call --------------------------------------------------------------------
-    def instantiate(self, spec: OpSpec) -> Node:
+    def instantiate(self, spec: OpSpec, first: Value | None = None) -> Node:
         """Appends one call of ``spec`` to the graph; raises EmptyDomain if a domain ran dry."""
+        return self.commit(self.propose(spec, first))
+
+    def first_fits(self, spec: OpSpec, x: Value) -> bool:
+        """A cheap necessary condition for ``x`` as the first input of ``spec``: dtype, static rank
+        range and room (value domains are checked by ``propose``)."""
+        doms, tvars = self.types_of(spec)
+        first = spec.inputs[0]
+        assert isinstance(first, In)
+        if x.type.dtype not in doms[tvars[0]] or x.type.numel > self.lim.max_numel // first.room:
+            return False
+        if callable(first.rank):
+            return True
+        return first.rank[0] <= x.type.rank <= min(first.rank[1], self.lim.max_rank)
+
+    def propose(self, spec: OpSpec, first: Value | None = None) -> Proposal:
+        """One call of ``spec``, not yet in the graph; ``first``: its first input, else chosen by
+        the picking rate.  Raises EmptyDomain if a domain ran dry (or ``first`` does not fit)."""
         lim, rng = self.lim, self.rng
         doms, tvars = self.types_of(spec)
         c = Ctx(lim, rng, self.np)
@@ -200,7 +259,7 @@ class Instantiator:
         c.n = rng.randint(lo, hi) if hi > lo else lo
 
         # G2: the first input
-        first = spec.inputs[0]
+        forced, first = first, spec.inputs[0]
         assert isinstance(first, In)
         tvar = tvars[0]
         rlo, rhi = first.rank(c) if callable(first.rank) else first.rank
@@ -208,10 +267,14 @@ class Instantiator:
         if rlo > rhi:
             raise EmptyDomain(f"{spec.op}: first input rank {rlo}..{rhi}")
         numel_cap = lim.max_numel // first.room
-        x = None
+        x = forced
         hint = first.hint(c) if callable(first.hint) else first.hint
         dom = self._domains(spec.op, 0, c, hint)
-        if rng.random() < lim.picking_rate:
+        if x is not None:
+            t = x.type
+            if t.dtype not in doms[tvar] or not rlo <= t.rank <= rhi or t.numel > numel_cap or not self._fits(dom)(x):
+                raise EmptyDomain(f"{spec.op}: {t} does not fit its first input")
+        elif rng.random() < lim.picking_rate:
             fits = self._fits(dom)
             x = self.pool.pick(rng, doms[tvar], range(rlo, rhi + 1), lambda v: v.type.numel <= numel_cap and fits(v))
         if x is None:
@@ -257,19 +320,28 @@ class Instantiator:
         node = Node(spec.op, inputs, [], {k: v for k, v in c.attrs.items() if k[0] != "_" and v is not None},
                     f"n{len(self.g.nodes)}")
         out_ivs = output_intervals(spec.op, self._ivs, c.ins, node.attrs, outs)
-        for v, reusable in self._staged:
+        values = [Value(self._name(), t, NODE_KIND) for t in outs]
+        node.outputs = [v.name for v in values]
+        return Proposal(spec, node, self._staged, values, out_ivs, c)
+
+    def commit(self, p: Proposal) -> Node:
+        """Adds a proposed call to the graph and its new tensors to the pool."""
+        for v, reusable in p.staged:
             self.g.add_value(v)
             if reusable:
                 self.pool.add(v)
-        for t, iv in zip(outs, out_ivs, strict=True):
-            v = Value(self._name(), t, NODE_KIND)
+        for x in p.node.inputs:
+            if x:
+                self.pool.used(x)
+        for v, iv in zip(p.outputs, p.out_ivs, strict=True):
             self.g.add_value(v)
             self.pool.add(v)
             self.iv[v.name] = iv
-            node.outputs.append(v.name)
-        self.g.add_node(node)
-        self.last_ctx = c  # tests assert the spec's checks on it
-        return node
+            self.producer[v.name] = p.node
+        p.node.name = f"n{len(self.g.nodes)}"
+        self.g.add_node(p.node)
+        self.last_ctx = p.ctx  # tests assert the spec's checks on it
+        return p.node
 
     def _append_input(self, c: Ctx, inputs: list[str], v: Value | None, iv: Iv | None = None,
                       const: bool = False) -> None:
@@ -300,7 +372,7 @@ class Instantiator:
             fits = self._fits(dom)
             if isinstance(sd, Exact):
                 cands = [w for d in dtypes for w in self.pool.by_type.get(TensorType(sd.shape, d), ()) if fits(w)]
-                v = cands[rng.randrange(len(cands))] if cands else None
+                v = self.pool.choose(rng, cands)
             else:
                 ranks = sd.ranks if sd.ranks is not None else range(self.lim.max_rank + 1)
                 v = self.pool.pick(rng, dtypes, ranks, lambda w: sd.accepts(w.type.shape) and fits(w))
