@@ -26,7 +26,7 @@ from pathlib import Path
 
 import onnx
 
-from dlcfuzz.backends.ort import full_profile, graph_error
+from dlcfuzz.backends.ort import full_profile, model_error
 from dlcfuzz.export.onnx import to_bytes
 from dlcfuzz.gen import make_generator
 from dlcfuzz.metrics import DIVERSITY, GRAPH_METRICS, OP_METRICS, OpInfo, compute, load_model, op_nodes
@@ -48,7 +48,7 @@ def measure(folder: Path, ops: list[str]) -> dict[str, float]:
 def run_strategy(strategy: str, ops: list[str], size: int, graphs: int, out: Path) -> dict[str, float]:
     """Generates ``graphs`` graphs of ``size`` operators; writes the valid ones to ``out``."""
     specs = [REGISTRY[o] for o in ops]
-    gen = make_generator(strategy, specs, LIMITS, (size, size), full_profile(17, tuple(ops)), valid=graph_error)
+    gen = make_generator(strategy, specs, LIMITS, (size, size), full_profile(17, tuple(ops)), valid=model_error)
     out.mkdir(parents=True)
     seconds, valid, vertices = 0.0, 0, 0
     for i in range(graphs):
@@ -56,7 +56,7 @@ def run_strategy(strategy: str, ops: list[str], size: int, graphs: int, out: Pat
         g = gen.generate(derive_seed(1, i))
         seconds += time.perf_counter() - t0
         vertices += len(g.nodes)
-        if graph_error(g) is None:
+        if model_error(g, seed=i) is None:
             valid += 1
             (out / f"g{i:05d}.onnx").write_bytes(to_bytes(g))
     row = {"validity": valid / graphs, "seconds": seconds, "vertices": vertices}
@@ -68,8 +68,8 @@ def declgen_curve(sizes: list[int], graphs: int) -> dict[int, float]:
     prof = full_profile(LIMITS.opset, tuple(REGISTRY))
     curve = {}
     for n in sizes:
-        gen = make_generator("declgen", specs, LIMITS, (n, n), prof, valid=graph_error)
-        curve[n] = sum(gen.generate(derive_seed(2, i)).meta["valid"] for i in range(graphs)) / graphs
+        gen = make_generator("declgen", specs, LIMITS, (n, n), prof, valid=model_error)
+        curve[n] = sum(bool(gen.generate(derive_seed(2, i)).meta["valid"]) for i in range(graphs)) / graphs
     return curve
 
 

@@ -111,3 +111,41 @@ class SegfaultRepro(Segfault):
 
 
 def _run_model(model_path, inputs):''')
+
+
+class Lenient(Backend):
+    """Accepts any model without validating it and returns outputs of the declared types, all 0
+    in one variant and all 1 in the other: garbage the disruptive oracle must catch."""
+
+    name = "lenient"
+
+    def variants(self) -> list[Variant]:
+        return [Variant("zeros", {"fill": 0}), Variant("ones", {"fill": 1})]
+
+    def load(self, test: Test):
+        return test.model
+
+    def compile(self, imported, variant: Variant):
+        return imported, variant.options["fill"]
+
+    def run(self, compiled, inputs):
+        namespace: dict = {}
+        exec(self.repro_source(Variant("", {"fill": compiled[1]})), namespace)
+        return namespace["outputs"](compiled[0])
+
+    def repro_source(self, variant: Variant) -> str:
+        return f"""
+import numpy as np
+import onnx
+from onnx import helper
+
+
+def outputs(model_bytes):
+    g = onnx.load_model_from_string(model_bytes).graph
+    return [np.full([d.dim_value for d in o.type.tensor_type.shape.dim], {variant.options["fill"]},
+                    helper.tensor_dtype_to_np_dtype(o.type.tensor_type.elem_type)) for o in g.output]
+
+
+def run_model(model_path, inputs):
+    return outputs(open(model_path, "rb").read())
+"""

@@ -84,10 +84,10 @@ def _generator(args: argparse.Namespace, limits, specs, coverage=None):
     profile, valid = None, None
     if args.target == "ort" or args.strategy in ("declgen", "randoop"):
         try:
-            from dlcfuzz.backends.ort import full_profile, graph_error
+            from dlcfuzz.backends.ort import full_profile, model_error
         except ImportError:
             raise UsageError("--target ort and the baselines need onnxruntime: pip install onnxruntime") from None
-        valid = graph_error
+        valid = model_error  # the baselines' validity: checked, inferred and run as the graph declares
         if args.target == "ort":
             profile = full_profile(limits.opset, tuple(s.op for s in specs))
     try:

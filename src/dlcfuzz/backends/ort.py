@@ -8,7 +8,8 @@ import numpy as np
 
 from dlcfuzz.backends.base import Backend, Test, Variant
 from dlcfuzz.export.onnx import checker_error, to_onnx
-from dlcfuzz.ir import Graph
+from dlcfuzz.ir import DTYPE_OF_CODE, Graph
+from dlcfuzz.ir.hints import random_array
 from dlcfuzz.solve.types import onnx_type_name
 
 PROVIDER = "CPUExecutionProvider"
@@ -84,8 +85,59 @@ def session_error(model: bytes) -> str | None:
 
 def graph_error(g: Graph) -> str | None:
     """Why ``g`` is not a valid model: the ONNX checker's or ONNX Runtime's refusal (None: valid)."""
-    model = to_onnx(g)
+    try:
+        model = to_onnx(g)
+    except ValueError as e:  # e.g. an empty list attribute: not even writable
+        return f"cannot write the model: {e}"
     return checker_error(model) or session_error(model.SerializeToString())
+
+
+def model_error(g: Graph, run: bool = True, seed: int = 0) -> str | None:
+    """Why ``g`` is not a valid model whose types are what the graph declares (None: it is):
+    the ONNX checker (full), strict ONNX shape inference (graph outputs' types must match), and,
+    with ``run``, a run on ONNX Runtime with random inputs (outputs' types must match again).
+    Some rules ORT only enforces when a node runs (LRN rank, a PRelu slope that broadcasts both
+    ways), so only a run confirms a model."""
+    import onnx
+
+    try:
+        g.validate()
+        model = to_onnx(g)
+    except ValueError as e:
+        return f"cannot write the model: {e}"
+    err = checker_error(model)
+    if err is not None:
+        return err
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
+    except Exception as e:
+        return f"shape inference: {e}"
+    for vi in inferred.graph.output:
+        t = g.values[vi.name].type
+        tt = vi.type.tensor_type
+        if DTYPE_OF_CODE.get(tt.elem_type) != t.dtype:
+            return f"{vi.name}: onnx infers element type {tt.elem_type}, the graph declares {t}"
+        dims = [d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim]
+        if tt.HasField("shape") and None not in dims and tuple(dims) != t.shape:
+            return f"{vi.name}: onnx infers shape {dims}, the graph declares {t}"
+    if not run:
+        return None
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = so.inter_op_num_threads = 1
+    so.log_severity_level = 4
+    rng = np.random.default_rng(seed)
+    try:
+        sess = ort.InferenceSession(model.SerializeToString(), so, providers=[PROVIDER])
+        outs = sess.run(None, {v.name: random_array(rng, v.type, v.hint) for v in g.inputs})
+    except Exception as e:
+        return str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    for name, o in zip(g.outputs, outs, strict=True):
+        t = g.values[name].type
+        if tuple(o.shape) != t.shape or o.dtype.name != t.dtype:
+            return f"{name}: ORT gives {o.dtype}{tuple(o.shape)}, the graph declares {t}"
+    return None
 
 
 LEVELS = {"disable_all": "ORT_DISABLE_ALL", "basic": "ORT_ENABLE_BASIC", "extended": "ORT_ENABLE_EXTENDED",

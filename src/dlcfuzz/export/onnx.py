@@ -53,6 +53,6 @@ def checker_error(model: onnx.ModelProto) -> str | None:
     """Why the ONNX checker with strict shape inference rejects ``model`` (None: it accepts)."""
     try:
         onnx.checker.check_model(model, full_check=True)
-    except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as e:
+    except Exception as e:  # ValidationError, InferenceError, and bare ValueErrors (e.g. Cast to=0)
         return str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
     return None

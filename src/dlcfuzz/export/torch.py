@@ -37,8 +37,10 @@ ArgMax ArgMin Softmax LogSoftmax Hardmax MatMul Gemm PRelu Einsum LRN
 Transpose Flatten DepthToSpace SpaceToDepth Shape Size Concat Gather GatherElements GatherND
 Conv ConvTranspose AveragePool LpPool GlobalAveragePool GlobalMaxPool GlobalLpPool
 BatchNormalization InstanceNormalization LpNormalization MeanVarianceNormalization
+CastLike BitwiseNot Mish Gelu BitShift BitwiseAnd BitwiseOr BitwiseXor ScatterElements ScatterND EyeLike GridSample
 """
-_REDUCE = "ReduceSum ReduceMean ReduceMax ReduceMin ReduceProd ReduceL1 ReduceL2 ReduceLogSumExp ReduceSumSquare"
+_REDUCE = ("ReduceSum ReduceMean ReduceMax ReduceMin ReduceProd ReduceL1 ReduceL2 ReduceLogSumExp ReduceSumSquare "
+           "ReduceLogSum")
 
 # The op table: every ONNX operator type the exporter writes, and how (see Rule).
 OPS: dict[str, Rule] = {
@@ -53,6 +55,9 @@ OPS: dict[str, Rule] = {
     "MaxPool": Rule(multi=True),
     "LayerNormalization": Rule(multi=True),
     "Resize": Rule((1, 2, 3)),  # roi, scales, sizes
+    "TopK": Rule((1,), multi=True),
+    "OneHot": Rule((1,)),
+    "Compress": Rule((1,)),
 }
 
 # element types torch computes with (it has uint16/32/64 tensors, but almost no kernels for them)

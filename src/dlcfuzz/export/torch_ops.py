@@ -254,6 +254,22 @@ def Cast(x, *, to, saturate=1):
     return x.to(ONNX_DTYPES[to])
 
 
+def CastLike(x, target_type, *, saturate=1):
+    return x.to(target_type.dtype)
+
+
+def BitwiseNot(x):
+    return torch.bitwise_not(x)
+
+
+def Mish(x):
+    return F.mish(x)
+
+
+def Gelu(x, *, approximate="none"):
+    return F.gelu(x, approximate=approximate)
+
+
 # ---------------------------------------------------------------------------------------------
 # broadcasting
 # ---------------------------------------------------------------------------------------------
@@ -320,6 +336,24 @@ def Xor(a, b):
 
 def Where(cond, x, y):
     return torch.where(cond, x, y)
+
+
+def BitShift(x, y, *, direction):
+    if direction == "LEFT":
+        return torch.bitwise_left_shift(x, y)
+    return torch.bitwise_right_shift(x, y)
+
+
+def BitwiseAnd(a, b):
+    return torch.bitwise_and(a, b)
+
+
+def BitwiseOr(a, b):
+    return torch.bitwise_or(a, b)
+
+
+def BitwiseXor(a, b):
+    return torch.bitwise_xor(a, b)
 
 
 def Max(*xs):
@@ -413,6 +447,16 @@ def _sum_square(x, dims, keep):
     return (x * x).sum(dims, keepdim=keep, dtype=x.dtype)
 
 
+def _log_sum(x, dims, keep):
+    if _is_float(x):
+        return torch.log(x.sum(dims, keepdim=keep))
+    return torch.log(x.sum(dims, keepdim=keep, dtype=x.dtype).double()).to(x.dtype)  # integers: truncate, as ORT
+
+
+def _log(x):
+    return torch.log(x) if _is_float(x) else torch.log(x.double()).to(x.dtype)
+
+
 ReduceSum = _reducer(_sum)
 ReduceMean = _reducer(_mean)
 ReduceMax = _reducer(_max)
@@ -422,6 +466,7 @@ ReduceL1 = _reducer(_l1, torch.abs)
 ReduceL2 = _reducer(_l2, lambda x: torch.sqrt(x * x) if _is_float(x) else torch.sqrt((x * x).double()).to(x.dtype))
 ReduceLogSumExp = _reducer(_log_sum_exp)  # log(exp(x)) = x
 ReduceSumSquare = _reducer(_sum_square, lambda x: x * x)
+ReduceLogSum = _reducer(_log_sum, _log)  # empty axes with noop_with_empty_axes=1: the log of each element
 
 
 def _arg(fn, x, axis, keepdims, select_last_index):
@@ -815,6 +860,71 @@ def Trilu(x, k=None, *, upper=1):
     return torch.triu(x, k) if upper else torch.tril(x, k)
 
 
+_SCATTER_REDUCE = {"add": "sum", "mul": "prod", "max": "amax", "min": "amin"}
+_BOOL_REDUCE = {"add": "amax", "mul": "amin", "max": "amax", "min": "amin"}  # bool + is OR, * is AND
+
+
+def ScatterElements(data, indices, updates, *, axis=0, reduction="none"):
+    ax = axis % data.dim()
+    idx = _positive(indices, data.shape[ax])
+    if reduction == "none":
+        return data.scatter(ax, idx, updates)
+    if data.dtype == torch.bool:
+        y = data.to(torch.uint8).scatter_reduce(ax, idx, updates.to(torch.uint8), _BOOL_REDUCE[reduction])
+        return y.to(torch.bool)
+    return data.scatter_reduce(ax, idx, updates, _SCATTER_REDUCE[reduction])
+
+
+def ScatterND(data, indices, updates, *, reduction="none"):
+    k = indices.shape[-1]
+    lead, rest = list(data.shape[:k]), list(data.shape[k:])
+    idx = indices.reshape(-1, k).to(torch.int64)
+    flat = torch.zeros(idx.shape[0], dtype=torch.int64)
+    for j in range(k):  # row-major position of each k-tuple among data's first k dims
+        flat = flat * lead[j] + _positive(idx[:, j], lead[j])
+    d = data.reshape([math.prod(lead), *rest])
+    u = updates.reshape([idx.shape[0], *rest])
+    if reduction == "none":
+        return d.index_copy(0, flat, u).reshape(data.shape)
+    where = flat.reshape([-1] + [1] * len(rest)).expand(u.shape)
+    if data.dtype == torch.bool:
+        y = d.to(torch.uint8).scatter_reduce(0, where, u.to(torch.uint8), _BOOL_REDUCE[reduction]).to(torch.bool)
+    else:
+        y = d.scatter_reduce(0, where, u, _SCATTER_REDUCE[reduction])
+    return y.reshape(data.shape)
+
+
+def TopK(x, k, *, axis=-1, largest=1, sorted=1, nout=2):
+    ax = axis % x.dim()
+    n = k[0] if isinstance(k, list) else k
+    # a stable sort: equal values keep their order, the lower index first (ONNX's tie-break)
+    values, idx = torch.sort(x, dim=ax, descending=bool(largest), stable=True)
+    return (values.narrow(ax, 0, n), idx.narrow(ax, 0, n))[:nout]
+
+
+def OneHot(indices, depth, values, *, axis=-1):
+    d = int(depth[0] if isinstance(depth, list) else depth)
+    idx = indices.to(torch.int64)
+    idx = torch.where(idx < 0, idx + d, idx)  # out of [-depth, depth - 1]: matches nothing, all off
+    ax = axis % (indices.dim() + 1)
+    pos = torch.arange(d).reshape([d] + [1] * (indices.dim() - ax))
+    return torch.where(idx.unsqueeze(ax) == pos, values[1], values[0])
+
+
+def Compress(x, condition, *, axis=None):
+    keep = [i for i in range(len(condition)) if condition[i]]
+    idx = torch.tensor(keep, dtype=torch.int64)
+    if axis is None:
+        return torch.index_select(x.reshape(-1), 0, idx)
+    return torch.index_select(x, axis % x.dim(), idx)
+
+
+def EyeLike(x, *, dtype=None, k=0):
+    rows, cols = x.shape
+    diag = torch.arange(cols).reshape(1, cols) - torch.arange(rows).reshape(rows, 1) == k
+    return diag.to(x.dtype if dtype is None else ONNX_DTYPES[dtype])
+
+
 def ReverseSequence(x, sequence_lens, *, batch_axis=1, time_axis=0):
     t_len = x.shape[time_axis]
     src = [[n - 1 - t if t < n else t for t in range(t_len)] for n in sequence_lens]  # [batch][time]
@@ -1052,6 +1162,12 @@ def LayerNormalization(x, scale, b=None, *, axis=-1, epsilon=1e-5, stash_type=1,
 def LpNormalization(x, *, axis=-1, p=2):
     norm = torch.linalg.vector_norm(x, p, axis, keepdim=True)
     return torch.where(norm == 0, 0, x / norm).to(x.dtype)
+
+
+def GridSample(x, grid, *, align_corners=0, mode="linear", padding_mode="zeros"):
+    # opset 16 names bilinear / bicubic what opset 20 names linear / cubic; torch: 4-D and 5-D
+    mode = {"linear": "bilinear", "cubic": "bicubic"}.get(mode, mode)
+    return F.grid_sample(x, grid, mode=mode, padding_mode=padding_mode, align_corners=bool(align_corners))
 
 
 def MeanVarianceNormalization(x, *, axes=None):

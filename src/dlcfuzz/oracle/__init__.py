@@ -12,7 +12,7 @@
 
 ``judge_invalid`` judges a disruptive test (a model that breaks one named constraint on
 purpose, HirGen §3.1.5): rejecting it with an error is right; a fatal signal, a hang, a memory
-blow-up, or accepting and running it ("accepted") is a finding of the ``disruptive`` oracle.
+blow-up, or accepting it with garbage outputs is a finding of the ``disruptive`` oracle.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from dlcfuzz.oracle.compare import REDUCED_PRECISION, Mismatch, all_finite, comp
 from dlcfuzz.oracle.unsupported import is_unsupported
 
 CRASH, DIFFERENTIAL, METAMORPHIC, DISRUPTIVE = "crash", "differential", "metamorphic", "disruptive"
-ACCEPTED = "accepted"
+INCONSISTENT = "inconsistent"  # an invalid model accepted, with outputs its variants disagree on
 
 
 @dataclass
@@ -106,26 +106,36 @@ def judge(outcomes: dict[str, dict[str, Outcome]], baseline: list[np.ndarray] | 
     return Verdict(findings, unsupported)
 
 
-def judge_invalid(outcomes: dict[str, dict[str, Outcome]], violation: dict, confirmed: bool) -> Verdict:
-    """Findings for a model that breaks ``violation`` on purpose.  ``confirmed``: the ONNX
-    checker rejects it too, so accepting it is wrong (otherwise acceptance is not judged)."""
+def judge_invalid(outcomes: dict[str, dict[str, Outcome]], violation: dict, confirmed: bool,
+                  tolerances: dict[str, tuple[float, float]] | None = None,
+                  reduced: Collection[tuple[str, str]] = ()) -> Verdict:
+    """Findings for a model that breaks ``violation`` on purpose.  Rejecting it with an error is
+    right, and so is accepting it leniently (many frontends ignore an extra input or compute a
+    dtype ONNX excludes); a finding is a fatal signal, hang or memory blow-up, or, when the ONNX
+    checker confirms the model is invalid (``confirmed``), garbage: variants of one backend that
+    accept it and disagree on its outputs ("inconsistent")."""
+    loose = (tolerances or {}) | REDUCED_PRECISION
     findings: list[Finding] = []
     what = f"{violation.get('op')}: {violation.get('constraint')}"
     for backend, variants in outcomes.items():
+        first_ok: tuple[str, Outcome] | None = None
         for variant, o in variants.items():
             if o.status in ("skipped", "error"):
-                continue  # an error is the right answer
-            if o.status == OK:
-                if confirmed:
-                    findings.append(Finding(DISRUPTIVE, ACCEPTED, backend, variant, o.phase or "run",
-                                            f"accepted and ran a model that breaks '{what}'",
-                                            details={"violation": violation}))
                 continue
-            f = _crash(backend, variant, o)
-            f.oracle = DISRUPTIVE
-            f.details = {"violation": violation}
-            f.message = f"{f.message} (model breaks '{what}')"
-            findings.append(f)
+            if o.status != OK:
+                f = _crash(backend, variant, o)
+                f.oracle, f.details = DISRUPTIVE, {"violation": violation}
+                f.message = f"{f.message} (model breaks '{what}')"
+                findings.append(f)
+            elif first_ok is None:
+                first_ok = (variant, o)
+            elif confirmed:
+                pair_reduced = (backend, variant) in reduced or (backend, first_ok[0]) in reduced
+                m = compare(first_ok[1].outputs or [], o.outputs or [], loose if pair_reduced else tolerances)
+                if m is not None:
+                    why = f"accepts a model that breaks '{what}' and its variants disagree: {m.detail}"
+                    findings.append(Finding(DISRUPTIVE, INCONSISTENT, backend, variant, "run", why, other=first_ok[0],
+                                            output=m.output, details={"violation": violation}))
     return Verdict(findings, [])
 
 
@@ -134,5 +144,16 @@ def _mismatch(oracle: str, backend: str, variant: str, other: str, m: Mismatch) 
                    details={"max_abs": m.max_abs})
 
 
-__all__ = ["ACCEPTED", "CRASH", "DIFFERENTIAL", "DISRUPTIVE", "METAMORPHIC", "Finding", "Verdict", "all_finite",
-           "compare", "judge", "judge_invalid"]
+__all__ = [
+    "CRASH",
+    "DIFFERENTIAL",
+    "DISRUPTIVE",
+    "INCONSISTENT",
+    "METAMORPHIC",
+    "Finding",
+    "Verdict",
+    "all_finite",
+    "compare",
+    "judge",
+    "judge_invalid",
+]

@@ -84,12 +84,14 @@ def main():
             signal.signal(signal.SIGALRM, lambda *_: sys.exit(print(f"reproduced: hangs > {{HANG_SECONDS}}s") or 1))
             signal.alarm(HANG_SECONDS)
         try:
-            runner(VARIANT)(MODEL, inputs())
+            got = runner(VARIANT)(MODEL, inputs())
+            other = runner(OTHER)(MODEL, inputs()) if KIND == "inconsistent" else None
         except Exception as e:  # a fatal signal ends the process with a non-zero status by itself
             print(f"not reproduced: rejected with {{type(e).__name__}}: {{e}}")
             return 0
-        print("reproduced: the invalid model was accepted and ran" if KIND == "accepted" else "not reproduced: ran")
-        return 1 if KIND == "accepted" else 0
+        diff = other is not None and mismatch([np.asarray(o) for o in other], [np.asarray(o) for o in got])
+        print(f"reproduced: accepted, and the variants disagree: {{diff}}" if diff else "not reproduced: ran")
+        return 1 if diff else 0
     if ORACLE == "crash":
         if HANG_SECONDS:
             signal.signal(signal.SIGALRM, lambda *_: sys.exit(print(f"reproduced: hangs > {{HANG_SECONDS}}s") or 1))
@@ -135,11 +137,11 @@ def write_bundle(folder: Path, signature: str, title: str, f: Finding, test: Tes
         (folder / "error.log").write_text(f"{f.error_type}: {f.message}\n\n{f.traceback}")
     info = asdict(f) | {"signature": signature, "title": title, "compiler_version": version}
     (folder / "finding.json").write_text(json.dumps(info, indent=1, default=str))
-    names = [f.variant] + ([f.other] if f.oracle == "metamorphic" else [])
+    names = [f.variant] + ([f.other] if f.other and f.other != "baseline" else [])
     sources = {n: backend.repro_source(variants[n]) for n in names}
     repro = _REPRO.format(signature=signature, title=title.replace('"""', "'''"), package=backend.pip,
                           backend=backend.name, version=version, oracle=f.oracle, kind=f.kind, variant=f.variant,
-                          other=f.other if f.oracle == "metamorphic" else "",
+                          other=f.other if f.other != "baseline" else "",
                           error_type=f.error_type if f.kind == "exception" else "",
                           hang_seconds=hang_seconds if f.kind == "timeout" else 0,
                           tolerances=TOLERANCES, sources=sources)

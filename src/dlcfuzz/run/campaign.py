@@ -99,7 +99,7 @@ class Campaign:
                 other.close()
             self.coverage.load(self.store.coverage())
         self.gen = make_generator(cfg.strategy, cfg.specs, cfg.limits, cfg.ops, _profile(cfg), self.coverage,
-                                  valid=_checker_error, **cfg.strategy_options)
+                                  **cfg.strategy_options)
         self.pool = WorkerPool(cfg.phases, cfg.recycle, cfg.out / "logs")
         self.progress = Progress()
         self.on_progress = on_progress or (lambda p: None)
@@ -218,7 +218,7 @@ class Campaign:
         outcomes, late, compiler_s = self._run_backends(test, {n.op for n in graph.nodes}, graph, onnx_only=True)
         t0 = time.perf_counter()
         confirmed = _checker_error(graph) is not None
-        verdict = judge_invalid(outcomes, violation, confirmed)
+        verdict = judge_invalid(outcomes, violation, confirmed, self.cfg.tolerances, self.reduced)
         verdict.findings += late
         record = TestRecord(test_id, seed, sorted({n.op for n in graph.nodes}), "invalid", False, 1, False,
                             time.perf_counter() - t_start, t_generate, 0.0, compiler_s, time.perf_counter() - t0)

@@ -6,8 +6,8 @@ messages that carry a backtrace), and the innermost frames inside the compiler's
 (Python frames from the traceback, or from faulthandler's dump for a fatal signal).  For value
 mismatches, which carry no stack, it uses the operator type that produced the differing output
 and its dtype instead.  Disruptive findings (invalid models on purpose) get their own
-namespace: backend, symptom, phase, and the operator and named constraint the model breaks,
-plus the compiler frames for crashes.
+namespace: backend, symptom, phase, the operator and the kind of constraint the model breaks
+(dtype, arity, ...: not its exact value), plus the compiler frames for crashes.
 """
 
 from __future__ import annotations
@@ -57,7 +57,8 @@ def compiler_frames(traceback: str, n: int = 3) -> list[str]:
 def signature(f: Finding, producer_op: str = "", dtype: str = "") -> str:
     if f.oracle == DISRUPTIVE:
         v = f.details.get("violation", {})
-        parts = [f.backend, f.oracle, f.kind, f.phase, v.get("op", ""), v.get("kind", ""), v.get("constraint", ""),
+        # the kind of violation, not its exact value: Reciprocal on int32 and on uint8 is one bug
+        parts = [f.backend, f.oracle, f.kind, f.phase, v.get("op", ""), v.get("kind", ""),
                  *compiler_frames(f.traceback)]
     elif f.oracle == CRASH:
         parts = [f.backend, f.oracle, f.kind, f.phase, f.error_type, normalize(f.message),
@@ -73,8 +74,8 @@ def title(f: Finding, producer_op: str = "") -> str:
     if f.oracle == DISRUPTIVE:
         v = f.details.get("violation", {})
         broken = f"a {v.get('op')} that breaks '{v.get('constraint')}'"
-        if f.kind == "accepted":
-            return f"{f.backend} accepts and runs {broken}"[:200]
+        if f.kind == "inconsistent":
+            return f"{f.backend} accepts {broken}; {f.variant} and {f.other} disagree"[:200]
         return f"{f.backend} {f.phase} {f.kind} on {broken}: {f.message.split(' (model breaks')[0]}"[:200]
     if f.oracle == CRASH:
         what = f"{f.error_type}: {normalize(f.message)}" if f.kind == "exception" else f.message

@@ -920,6 +920,168 @@ def _mvn(c: Call) -> list[Iv]:
     return [widen(_normalized(c, k), c.n, 64, absolute=64)]
 
 
+# -- scatter, selection, generators, bitwise, Mish/Gelu, ReduceLogSum, GridSample --------------
+def _scatter(c: Call, hits: int) -> list[Iv]:
+    """data updated by ``hits`` (at most) updates per element: replaced, or combined by the reduction."""
+    d, u = c.ivs[0], c.ivs[2]
+    red = c.a("reduction", "none")
+    if red in ("none", "max", "min") or c.n.kind == "b":
+        return [hull(d, u)]  # type: ignore[arg-type]
+    if red == "add":
+        r = (d[0] + hits * min(u[0], 0.0), d[1] + hits * max(u[1], 0.0))  # type: ignore[index]
+        one_sign = (d[0] >= 0 and u[0] >= 0) or (d[1] <= 0 and u[1] <= 0)  # type: ignore[index]
+        return [widen(r, c.n, 2 + 2 * hits, absolute=amax(d) + hits * amax(u), keep_sign=one_sign)]  # type: ignore
+    # mul: d times a product of 0..hits updates
+    if d[0] >= 0 and u[0] >= 0:  # type: ignore[index]
+        r = (d[0] * min(1.0, u[0]) ** hits, d[1] * max(1.0, u[1]) ** hits)  # type: ignore[index]
+    else:
+        m = amax(d) * max(1.0, amax(u)) ** hits  # type: ignore[arg-type]
+        r = (-m, m)
+    return [widen(r, c.n, 2 + 2 * hits)]
+
+
+@_reg("ScatterElements")
+def _scatter_elements(c: Call) -> list[Iv]:
+    t = c.types[1]
+    return [_scatter(c, t.shape[c.a("axis", 0) % t.rank])[0]]  # type: ignore[union-attr]
+
+
+@_reg("ScatterND")
+def _scatter_nd(c: Call) -> list[Iv]:
+    return _scatter(c, math.prod(c.types[1].shape[:-1]))  # type: ignore[union-attr]
+
+
+@_reg("TopK")
+def _topk(c: Call) -> list[Iv]:
+    t = c.types[0]
+    return [c.x, (0.0, float(t.shape[c.a("axis", -1) % t.rank] - 1))]  # type: ignore[union-attr]
+
+
+@_reg("OneHot")
+def _onehot(c: Call) -> list[Iv]:
+    values = c.ivs[2] if len(c.ivs) > 2 else None
+    return [values if values is not None else c.n.full]
+
+
+_reg("Compress")(lambda c: [c.x])
+_reg("EyeLike")(lambda c: [(0.0, 1.0)])
+TRANSFER["CastLike"] = _cast
+
+
+@_reg("Range")
+def _range(c: Call) -> list[Iv]:
+    """start + i * delta, all between start and limit."""
+    limit = c.ivs[1] if len(c.ivs) > 1 else None
+    if limit is None:
+        return [c.n.full]
+    return [widen(hull(c.x, limit), c.n, 8)]
+
+
+@_reg("ConstantOfShape")
+def _constant_of_shape(c: Call) -> list[Iv]:
+    v = c.attrs.get("value")
+    return [data_interval(np.asarray(v)) if v is not None else (0.0, 0.0)]
+
+
+@_reg("BitShift")
+def _bitshift(c: Call) -> list[Iv]:
+    x, y = c.ivs[0], c.ivs[1]
+    if c.a("direction", "LEFT") == "RIGHT":
+        return [(math.floor(x[0] / 2.0 ** y[1]), math.floor(x[1] / 2.0 ** y[0]))]  # type: ignore[index]
+    return [(x[0] * 2.0 ** y[0], x[1] * 2.0 ** y[1])]  # type: ignore[index]  # may wrap: the finisher's full range
+
+
+def _ones_below(v: float) -> float:
+    """The smallest 2^k - 1 >= v (v >= 0): a bound on an OR / XOR of nonnegative values <= v."""
+    return float(2 ** int(v).bit_length() - 1)
+
+
+@_reg("BitwiseAnd")
+def _bitwise_and(c: Call) -> list[Iv]:
+    a, b = c.ivs[0], c.ivs[1]
+    nonneg = [i for i in (a, b) if i[0] >= 0]  # type: ignore[index]
+    return [(0.0, min(i[1] for i in nonneg)) if nonneg else c.n.full]  # type: ignore[index]
+
+
+@_reg("BitwiseOr")
+def _bitwise_or(c: Call) -> list[Iv]:
+    a, b = c.ivs[0], c.ivs[1]
+    if a[0] >= 0 and b[0] >= 0:  # type: ignore[index]
+        return [(max(a[0], b[0]), _ones_below(max(a[1], b[1])))]  # type: ignore[index]
+    return [c.n.full]
+
+
+@_reg("BitwiseXor")
+def _bitwise_xor(c: Call) -> list[Iv]:
+    a, b = c.ivs[0], c.ivs[1]
+    if a[0] >= 0 and b[0] >= 0:  # type: ignore[index]
+        return [(0.0, _ones_below(max(a[1], b[1])))]  # type: ignore[index]
+    return [c.n.full]
+
+
+@_reg("BitwiseNot")
+def _bitwise_not(c: Call) -> list[Iv]:
+    lo, hi = c.x
+    if c.n.kind == "i":
+        return [(-hi - 1, -lo - 1)]
+    if c.n.dtype == "uint64":  # 2**64 - 1 is not a float
+        return [c.n.full]
+    top = float(np.iinfo(np_dtype(c.n.dtype)).max)
+    return [(top - hi, top - lo)]
+
+
+def _mish(x: float) -> float:
+    sp = x + math.log1p(math.exp(-x)) if x > 0 else math.log1p(math.exp(x))
+    return x * math.tanh(sp)
+
+
+def _gelu(x: float) -> float:
+    return 0.5 * x * (1 + math.erf(x / math.sqrt(2)))
+
+
+def _gelu_tanh(x: float) -> float:
+    return 0.5 * x * (1 + math.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
+
+
+def _valley(f: Callable[[float], float], at: float, lo: float, hi: float) -> Iv:
+    """The range over [lo, hi] of a function decreasing below ``at`` and increasing above it."""
+    vals = [f(lo), f(hi)] + ([f(at)] if lo <= at <= hi else [])
+    return min(vals), max(vals)
+
+
+TRANSFER["Mish"] = lambda c: [widen(_valley(_mish, -1.19243, *c.x), c.n, 16, absolute=16)]
+TRANSFER["Gelu"] = lambda c: [widen(
+    _valley(_gelu_tanh, -0.75246, *c.x) if c.a("approximate", "none") == "tanh" else _valley(_gelu, -0.75179, *c.x),
+    c.n, 16, absolute=16)]
+
+
+@_reg("ReduceLogSum")
+def _reduce_logsum(c: Call) -> list[Iv]:
+    """log of a sum of k positive terms (with empty axes and noop_with_empty_axes: of each term)."""
+    lo, hi = c.x
+    if lo <= 0:
+        return [c.n.full]
+    k = _count(c)
+    r = (math.log(k * lo), math.log(k * hi))
+    r = (math.floor(r[0]), math.ceil(r[1])) if c.n.kind in "iu" else widen(r, c.n, 16, absolute=8 + 4 * k)
+    return [r]
+
+
+@_reg("GridSample")
+def _grid_sample(c: Call) -> list[Iv]:
+    """A weighted sum of X's pixels (zeros outside with padding_mode zeros), weights summing to 1;
+    cubic weights may be negative, with sum |w| <= 1.9 in 2-D."""
+    x = c.x
+    if c.a("padding_mode", "zeros") == "zeros":
+        x = hull(x, (0.0, 0.0))
+    lo, hi = x
+    if c.a("mode", "") in ("bicubic", "cubic"):
+        mid, rad = (lo + hi) / 2, (hi - lo) / 2
+        lo, hi = mid - 4 * rad, mid + 4 * rad
+    return [widen((lo, hi), c.n, 16, absolute=16 * (amax(x) + 1))]
+
+
+
 # ---------------------------------------------------------------------------------------------
 # Output intervals
 # ---------------------------------------------------------------------------------------------
@@ -1207,11 +1369,57 @@ def _d_layernorm(slot, n, numel, c, ivs):
     return mag(n.budget)
 
 
+def _d_scatter(hits: Callable[[Any], int]) -> DomainFn:
+    """data within a quarter of the range; updates such that up to ``hits`` of them added to (or
+    multiplied into) one element stay within it."""
+    def d(slot, n, numel, c, ivs):
+        if n.kind != "f":
+            return None
+        if slot == 0:
+            return _quarter(n)
+        red, m = c.attrs.get("reduction") or "none", max(1, hits(c))
+        if red == "add":
+            return mag(n.fmax / 4 / (m + 1))
+        if red == "mul":
+            return mag((n.fmax / 4 / max(amax(ivs[0]), 1.0)) ** (1 / m))
+        return _quarter(n)
+    return d
+
+
+DOMAINS["ScatterElements"] = _d_scatter(lambda c: c.attrs["_ishape"][(c.attrs.get("axis") or 0) % c.r])
+DOMAINS["ScatterND"] = _d_scatter(lambda c: math.prod(c.attrs["_lead"]))
+
+
+@_dom("BitShift")
+def _d_bitshift(slot, n, numel, c, ivs):  # shifting by the bit width or more is undefined
+    return Domain(0.0, np_dtype(n.dtype).itemsize * 8 - 1.0) if slot == 1 and n.kind in "iu" else None
+
+
+@_dom("ReduceLogSum", shaped=True)
+def _d_logsum(slot, n, numel, c, ivs):  # a positive sum of positive terms, within the budget
+    if slot != 0 or n.kind not in "fiu":
+        return None
+    if n.kind == "f":
+        return Domain(n.pos, n.budget / max(numel, 1))
+    return Domain(1.0, n.fmax / max(numel, 1))
+
+
+@_dom("GridSample")
+def _d_grid_sample(slot, n, numel, c, ivs):
+    if slot == 0:
+        return mag(n.fmax / 16) if n.kind == "f" else None
+    if c.cfg.target == "ort" and n.dtype != c.ins[0].dtype:
+        return REJECT  # ORT: kernels only with X and grid of one type
+    return Domain(-1.0, 1.0)  # normalized positions (beyond them: padding_mode)
+
+
+
 # operators whose domains of slots after the first read the context (earlier inputs, attributes)
 CONTEXTUAL = frozenset({"Mul", "PRelu", "Div", "Mod", "Pow", "MatMul", "Gemm", "Conv", "ConvTranspose", "Einsum",
-                        "InstanceNormalization", "LayerNormalization"})
+                        "InstanceNormalization", "LayerNormalization", "ScatterElements", "ScatterND",
+                        "GridSample"})
 # operators whose transfer functions read constant inputs (the others' are not computed)
-READS_CONSTANTS = frozenset({"Clip", "Pad", "CumSum"})
+READS_CONSTANTS = frozenset({"Clip", "Pad", "CumSum", "OneHot", "Range"})
 _CACHE: dict[tuple[str, int, str, int], Domain | None] = {}
 _MISS = Domain(0.0, 0.0, 0.0, (0.0, 0.0))
 
@@ -1240,3 +1448,201 @@ def domain(op: str, slot: int, dtype: str, numel: int, c: Any, ivs: list) -> Dom
     if cached:
         _CACHE[key] = d
     return d
+
+
+# ---------------------------------------------------------------------------------------------
+# Quantization, recurrent, signal, region-pooling operators and GroupNormalization (spec/quant.py,
+# rnn.py, signal.py, pool.py, norm.py): their transfer functions and domains, kept in this block
+# ---------------------------------------------------------------------------------------------
+_reg("MaxUnpool", "MaxRoiPool")(lambda c: [hull(c.x, (0.0, 0.0))])  # values moved, zeros elsewhere
+
+
+@_reg("RoiAlign")
+def _roi_align(c: Call) -> list[Iv]:
+    """avg: a mean of bilinear samples (convex weights; 0 outside the map); max (ORT): the largest
+    weighted corner value.  Both lie in hull(x, 0), up to rounding over the samples."""
+    k = _numel(c.types[0])
+    return [widen(hull(c.x, (0.0, 0.0)), c.n, 16 + 4 * k, absolute=16 + 4 * k, keep_sign=True)]
+
+
+@_reg("GroupNormalization")
+def _groupnorm(c: Call) -> list[Iv]:
+    t = c.types[0]
+    k = math.prod(t.shape[1:]) // c.a("num_groups", 1)  # type: ignore[union-attr]
+    return [_affine(_normalized(c, k), c.ivs[1], c.ivs[2], c.n)]
+
+
+@_reg("DequantizeLinear")
+def _dequantize(c: Call) -> list[Iv]:
+    """(x - zero_point) * scale, the scale and zero point being constants."""
+    zp = c.ivs[2] if len(c.ivs) > 2 and c.ivs[2] is not None else (0.0, 0.0)
+    if c.ivs[1] is None:
+        return [TOP]
+    return [widen(mul(add(c.x, (-zp[1], -zp[0])), c.ivs[1]), c.n, 4)]
+
+
+@_reg("DynamicQuantizeLinear")
+def _dynamic_quantize(c: Call) -> list[Iv]:
+    """y_scale = (max(0, max x) - min(0, min x)) / 255; ORT gives 1 for an all-zero x."""
+    lo, hi = c.x
+    top = widen((0.0, (max(0.0, hi) - min(0.0, lo)) / 255), num("float32"), 16)[1]
+    return [(0.0, 255.0), (0.0, max(1.0, top)), (0.0, 255.0)]
+
+
+@_reg("HannWindow", "HammingWindow", "BlackmanWindow")
+def _window(c: Call) -> list[Iv]:
+    """Values in [0, 1]; ORT computes them in float32 (also for a double output)."""
+    if c.n.kind != "f":
+        return [(0.0, 1.0)]
+    e = 16 * max(c.n.eps, num("float32").eps)
+    return [widen((-e, 1.0 + e), c.n, 16)]
+
+
+# recurrent layers: a bound on |h| and |c| is carried through the steps
+_RNN_DEFAULTS = {"RNN": ("Tanh",), "GRU": ("Sigmoid", "Tanh"), "LSTM": ("Sigmoid", "Tanh", "Tanh")}
+_UNIT = ("Sigmoid", "HardSigmoid")  # gate values in [0, 1]
+
+
+def _act_bound(name: str, v: float, alpha: float | None, beta: float | None) -> float:
+    """max |f(u)| over |u| <= v (ONNX's recurrent activations; alpha/beta as given or defaulted)."""
+    if name in ("Sigmoid", "HardSigmoid"):
+        return 1.0
+    if name in ("Tanh", "Softsign"):
+        return min(1.0, v)
+    a = 1.0 if alpha is None else abs(alpha)
+    b = 1.0 if beta is None else abs(beta)
+    if name == "ScaledTanh":
+        return a * min(1.0, b * v)
+    if name == "LeakyRelu":
+        return v * max(1.0, 0.01 if alpha is None else a)
+    if name == "Elu":
+        return max(v, a)
+    if name == "Softplus":
+        return v + math.log(2.0)
+    if name == "Affine":
+        return a * v + b
+    return v  # Relu, ThresholdedRelu
+
+
+def _rnn_state(c: Call, op: str) -> tuple[float, float]:
+    """Bounds on |h_t| and |c_t| over all steps and directions (initial state included)."""
+    t = c.types[0]
+    layout = c.a("layout", 0)
+    steps, inp = t.shape[1 if layout else 0], t.shape[2]  # type: ignore[union-attr]
+    hid = c.a("hidden_size", 1)
+    ivs = list(c.ivs) + [None] * 8
+    x, w, r = amax(c.x), amax(ivs[1]), amax(ivs[2])  # type: ignore[arg-type]
+    b = 2 * amax(ivs[3]) if ivs[3] is not None else 0.0
+    h0 = amax(ivs[5]) if ivs[5] is not None else 0.0
+    c0 = amax(ivs[6]) if op == "LSTM" and ivs[6] is not None else 0.0
+    p = amax(ivs[7]) if op == "LSTM" and ivs[7] is not None else 0.0
+    k = len(_RNN_DEFAULTS[op])
+    acts = c.attrs.get("activations") or _RNN_DEFAULTS[op] * 2
+    alphas, betas = c.attrs.get("activation_alpha") or [None], c.attrs.get("activation_beta") or [None]
+    clip = c.attrs.get("clip")
+    grow = 1 + 16 * c.n.eps * (inp + hid + 8)  # rounding of each step's sums and products
+    wx = inp * w * x
+    hmax, cmax = h0, c0
+    for d in range(0, len(acts), k):
+        fs = acts[d:d + k]
+
+        def f(j: int, v: float, fs=fs, clipped: bool = True) -> float:
+            if clip is not None and clipped:
+                v = min(v, clip)
+            return _act_bound(fs[j], v, alphas[0], betas[0]) * grow
+        unit = fs[0] in _UNIT
+        h, cc = h0, c0
+        for _ in range(steps):
+            rh = hid * r * h
+            if op == "RNN":
+                h = f(0, wx + rh + b)
+            elif op == "GRU":
+                z = f(0, wx + rh + b)
+                hh = f(1, wx + z * (rh + b) + b) if c.a("linear_before_reset", 0) else f(1, wx + z * rh + b)
+                h = max(hh, h) if unit else ((1 + z) * hh + z * h) * grow
+            else:
+                gate = f(0, wx + rh + b + p * cc)
+                forget = gate if not c.a("input_forget", 0) else (1.0 if unit else 1 + gate)
+                cc = (forget * cc + gate * f(1, wx + rh + b)) * grow
+                h = f(0, wx + rh + b + p * cc) * f(2, cc, clipped=False)  # ORT does not clip the cell state
+            hmax, cmax = max(hmax, h), max(cmax, cc)
+            if hmax > c.n.fmax or cmax > c.n.fmax:
+                return INF, INF
+    return hmax, cmax
+
+
+def _recurrent(op: str) -> Transfer:
+    def t(c: Call) -> list[Iv]:
+        hm, cm = _rnn_state(c, op)
+        out = [widen((-hm, hm), c.n, 16, absolute=16), widen((-hm, hm), c.n, 16, absolute=16),
+               widen((-cm, cm), c.n, 16, absolute=16)]
+        return out[:len(c.outs)]
+    return t
+
+
+for _op in ("RNN", "GRU", "LSTM"):
+    TRANSFER[_op] = _recurrent(_op)
+
+
+_GROWING = frozenset({"Relu", "Affine", "LeakyRelu", "ThresholdedRelu", "Elu", "Softplus"})  # spec/rnn.py's UNBOUNDED
+
+
+def _rnn_unbounded(c) -> bool:
+    return any(a in _GROWING for a in c.attrs.get("activations") or ())
+
+
+@_dom("RNN", "GRU", "LSTM")
+def _d_recurrent(slot, n, numel, c, ivs):
+    """Gate pre-activations stay within the budget.  Bounded activations keep |h| <= max(1, |h0|)
+    (GRU: + 2 per step with a [-1, 1] gate) and |c| <= |c0| + steps; with unbounded ones (short
+    sequences only) |R| <= 1 / hidden and small other inputs keep the growth geometric."""
+    if n.kind != "f" or slot == 0:
+        return None
+    hid, inp = c.attrs["hidden_size"], c.s[2]
+    steps = c.s[1] if c.attrs.get("layout") else c.s[0]
+    small = n.budget / 1024
+    if _rnn_unbounded(c):
+        return {1: _room(n, amax(ivs[0]) * inp, small), 2: mag(1.0 / hid), 7: mag(1.0)}.get(slot, mag(small))
+    if slot == 1:
+        return _room(n, amax(ivs[0]) * inp)
+    if slot == 2:
+        return _room(n, hid * (2 * steps + 1))
+    if slot == 5:
+        return _room(n, amax(ivs[2]) * hid)
+    if slot == 7:
+        return _room(n, amax(ivs[6]) + steps if ivs[6] is not None else steps)
+    return mag(n.budget)
+
+
+@_dom("RoiAlign", shaped=True)
+def _d_roi_align(slot, n, numel, c, ivs):
+    return mag(n.budget / max(numel, 1)) if n.kind == "f" and slot == 0 else None
+
+
+@_dom("GroupNormalization", shaped=True)
+def _d_groupnorm(slot, n, numel, c, ivs):
+    if n.kind != "f":
+        return None
+    if slot == 0:
+        return mag(math.sqrt(n.budget / max(numel, 1)))
+    if slot == 1:
+        return mag(n.budget / math.sqrt(max(math.prod(c.s[1:]) // c.attrs["num_groups"], 1)))
+    return mag(n.budget)
+
+
+@_dom("DequantizeLinear")
+def _d_dequantize(slot, n, numel, c, ivs):
+    """int32 data times a scale <= 1 stays finite in float16 (the opset-19 output type)."""
+    return mag(2.0 ** 14) if slot == 0 and n.dtype == "int32" else None
+
+
+@_dom("QLinearMatMul", "QLinearConv")
+def _d_qlinear(slot, n, numel, c, ivs):
+    """ORT registers int8 data only with int8 weights (uint8 data with either)."""
+    if slot == 3 and c.cfg.target == "ort" and c.ins[0].dtype == "int8" and n.dtype != "int8":
+        return REJECT
+    return None
+
+
+CONTEXTUAL = CONTEXTUAL | {"QLinearMatMul", "QLinearConv", "RNN", "GRU", "LSTM", "GroupNormalization"}
+READS_CONSTANTS = READS_CONSTANTS | {"DequantizeLinear"}

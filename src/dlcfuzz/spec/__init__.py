@@ -6,7 +6,8 @@ import importlib
 
 from dlcfuzz.spec.dsl import OpSpec
 
-FAMILIES = ("elementwise", "broadcast", "reduce", "shape", "index", "conv", "pool", "norm", "nn")
+FAMILIES = ("elementwise", "broadcast", "reduce", "shape", "index", "conv", "pool", "norm", "nn", "quant", "rnn",
+            "signal")
 
 REGISTRY: dict[str, OpSpec] = {}
 for _family in FAMILIES:

@@ -1,4 +1,4 @@
-"""Broadcasting operators: arithmetic, comparison, logical, Where, and the variadic reductions."""
+"""Broadcasting operators: arithmetic, comparison, logical, bitwise, Where, and the variadic reductions."""
 
 from __future__ import annotations
 
@@ -18,9 +18,9 @@ def out_like(dtype=None):
     return out
 
 
-def binary(op: str, out=None, hint=None, **attrs) -> OpSpec:
+def binary(op: str, out=None, hint=None, since: int = 1, **attrs) -> OpSpec:
     return OpSpec(op, "broadcast", [In("A", rank=(0, 99)), In("B", shape=bcast_prev, hint=hint)],
-                  out or out_like(), attrs=attrs)
+                  out or out_like(), attrs=attrs, since=since)
 
 
 def variadic(op: str) -> OpSpec:
@@ -41,6 +41,10 @@ SPECS = [
            attrs={"fmod": lambda c: BOOL if not c.T.startswith("float") else Choice((1,))}),
     *(binary(op, out=out_like("bool")) for op in
       ("Equal", "Greater", "Less", "GreaterOrEqual", "LessOrEqual", "And", "Or", "Xor")),
+    # shift amounts stay below the bit width (solve/intervals.py's domain): larger ones are undefined in C
+    OpSpec("BitShift", "broadcast", [In("X", rank=(0, 99)), In("Y", shape=bcast_prev)], out_like(),
+           attrs={"direction": Choice(("LEFT", "RIGHT"))}, since=11),
+    *(binary(op, since=18) for op in ("BitwiseAnd", "BitwiseOr", "BitwiseXor")),
     OpSpec("Where", "broadcast",
            [In("condition", rank=(0, 99)), In("X", shape=bcast_prev), In("Y", shape=bcast_prev)],
            out_like(), since=16),

@@ -1,11 +1,27 @@
-"""Elementwise unary operators: one input of any rank, output of the same type (unless noted)."""
+"""Elementwise unary operators: one input of any rank, output of the same type (unless noted);
+CastLike also reads a second input of any shape (only its type matters)."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from dlcfuzz.ir import DTYPE_OF_CODE, DTYPES, ONNX_CODE, TensorType
-from dlcfuzz.spec.dsl import Choice, Const, Dom, Float, In, Maybe, OpSpec
+from dlcfuzz.spec.dsl import Choice, Const, Dom, Float, In, Maybe, OpSpec, ShapeDom
+
+
+class AnyShape(ShapeDom):
+    """Any shape (for an input whose values are not read); new ones are small."""
+
+    ranks = None
+
+    def __init__(self, max_rank: int, max_dim: int) -> None:
+        self.max_rank, self.max_dim = max_rank, max_dim
+
+    def accepts(self, shape: tuple[int, ...]) -> bool:
+        return True
+
+    def sample(self, rng) -> tuple[int, ...]:
+        return tuple(rng.randint(1, self.max_dim) for _ in range(rng.randint(0, min(2, self.max_rank))))
 
 
 def same(c) -> list[TensorType]:
@@ -40,6 +56,9 @@ SPECS = [
         "Erf", "Softplus", "Softsign", "Sign", "Identity", "HardSwish",
     )),
     unary("Not"),
+    unary("BitwiseNot", since=18),
+    unary("Mish", since=18),
+    unary("Gelu", since=20, approximate=Maybe(Choice(("none", "tanh")))),
     unary("IsNaN", out=as_bool),
     unary("IsInf", out=as_bool, detect_negative=Maybe(Choice((0, 1))), detect_positive=Maybe(Choice((0, 1)))),
     unary("HardSigmoid", alpha=Maybe(Float(0.05, 1.0)), beta=Maybe(Float(-1.0, 1.0))),
@@ -59,4 +78,8 @@ SPECS = [
            lambda c: [TensorType(c.s, DTYPE_OF_CODE[c.to])],
            attrs={"to": lambda c: Choice([ONNX_CODE[d] for d in (c.cfg.dtypes or DTYPES)])},
            since=13),
+    OpSpec("CastLike", "elementwise",
+           [In("input", rank=(0, 99)), In("target_type", shape=lambda c: AnyShape(c.cfg.max_rank, c.cfg.max_dim))],
+           lambda c: [TensorType(c.s, c.ins[1].dtype)],
+           since=15),
 ]

@@ -1,4 +1,5 @@
-"""Indexing operators: Concat, Split, Slice, Gather*, Pad, CumSum, Trilu, ReverseSequence.
+"""Indexing operators: Concat, Split, Slice, Gather*, Pad, CumSum, Trilu, ReverseSequence, Scatter*,
+TopK, OneHot, Compress.
 
 Index-like inputs (split, starts/ends/axes/steps, indices, pads, k, sequence_lens) are constants
 drawn in range; arrays drawn by a ``Const`` are kept on the context (``_keep``) so that the
@@ -11,7 +12,7 @@ import math
 
 import numpy as np
 
-from dlcfuzz.ir import TensorType
+from dlcfuzz.ir import INTS, TensorType
 from dlcfuzz.ir.hints import random_array
 from dlcfuzz.spec.dsl import (
     BOOL,
@@ -494,6 +495,235 @@ REVERSE_SEQUENCE = OpSpec(
     })
 
 
+# ---------------------------------------------------------------------------------------------
+# ScatterElements, ScatterND
+# ---------------------------------------------------------------------------------------------
+def _reductions(nd: bool):
+    """none (the default; indices then must not repeat a target), add and mul; max and min since 18."""
+    def dom(c):
+        red = ["none", "add", "mul"] + (["max", "min"] if c.cfg.opset >= 18 else [])
+        if c.cfg.target == "ort":
+            if c.T == "float16":  # ORT: no float16 add / mul (nor max / min in ScatterND)
+                red = [r for r in red if r == "none" or (r in ("max", "min") and not nd)]
+            if c.T == "bool":  # ORT: no bool max / min
+                red = [r for r in red if r not in ("max", "min")]
+        return Maybe(Choice(red))
+    return dom
+
+
+def _unique(c) -> bool:
+    return (c.reduction or "none") == "none"
+
+
+def _write_negative(c, idx: np.ndarray, dims) -> np.ndarray:
+    """Some in-range indices written from the back (idx - dim)."""
+    return np.where(c.np.random(idx.shape) < 0.3, idx - dims, idx)
+
+
+def _se_indices(c) -> np.ndarray:
+    """Indices of the same rank as data, each dim <= data's; with reduction none, distinct along
+    the axis within every line (a random prefix of a permutation of the axis per line)."""
+    ax, d, shape = _ax(c), c.s[_ax(c)], tuple(c._ishape)
+    if _unique(c):
+        full = (*shape[:ax], d, *shape[ax + 1:])
+        idx = np.take(np.argsort(c.np.random(full), axis=ax), range(shape[ax]), axis=ax)
+    else:
+        idx = c.np.integers(0, d, size=shape)
+    return _keep(c, "_indices", _write_negative(c, idx, d).astype(c._tind))
+
+
+def _se_distinct(c) -> bool:
+    if not _unique(c):
+        return True
+    ax = _ax(c)
+    idx = np.moveaxis(c._indices % c.s[ax], ax, -1).reshape(-1, c._indices.shape[ax])
+    return all(len(set(row.tolist())) == len(row) for row in idx)
+
+
+SCATTER_ELEMENTS = OpSpec(
+    "ScatterElements", "index",
+    [In("data", rank=(1, 99)), Const("indices", _se_indices), In("updates", shape=lambda c: tuple(c._ishape))],
+    lambda c: [c.x],
+    attrs={
+        "axis": lambda c: Maybe(axis_dom(c.r)),
+        "reduction": _reductions(False),
+        "_tind": TIND,
+        "_ishape": lambda c: Seq(c.r, lambda i, prefix: Int(1, c.s[i])),
+    },
+    since=16,
+    checks={
+        "axis in [-r, r-1]": _axis_ok,
+        "indices and updates of data's rank": lambda c: c._indices.ndim == c.r == c.ins[2].rank,
+        "updates shaped like indices": lambda c: c.ins[2].shape == c._indices.shape,
+        "indices in [-s, s-1]": lambda c: _in_bounds(c._indices, c.s[_ax(c)]),
+        "no repeated target without a reduction": _se_distinct,
+        "max/min only since opset 18": lambda c: c.reduction not in ("max", "min") or c.cfg.opset >= 18,
+    })
+
+
+def _snd_lead(c):
+    """indices.shape[:-1]: without a reduction at most as many k-tuples as distinct targets;
+    updates (lead + data.shape[k:]) within the element budget."""
+    rest = math.prod(c.s[c._k:])
+    budget = math.prod(c.s[:c._k]) if _unique(c) else c.cfg.max_numel // rest
+    return Seq(c._q - 1, dims_upto(c, budget))
+
+
+def _snd_indices(c) -> np.ndarray:
+    k, lead = c._k, tuple(c._lead)
+    n, targets = math.prod(lead), math.prod(c.s[:k])
+    flat = c.np.choice(targets, n, replace=False) if _unique(c) else c.np.integers(0, targets, size=n)
+    idx = np.stack(np.unravel_index(flat, c.s[:k]), axis=-1).reshape(*lead, k)
+    return _keep(c, "_indices", _write_negative(c, idx, np.array(c.s[:k])).astype(np.int64))
+
+
+def _snd_distinct(c) -> bool:
+    if not _unique(c):
+        return True
+    k = c._indices.shape[-1]
+    rows = (c._indices % np.array(c.s[:k])).reshape(-1, k)
+    return len({tuple(r) for r in rows.tolist()}) == len(rows)
+
+
+SCATTER_ND = OpSpec(
+    "ScatterND", "index",
+    [In("data", rank=(1, 99)), Const("indices", _snd_indices),
+     In("updates", shape=lambda c: tuple(c._lead) + c.s[c._k:])],
+    lambda c: [c.x],
+    attrs={
+        "reduction": _reductions(True),
+        "_k": lambda c: Int(1, c.r),  # indices.shape[-1]
+        # indices rank q >= 1; updates rank q - 1 + r - k <= max rank
+        "_q": lambda c: Int(1, min(3, c.cfg.max_rank + 1 - (c.r - c._k))),
+        "_lead": _snd_lead,
+    },
+    since=16,
+    checks={
+        "indices last dim in [1, r]": lambda c: 1 <= c._indices.shape[-1] <= c.r,
+        "updates shape is indices.shape[:-1] + data.shape[k:]": lambda c: c.ins[2].shape == (
+            c._indices.shape[:-1] + c.s[c._indices.shape[-1]:]),
+        "indices in [-s, s-1]": lambda c: all(
+            _in_bounds(c._indices[..., j], c.s[j]) for j in range(c._indices.shape[-1])),
+        "no repeated target without a reduction": _snd_distinct,
+        "max/min only since opset 18": lambda c: c.reduction not in ("max", "min") or c.cfg.opset >= 18,
+    })
+
+
+# ---------------------------------------------------------------------------------------------
+# TopK, OneHot, Compress
+# ---------------------------------------------------------------------------------------------
+def _topk_shape(c) -> tuple[int, ...]:
+    ax = _ax(c, default=-1)
+    return (*c.s[:ax], c._k, *c.s[ax + 1:])
+
+
+TOPK = OpSpec(
+    "TopK", "index",
+    [In("X", rank=(1, 99)), Const("K", lambda c: i64([c._k]))],
+    lambda c: [TensorType(_topk_shape(c), c.T), TensorType(_topk_shape(c), "int64")],
+    attrs={
+        "axis": lambda c: Maybe(axis_dom(c.r)),
+        "_k": lambda c: Int(1, c.s[_ax(c, default=-1)]),
+        "largest": Maybe(BOOL),
+        # sorted=0 leaves the order of the k results undefined: only with k = 1, where it cannot matter
+        "sorted": lambda c: Maybe(BOOL if c._k == 1 else Choice((1,))),
+    },
+    since=11,
+    checks={
+        "axis in [-r, r-1]": _axis_ok,
+        "k in [1, axis length]": lambda c: 1 <= c._k <= c.s[_ax(c, default=-1)],
+        "sorted=0 only when the order cannot matter": lambda c: c.sorted != 0 or c._k == 1,
+    })
+
+# ORT: OneHot kernels exist for these (indices, depth, values) type triples only
+_ONEHOT_ORT = {
+    "int64": (("int64", "int64"), ("float32", "int32"), ("int64", "float32"), ("float32", "float32"),
+              ("int32", "float32")),
+    "float32": (("int64", "int64"), ("float32", "float32")),
+    "int32": (("int32", "float32"), ("float32", "float32")),
+}
+_NUMERIC = ("float32", "float64", "float16", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
+
+
+def _onehot_types(c):
+    """(depth dtype, values dtype): values preferably in the configured dtype set."""
+    if c.cfg.target == "ort":
+        pairs = list(_ONEHOT_ORT.get(c.x.dtype, ()))
+    else:
+        pairs = [(d, v) for d in _NUMERIC for v in (*_NUMERIC, "bool")]
+    wanted = [p for p in pairs if not c.cfg.dtypes or p[1] in c.cfg.dtypes]
+    return Choice(wanted or pairs)
+
+
+def _onehot_values(c) -> np.ndarray:
+    dtype = c._types[1]
+    if dtype == "bool":
+        return np.array([False, True]) if c.rng.random() < 0.8 else np.array([True, False])
+    return random_array(c.np, TensorType((2,), dtype))
+
+
+def _onehot_shape(c) -> tuple[int, ...]:
+    ax = (-1 if c.axis is None else c.axis) % (c.r + 1)
+    return (*c.s[:ax], c._depth, *c.s[ax:])
+
+
+ONE_HOT = OpSpec(
+    "OneHot", "index",
+    # ONNX shape inference wants indices of rank >= 1 (the operator's text does not say so)
+    [In("indices", rank=lambda c: (1, c.cfg.max_rank - 1), room=2),
+     Const("depth", lambda c: np.array([c._depth] if c._vec else c._depth, dtype=c._types[0])),
+     Const("values", _onehot_values)],
+    lambda c: [TensorType(_onehot_shape(c), c._types[1])],
+    # integer indices only: ONNX says float indices are cast to int64, but ORT and the ONNX reference
+    # turn a non-integral one into an all-off row (docs/discrepancies.md)
+    types={"T1": INTS},
+    attrs={
+        "axis": lambda c: Maybe(Int(-c.r - 1, c.r)),
+        "_types": _onehot_types,
+        "_depth": lambda c: Int(1, max(1, min(2 * c.cfg.max_dim, c.cfg.max_numel // c.x.numel))),
+        "_vec": BOOL,  # depth as a scalar or a 1-element vector
+    },
+    since=11,
+    checks={
+        "axis in [-r-1, r]": lambda c: c.axis is None or -c.r - 1 <= c.axis <= c.r,
+        "depth >= 1": lambda c: c._depth >= 1,
+        "values has 2 elements": lambda c: c.ins[2].shape == (2,),
+    })
+
+
+def _compress_cond(c) -> np.ndarray:
+    """A condition of length <= the axis length (or the element count), with at least one True."""
+    cond = c.np.random(c._len) < c.rng.choice((0.3, 0.6, 0.9))
+    cond[c.rng.randrange(c._len)] = True
+    return _keep(c, "_cond", cond)
+
+
+def _compress_shape(c) -> tuple[int, ...]:
+    n = int(c._cond.sum())
+    if c.axis is None:
+        return (n,)
+    ax = c.axis % c.r
+    return (*c.s[:ax], n, *c.s[ax + 1:])
+
+
+COMPRESS = OpSpec(
+    "Compress", "index",
+    [In("input", rank=(1, 99)), Const("condition", _compress_cond)],
+    lambda c: [TensorType(_compress_shape(c), c.T)],
+    attrs={
+        "axis": lambda c: Maybe(axis_dom(c.r), 0.3),  # omitted: the flattened input
+        "_len": lambda c: Int(1, c.x.numel if c.axis is None else c.s[c.axis % c.r]),
+    },
+    since=11,
+    checks={
+        "axis in [-r, r-1]": _axis_ok,
+        "condition no longer than the input": lambda c: len(c._cond) <= (
+            c.x.numel if c.axis is None else c.s[c.axis % c.r]),
+        "condition selects something": lambda c: bool(c._cond.any()),
+    })
+
+
 SPECS: list[OpSpec] = [
     CONCAT, SPLIT, SLICE, GATHER, GATHER_ELEMENTS, GATHER_ND, PAD, CUMSUM, TRILU, REVERSE_SEQUENCE,
+    SCATTER_ELEMENTS, SCATTER_ND, TOPK, ONE_HOT, COMPRESS,
 ]

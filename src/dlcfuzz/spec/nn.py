@@ -1,6 +1,6 @@
-"""Neural-network operators: Gemm, MatMul, PRelu, the softmax family, Resize, Dropout, Einsum, LRN.
+"""Neural-network operators: Gemm, MatMul, PRelu, the softmax family, Resize, Dropout, Einsum, LRN, GridSample.
 
-``ort(c)`` (``--target ort``) narrows Resize, LRN and Einsum to what ONNX Runtime's CPU kernels implement;
+``ort(c)`` (``--target ort``) narrows Resize, LRN, Einsum and GridSample to what ONNX Runtime's CPU kernels implement;
 each narrowing is marked ``ORT:`` below.  With it off, the domains cover the ONNX operator.
 """
 
@@ -20,6 +20,7 @@ from dlcfuzz.spec.dsl import (
     Broadcast,
     Choice,
     Const,
+    Dims,
     Dom,
     Float,
     In,
@@ -494,6 +495,29 @@ def _resize_checks() -> dict[str, Callable]:
 
 
 # ---------------------------------------------------------------------------------------------
+# GridSample (opset 16: 4-D, bilinear/nearest/bicubic; opset 20: N-D, linear/nearest/cubic)
+# ---------------------------------------------------------------------------------------------
+def _gs_ranks(c) -> tuple[int, int]:
+    if c.cfg.opset < 20:
+        return (4, 4)
+    return (4, 5) if ort(c) else (3, 99)  # ORT: 4-D or 5-D only
+
+
+def _gs_modes(c) -> Dom:
+    linear, nearest, cubic = ("bilinear", "nearest", "bicubic") if c.cfg.opset < 20 else ("linear", "nearest", "cubic")
+    # ORT: cubic only on 4-D inputs
+    return Maybe(Choice((linear, nearest, cubic) if c.r == 4 or not ort(c) else (linear, nearest)))
+
+
+def _gs_grid(c) -> Dims:
+    """(N, *output spatial dims, spatial rank): the output (N, C, *spatial) within the element budget."""
+    k = c.r - 2
+    budget = max(1, c.cfg.max_numel // (c.s[0] * c.s[1]))
+    side = max(1, min(c.cfg.max_dim, int(budget ** (1 / k) + 1e-9)))
+    return Dims([c.s[0], *([Int(1, side)] * k), k])
+
+
+# ---------------------------------------------------------------------------------------------
 SPECS: list[OpSpec] = [
     OpSpec("Gemm", "nn",
            [In("A", rank=(2, 2)), In("B", shape=_gemm_b, weight=True),
@@ -574,4 +598,14 @@ SPECS: list[OpSpec] = [
                   "beta": Maybe(Float(0.25, 1.5)), "bias": Maybe(Float(0.5, 3.0))},
            checks={"size >= 1": lambda c: c.size >= 1},
            since=13),
+    # grid values lie in [-1, 1] (solve/intervals.py's domain; outside, padding_mode applies)
+    OpSpec("GridSample", "nn", [In("X", rank=_gs_ranks), In("grid", shape=_gs_grid)],
+           lambda c: [TensorType(c.s[:2] + c.ins[1].shape[1:-1], c.x.dtype)],
+           attrs={"mode": _gs_modes,
+                  "padding_mode": Maybe(Choice(("zeros", "border", "reflection"))),
+                  "align_corners": Maybe(BOOL)},
+           checks={"grid is (N, *spatial out, spatial rank)": lambda c: c.ins[1].shape[0] == c.s[0]
+                   and c.ins[1].rank == c.r and c.ins[1].shape[-1] == c.r - 2,
+                   "4-D before opset 20": lambda c: c.cfg.opset >= 20 or c.r == 4},
+           since=16),
 ]

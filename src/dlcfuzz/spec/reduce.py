@@ -72,7 +72,7 @@ def arg(op: str) -> OpSpec:
 SPECS = [
     *(reduce(op) for op in (
         "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
-        "ReduceLogSumExp", "ReduceSumSquare",
+        "ReduceLogSumExp", "ReduceSumSquare", "ReduceLogSum",
     )),
     arg("ArgMax"),
     arg("ArgMin"),

@@ -1,4 +1,11 @@
-"""Shape operators: reshaping, permuting, broadcasting and tiling tensors, and reading shapes."""
+"""Shape operators: reshaping, permuting, broadcasting and tiling tensors, reading shapes, and making
+tensors from shapes (Range, ConstantOfShape, EyeLike).
+
+Range and ConstantOfShape compute their output shape from their first input's *values*, and the
+first input of a spec is a data input: it is pinned to one value ``v`` drawn per call (``_pin``), so
+it is either a new runtime input that holds exactly ``v`` or an existing tensor whose value interval
+is the single point ``v`` (e.g. the Shape of a tensor whose dims are all ``v``).
+"""
 
 from __future__ import annotations
 
@@ -7,7 +14,10 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from dlcfuzz.ir import TensorType
+import numpy as np
+
+from dlcfuzz.ir import DTYPE_OF_CODE, DTYPES, ONNX_CODE, TensorType
+from dlcfuzz.ir.hints import random_array
 from dlcfuzz.spec.dsl import (
     BOOL,
     Axes,
@@ -18,6 +28,7 @@ from dlcfuzz.spec.dsl import (
     In,
     Int,
     Maybe,
+    OneOf,
     OpSpec,
     Perm,
     Seq,
@@ -156,6 +167,83 @@ def _bcast_ok(a, b) -> bool:
     return all(x == y or 1 in (x, y) for x, y in zip(reversed(a), reversed(b), strict=False))
 
 
+def _pin(lo, hi):
+    """A first input's hint (a function of ``c``): all its values equal one integer ``v`` in [lo(c), hi(c)],
+    drawn per call and kept on the context as ``c._v``."""
+    def hint(c) -> dict[str, int]:
+        v = c.rng.randint(lo(c), hi(c))
+        c.set("_v", v)
+        return {"min": v, "max": v}
+    return hint
+
+
+# -- Range: start (pinned) + delta * i for i < n, with limit in (start + (n-1) delta, start + n delta] --
+def _range_deltas(c) -> Choice:
+    ints = (1, 2, 3, -1, -2, -3)
+    return Choice(ints + ((0.5, 0.25, 1.5, -0.5, -0.25) if c.T.startswith("float") else ()))
+
+
+def _range_past(c) -> Choice:
+    """How far past the last element the limit lies, in (0, |delta|]: exact in every type."""
+    d = abs(c._delta)
+    return Choice(range(1, int(d) + 1) if isinstance(c._delta, int) else (d / 2, d))
+
+
+def _range_limit(c):
+    return c._v + c._delta * (c._n - 1) + math.copysign(c._past, c._delta)
+
+
+def _range_count(c) -> int:
+    """ONNX: max(ceil((limit - start) / delta), 0), in exact arithmetic."""
+    from fractions import Fraction
+    q = (Fraction(_range_limit(c)) - c._v) / Fraction(c._delta)
+    return max(math.ceil(q), 0)
+
+
+# -- ConstantOfShape: a shape vector of length k (<= 5, the max rank) whose entries all equal v --
+SHAPE_ROOM = 819  # a room of 4096 // 819 = 5 elements: shape vectors of at most 5 entries (the default max rank)
+
+
+def _cos_vmax(c) -> int:
+    """The largest v (<= max_dim) with v ** k <= max_numel for every shape vector length k the room allows."""
+    k, v = max(1, c.cfg.max_numel // SHAPE_ROOM), 1
+    while v < c.cfg.max_dim and (v + 1) ** k <= c.cfg.max_numel:
+        v += 1
+    return v
+
+
+def _cos_value(c):
+    """The value attribute: a one-element tensor of any dtype, or omitted (a float32 zero)."""
+    return Maybe(Choice(c.cfg.dtypes or DTYPES), 0.2)
+
+
+def _cos_tensor(c) -> np.ndarray | None:
+    if c._vtype is None:
+        return None
+    return random_array(c.np, TensorType((1,), c._vtype))
+
+
+def _cos_out(c) -> list[TensorType]:
+    dtype = "float32" if c.value is None else c.value.dtype.name
+    return [TensorType((c._v,) * c.s[0], dtype)]
+
+
+# -- EyeLike --
+_EYE_ORT = ("float32", "float64", "int32", "int64", "uint64")  # ORT: T1 and T2 kernels
+
+
+def _eye_dtype(c) -> Dom:
+    allowed = _EYE_ORT if c.cfg.target == "ort" else DTYPES
+    codes = [ONNX_CODE[d] for d in allowed if not c.cfg.dtypes or d in c.cfg.dtypes]
+    return Maybe(Choice(codes), 0.4) if codes else NONE
+
+
+def _eye_k(c) -> Dom:
+    rows, cols = c.s
+    far = Choice((-(2 ** 63), -(2 ** 40), 2 ** 40, 2 ** 63 - 1))  # far outside: all zeros (up to the int64 limits)
+    return Maybe(OneOf((Int(-rows - 1, cols + 1), far)), 0.3)
+
+
 # ---------------------------------------------------------------------------------------------
 SPECS: list[OpSpec] = [
     OpSpec("Reshape", "shape", [In("data", rank=(0, 99)), Const("shape", lambda c: i64(c._code))],
@@ -240,4 +328,36 @@ SPECS: list[OpSpec] = [
            checks={"slice keeps >= 1 dim": lambda c: _shape_end(c) > _shape_start(c)},
            since=15),
     OpSpec("Size", "shape", [In("data", rank=(0, 99))], lambda c: [TensorType((), "int64")], since=13),
+    OpSpec("Range", "shape",
+           [In("start", rank=(0, 0), hint=_pin(lambda c: -2, lambda c: 2)),
+            Const("limit", lambda c: np.array(_range_limit(c), dtype=c.T)),
+            Const("delta", lambda c: np.array(c._delta, dtype=c.T))],
+           lambda c: [TensorType((c._n,), c.T)],
+           attrs={
+               "_delta": _range_deltas,
+               "_n": lambda c: Int(1, min(4 * c.cfg.max_dim, c.cfg.max_numel)),  # the output length
+               "_past": _range_past,
+           },
+           checks={
+               "start, limit, delta are scalars": lambda c: c.r == 0,
+               "delta nonzero": lambda c: c._delta != 0,
+               "output length is n >= 1": lambda c: _range_count(c) == c._n >= 1,
+           },
+           since=11),
+    OpSpec("ConstantOfShape", "shape",
+           [In("input", rank=(1, 1), room=SHAPE_ROOM,
+               hint=_pin(lambda c: 1, _cos_vmax))],
+           _cos_out,
+           attrs={"_vtype": _cos_value, "value": lambda c: Choice((_cos_tensor(c),))},
+           checks={
+               "shape entries >= 0": lambda c: c._v >= 0,
+               "output within the element budget": lambda c: c._v ** c.s[0] <= c.cfg.max_numel,
+               "value has one element": lambda c: c.value is None or c.value.size == 1,
+           },
+           since=9),
+    OpSpec("EyeLike", "shape", [In("input", rank=(2, 2))],
+           lambda c: [TensorType(c.s, c.x.dtype if c.dtype is None else DTYPE_OF_CODE[c.dtype])],
+           attrs={"dtype": _eye_dtype, "k": _eye_k},
+           checks={"rank 2": lambda c: c.r == 2},
+           since=9),
 ]
