@@ -50,15 +50,20 @@ def run_strategy(strategy: str, ops: list[str], size: int, graphs: int, out: Pat
     specs = [REGISTRY[o] for o in ops]
     gen = make_generator(strategy, specs, LIMITS, (size, size), full_profile(17, tuple(ops)), valid=model_error)
     out.mkdir(parents=True)
-    seconds, valid, vertices = 0.0, 0, 0
+    seconds, valid, vertices, reasons = 0.0, 0, 0, []
     for i in range(graphs):
         t0 = time.perf_counter()
         g = gen.generate(derive_seed(1, i))
         seconds += time.perf_counter() - t0
         vertices += len(g.nodes)
-        if model_error(g, seed=i) is None:
+        err = model_error(g, seed=i)
+        if err is None:
             valid += 1
             (out / f"g{i:05d}.onnx").write_bytes(to_bytes(g))
+        elif strategy != "declgen":
+            reasons.append(f"graph {i}: {err[:160]}")
+    for r in reasons[:3]:
+        print(f"  {strategy} invalid {r}", file=sys.stderr)
     row = {"validity": valid / graphs, "seconds": seconds, "vertices": vertices}
     return row | (measure(out, ops) if valid else {})
 

@@ -110,8 +110,13 @@ def model_error(g: Graph, run: bool = True, seed: int = 0) -> str | None:
         return err
     try:
         inferred = onnx.shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
-    except Exception as e:
-        return f"shape inference: {e}"
+    except Exception:
+        # data propagation has bugs of its own (Unsqueeze with negative axes, docs/discrepancies.md):
+        # a model is invalid only if plain strict inference rejects it too
+        try:
+            inferred = onnx.shape_inference.infer_shapes(model, strict_mode=True)
+        except Exception as e:
+            return f"shape inference: {e}"
     for vi in inferred.graph.output:
         t = g.values[vi.name].type
         tt = vi.type.tensor_type
@@ -124,9 +129,13 @@ def model_error(g: Graph, run: bool = True, seed: int = 0) -> str | None:
         return None
     import onnxruntime as ort
 
+    ort.set_default_logger_severity(3)  # kernels warn through the default logger (RoiAlign)
     so = ort.SessionOptions()
     so.intra_op_num_threads = so.inter_op_num_threads = 1
-    so.log_severity_level = 4
+    so.log_severity_level = 3
+    # no graph optimizations: a model is valid by what it means, not by whether ORT's optimizer
+    # copes with it (FuseReluClip throws on some valid graphs: a lead, not an invalid model)
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     rng = np.random.default_rng(seed)
     try:
         sess = ort.InferenceSession(model.SerializeToString(), so, providers=[PROVIDER])

@@ -1498,6 +1498,22 @@ def _window(c: Call) -> list[Iv]:
     return [widen((-e, 1.0 + e), c.n, 16)]
 
 
+@_reg("DFT")  # (spec/signal.py's dft_spec, once the DSL takes a first-input shape domain)
+def _dft(c: Call) -> list[Iv]:
+    """Each output is a sum of at most max(m, n) terms x * (cos or sin) over both parts, m the axis
+    length and n the DFT length (an inverse transform divides by n, which the bound ignores; IRFFT
+    rebuilds up to 2 (m - 1) terms from m bins).  Any axis but the last may be the transformed one."""
+    m = max(c.types[0].shape[:-1])  # type: ignore[union-attr]
+    k = max(2 * m, max(c.outs[0].shape[:-1]))
+    r = 2 * k * amax(c.x)
+    return [widen((-r, r), c.n, 8 + 8 * k, absolute=8 * k)]
+
+
+@_dom("DFT", shaped=True)
+def _d_dft(slot, n, numel, c, ivs):
+    return mag(n.budget / (4 * max(numel, 16))) if n.kind == "f" and slot == 0 else None
+
+
 # recurrent layers: a bound on |h| and |c| is carried through the steps
 _RNN_DEFAULTS = {"RNN": ("Tanh",), "GRU": ("Sigmoid", "Tanh"), "LSTM": ("Sigmoid", "Tanh", "Tanh")}
 _UNIT = ("Sigmoid", "HardSigmoid")  # gate values in [0, 1]
