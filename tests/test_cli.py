@@ -52,7 +52,26 @@ def test_unknown_operator_exit_2(tmp_path: Path) -> None:
 
 def test_bad_options_exit_2(tmp_path: Path) -> None:
     for args in (["gen", "--out", str(tmp_path), "--ops", "5:2"], ["gen", "--out", str(tmp_path), "--opset", "9"],
-                 ["gen", "--out", str(tmp_path), "--dtypes", "float33"], ["metrics", str(tmp_path / "missing")]):
+                 ["gen", "--out", str(tmp_path), "--dtypes", "float33"], ["metrics", str(tmp_path / "missing")],
+                 ["gen", "--out", str(tmp_path), "--strategy", "fancy"],
+                 ["gen", "--out", str(tmp_path), "--strategy", "gencog", "--p-rej", "1.5"],
+                 ["fuzz", "--out", str(tmp_path / "c"), "--strategy", "declgen", "--backends", "ort"],
+                 ["fuzz", "--out", str(tmp_path / "c"), "--strategy", "guided", "--backends", "ort",
+                  "--coverage-from", str(tmp_path / "nowhere")]):
         r = run(*args)
         assert r.returncode == 2, args
         assert r.stderr.count("\n") == 1, r.stderr
+
+
+def test_gen_every_strategy(tmp_path: Path, capsys) -> None:
+    for strategy in ("isra", "hirgen", "gencog", "guided", "disruptive", "declgen", "randoop"):
+        out = tmp_path / strategy
+        assert main(["gen", "-n", "3", "--ops", "2:4", "--strategy", strategy, "--out", str(out)]) == 0
+        summary = json.loads((out / "summary.json").read_text())
+        assert summary["strategy"] == strategy and len(list(out.glob("*.onnx"))) == 3
+        metas = [json.loads(p.read_text())["meta"] for p in sorted(out.glob("g*.json"))]
+        assert all(m["strategy"] == strategy for m in metas)
+        if strategy == "disruptive":
+            assert sum(summary["violations"].values()) == 3 and all("violation" in m for m in metas)
+        if strategy in ("hirgen", "gencog", "guided"):
+            assert summary["coverage"]

@@ -141,7 +141,7 @@ def cmd_gen(args: argparse.Namespace) -> int:
           f"generation {st.insertions / max(gen_time, 1e-9):.0f} insertions/s; "
           f"insertions needing a retry: {st.retried_insertions} ({retried:.2f}%)")
     if gen.unavailable:
-        print(f"left out (no dtype available for this target): {', '.join(gen.unavailable)}")
+        print(f"left out (not in opset {limits.opset}, or no dtype for this target): {', '.join(gen.unavailable)}")
     if violations:
         print(f"each model breaks one constraint: {', '.join(f'{k} {v}' for k, v in sorted(violations.items()))}")
     if args.strategy == "declgen":

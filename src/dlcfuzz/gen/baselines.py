@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from dlcfuzz.ir import CONST_KIND, DTYPES, INPUT_KIND, NODE_KIND, Graph, Node, TensorType, Value
-from dlcfuzz.solve import Instantiator, Limits, TypeProfile
+from dlcfuzz.solve import Instantiator, Limits, Stats, TypeProfile
 from dlcfuzz.solve.instantiate import _fresh_shape
 from dlcfuzz.solve.types import schema
 from dlcfuzz.spec.dsl import Const, Ctx, In, OpSpec
@@ -104,7 +104,9 @@ class Isolated:
 
 
 @dataclass
-class BaselineStats:
+class BaselineStats(Stats):
+    """Isra's counters (``insertions``: calls in the returned graphs) plus the baselines' own."""
+
     generated: int = 0  # graphs returned
     valid: int = 0  # of which valid
     attempts: int = 0  # calls built (Randoop: each one checked unless spec.out failed)
@@ -219,6 +221,7 @@ class _Baseline:
         # the same operator set as Isra's: those with a dtype for every input under the dtypes/target
         self._types = Instantiator(Graph(), limits, random.Random(0), np.random.default_rng(0), profile)
         self.specs = [s for s in specs if self._types.available(s)]
+        self.unavailable = sorted(s.op for s in specs if not self._types.available(s))
         if not self.specs:
             raise ValueError("no operator can be generated under this dtype set, opset and target")
         self.stats = BaselineStats()
@@ -259,6 +262,7 @@ class DeclGenGenerator(_Baseline):
         for _ in range(n_ops):
             self.stats.attempts += 1
             self.stats.accepted += 1
+            self.stats.insertions += 1
             calls.build(self._pick(rng))
         g.set_leaf_outputs()
         reason = self._check(g) if self.valid is not None else None
@@ -299,4 +303,5 @@ class RandoopGenerator(_Baseline):
                 calls.undo(mark)
         self.stats.attempts += attempts
         self.stats.accepted += len(g.nodes)
+        self.stats.insertions += len(g.nodes)
         g.meta.update(valid=True, invalid_reason=None, target_ops=n_ops, attempts=attempts)
