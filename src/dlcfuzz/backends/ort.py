@@ -129,10 +129,10 @@ def model_error(g: Graph, run: bool = True, seed: int = 0) -> str | None:
         return None
     import onnxruntime as ort
 
-    ort.set_default_logger_severity(3)  # kernels warn through the default logger (RoiAlign)
+    ort.set_default_logger_severity(4)  # failures come back as exceptions; kernels also log (RoiAlign)
     so = ort.SessionOptions()
     so.intra_op_num_threads = so.inter_op_num_threads = 1
-    so.log_severity_level = 3
+    so.log_severity_level = 4
     # no graph optimizations: a model is valid by what it means, not by whether ORT's optimizer
     # copes with it (FuseReluClip throws on some valid graphs: a lead, not an invalid model)
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
