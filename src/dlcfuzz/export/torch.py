@@ -38,6 +38,8 @@ Transpose Flatten DepthToSpace SpaceToDepth Shape Size Concat Gather GatherEleme
 Conv ConvTranspose AveragePool LpPool GlobalAveragePool GlobalMaxPool GlobalLpPool
 BatchNormalization InstanceNormalization LpNormalization MeanVarianceNormalization
 CastLike BitwiseNot Mish Gelu BitShift BitwiseAnd BitwiseOr BitwiseXor ScatterElements ScatterND EyeLike GridSample
+QuantizeLinear DequantizeLinear MatMulInteger ConvInteger QLinearMatMul QLinearConv
+HannWindow HammingWindow BlackmanWindow
 """
 _REDUCE = ("ReduceSum ReduceMean ReduceMax ReduceMin ReduceProd ReduceL1 ReduceL2 ReduceLogSumExp ReduceSumSquare "
            "ReduceLogSum")
@@ -58,6 +60,9 @@ OPS: dict[str, Rule] = {
     "TopK": Rule((1,), multi=True),
     "OneHot": Rule((1,)),
     "Compress": Rule((1,)),
+    "MaxUnpool": Rule((2,)),  # output_shape
+    **{op: Rule((4,), multi=True) for op in ("RNN", "GRU", "LSTM")},  # sequence_lens
+    "DynamicQuantizeLinear": Rule(multi=True),
 }
 
 # element types torch computes with (it has uint16/32/64 tensors, but almost no kernels for them)

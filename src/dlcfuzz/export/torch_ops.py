@@ -15,6 +15,7 @@ shape arithmetic in plain Python (lists, no generator expressions), numpy only o
 """
 
 import base64
+import functools
 import math
 import operator
 
@@ -1124,6 +1125,18 @@ def GlobalLpPool(x, *, p=2):
     return torch.linalg.vector_norm(x, p, list(range(2, x.dim())), keepdim=True)
 
 
+def MaxUnpool(x, i, output_shape=None, *, kernel_shape, pads=None, strides=None):
+    # I holds flat indices into the whole output tensor (as ORT reads them; MaxPool's Indices):
+    # a scatter (F.max_unpool takes per-plane indices and only symmetric padding)
+    n = x.dim() - 2
+    strides = strides or [1] * n
+    pads = pads or [0] * (2 * n)
+    shape = list(output_shape) if output_shape is not None else list(x.shape[:2]) + [
+        (x.shape[2 + j] - 1) * strides[j] + kernel_shape[j] - pads[j] - pads[n + j] for j in range(n)]
+    y = torch.zeros(math.prod(shape), dtype=x.dtype)
+    return y.scatter(0, i.reshape(-1), x.reshape(-1)).reshape(shape)
+
+
 # ---------------------------------------------------------------------------------------------
 # normalization
 # ---------------------------------------------------------------------------------------------
@@ -1175,3 +1188,248 @@ def MeanVarianceNormalization(x, *, axes=None):
     mean = x.mean(dims, keepdim=True)
     var = (x * x).mean(dims, keepdim=True) - mean * mean  # as ONNX's function body
     return (x - mean) / (torch.sqrt(var) + 1e-9)
+
+
+def GroupNormalization(x, scale, bias, *, num_groups, epsilon=1e-5, stash_type=1):
+    # ONNX's function body (opset 21: scale and bias per channel): statistics in stash_type with
+    # Var = E[x^2] - E[x]^2, the normalized values cast back to x's type for scale and bias
+    work = ONNX_DTYPES.get(stash_type, torch.float32)
+    n, c = x.shape[0], x.shape[1]
+    xu = x.to(work).reshape(n, num_groups, -1)
+    mean = xu.mean(-1, keepdim=True)
+    var = (xu * xu).mean(-1, keepdim=True) - mean * mean
+    norm = ((xu - mean) / torch.sqrt(var + torch.tensor(epsilon, dtype=work))).reshape(n, c, -1).to(x.dtype)
+    y = scale.to(x.dtype).reshape(1, -1, 1) * norm + bias.to(x.dtype).reshape(1, -1, 1)
+    return y.reshape(x.shape)
+
+
+# ---------------------------------------------------------------------------------------------
+# quantization
+# ---------------------------------------------------------------------------------------------
+def _along(p, x, axis):
+    """A per-tensor parameter as a scalar; a per-axis one (1-D) shaped to broadcast along ``axis``."""
+    if p.dim() == 0 or x.dim() == 0:
+        return p.reshape([])
+    shape = [1] * x.dim()
+    shape[axis % x.dim()] = p.shape[0]
+    return p.reshape(shape)
+
+
+def _saturate(q, dtype):
+    """Rounded float values into an integer type, saturating (as ONNX's quantizers)."""
+    info = torch.iinfo(dtype)
+    return q.clamp(info.min, info.max).to(torch.int32).to(dtype)
+
+
+def QuantizeLinear(x, y_scale, y_zero_point=None, *, axis=1, saturate=1, output_dtype=0, block_size=0):
+    dtype = y_zero_point.dtype if y_zero_point is not None else ONNX_DTYPES[output_dtype or 2]
+    # x / scale in float32 (as ORT, also for float16), rounded half to even
+    q = torch.round(x.to(torch.float32) / _along(y_scale, x, axis).to(torch.float32))
+    if y_zero_point is not None:
+        q = q + _along(y_zero_point, x, axis).to(torch.float32)
+    return _saturate(q, dtype)
+
+
+def DequantizeLinear(x, x_scale, x_zero_point=None, *, axis=1, block_size=0, output_dtype=0):
+    d = x.to(torch.int32)
+    if x_zero_point is not None:
+        d = d - _along(x_zero_point, x, axis).to(torch.int32)
+    return (d.to(torch.float32) * _along(x_scale, x, axis).to(torch.float32)).to(x_scale.dtype)
+
+
+def DynamicQuantizeLinear(x, *, nout=3):
+    lo = torch.clamp(x.min(), max=0.0)
+    hi = torch.clamp(x.max(), min=0.0)
+    scale = (hi - lo) / 255
+    scale = torch.where(scale == 0, 1.0, scale)  # all-zero x: ONNX divides by 0, ORT takes 1
+    zp = torch.clamp(torch.round(-lo / scale), 0, 255)
+    y = torch.clamp(torch.round(x / scale) + zp, 0, 255)
+    return (y.to(torch.uint8), scale, zp.to(torch.uint8))[:nout]
+
+
+def _centered(x, zero_point):
+    """x - zero_point in double (exact for 8- and 16-bit integers and their products' sums)."""
+    return x.double() - (zero_point.double() if zero_point is not None else 0.0)
+
+
+def MatMulInteger(a, b, a_zero_point=None, b_zero_point=None):
+    return torch.matmul(_centered(a, a_zero_point), _centered(b, b_zero_point)).to(torch.int32)
+
+
+def ConvInteger(x, w, x_zero_point=None, w_zero_point=None, **attrs):
+    # the padding holds x's zero point (padded x - x_zero_point = 0), as in ORT and the reference
+    return torch.round(Conv(_centered(x, x_zero_point), _centered(w, w_zero_point), **attrs)).to(torch.int32)
+
+
+def _requantize(acc, multiplier, y_zero_point):
+    """round(acc * a_scale * b_scale / y_scale) + y_zero_point, saturated; the multiplier in float32
+    as ORT computes it."""
+    q = torch.round(acc.to(torch.float32) * multiplier) + y_zero_point.to(torch.float32)
+    return _saturate(q, y_zero_point.dtype)
+
+
+def QLinearMatMul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point):
+    vector = a.dim() == 1  # numpy.matmul: a 1-D a is a row, removed from the result
+    a = _centered(a.reshape([1, -1]) if vector else a, a_zero_point)
+    b = _centered(b, b_zero_point)  # per column: (N,) or (..., 1, N) broadcasts over B
+    acc = torch.matmul(a, b)  # exact integers
+    multiplier = a_scale.to(torch.float32) * b_scale.to(torch.float32) / y_scale.to(torch.float32)
+    y = _requantize(acc, multiplier, y_zero_point)
+    return y.squeeze(-2) if vector and b.dim() >= 2 else y.reshape(acc.shape[:-1]) if vector else y
+
+
+def QLinearConv(x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point, B=None, **attrs):
+    n = x.dim() - 2
+    per_channel = [-1] + [1] * (n + 1)  # per output channel, as W's first dim
+    wz = w_zero_point.reshape(per_channel) if w_zero_point.numel() > 1 else w_zero_point
+    acc = Conv(_centered(x, x_zero_point), _centered(w, wz), **attrs)
+    if B is not None:
+        acc = acc + B.double().reshape([1, -1] + [1] * n)
+    ws = w_scale.to(torch.float32)
+    ws = ws.reshape([1, -1] + [1] * n) if ws.numel() > 1 else ws.reshape([])
+    multiplier = x_scale.to(torch.float32).reshape([]) * ws / y_scale.to(torch.float32).reshape([])
+    return _requantize(acc, multiplier, y_zero_point.reshape([]))
+
+
+# ---------------------------------------------------------------------------------------------
+# RNN, GRU, LSTM
+# ---------------------------------------------------------------------------------------------
+_GATE_ACTS = {"RNN": ["Tanh"], "GRU": ["Sigmoid", "Tanh"], "LSTM": ["Sigmoid", "Tanh", "Tanh"]}
+# activation -> (function, the defaults of the alpha / beta it takes: ORT's, see docs/discrepancies.md)
+_RNN_ACTS = {
+    "Relu": (Relu, ()), "Tanh": (Tanh, ()), "Sigmoid": (Sigmoid, ()), "Softsign": (Softsign, ()),
+    "Softplus": (Softplus, ()), "LeakyRelu": (LeakyRelu, (0.01,)), "ThresholdedRelu": (ThresholdedRelu, (0.0,)),
+    "Elu": (Elu, (1.0,)), "HardSigmoid": (HardSigmoid, (0.2, 0.5)),
+    "Affine": (lambda v, alpha, beta: alpha * v + beta, (0.0, 0.0)),
+    "ScaledTanh": (lambda v, alpha, beta: alpha * torch.tanh(beta * v), (0.0, 0.0)),
+}
+
+
+def _rnn_acts(names, alphas, betas) -> list:
+    """ONNX Runtime's reading: alpha / beta values are consumed, in order, only by the activations
+    that take them (a list repeating one value means the same under every reading)."""
+    out, used = [], [0, 0]
+    for name in names:
+        fn, params = _RNN_ACTS[name]
+        params = list(params)
+        for j, given in enumerate([alphas, betas][:len(params)]):
+            if given is not None and used[j] < len(given):
+                params[j] = given[used[j]]
+                used[j] += 1
+        out.append(functools.partial(fn, **dict(zip(["alpha", "beta"], params, strict=False))))
+    return out
+
+
+def _recurrent(op, x, w, r, b, lens, h0, c0, p, direction, activations, alphas, betas, clip, layout,
+               linear_before_reset=0, input_forget=0, nout=1):
+    if layout:
+        x = x.transpose(0, 1)
+        h0 = None if h0 is None else h0.transpose(0, 1)
+        c0 = None if c0 is None else c0.transpose(0, 1)
+    steps, batch, hid = x.shape[0], x.shape[1], r.shape[-1]
+    dirs = 2 if direction == "bidirectional" else 1
+    k = len(_GATE_ACTS[op])
+    fs = _rnn_acts(activations or _GATE_ACTS[op] * dirs, alphas, betas)
+    lens = list(lens) if lens is not None else [steps] * batch
+    mask = torch.tensor([[t < n for n in lens] for t in range(steps)]).reshape(steps, batch, 1)
+
+    def cl(v):
+        return v if clip is None else torch.clamp(v, -clip, clip)
+    ys, hs, cs = [], [], []
+    for d in range(dirs):
+        f = fs[d * k:(d + 1) * k]
+        rev = direction == "reverse" or d == 1
+        # a reversed direction runs over each sequence's own steps backwards: reverse the valid part
+        order = [[(n - 1 - t if t < n else t) if rev else t for n in lens] for t in range(steps)]
+        idx = torch.tensor(order).reshape(steps, batch, 1).expand(steps, batch, x.shape[2])
+        xs = torch.gather(x, 0, idx)
+        wd, rd = w[d], r[d]
+        g = wd.shape[0] // hid
+        bd = b[d] if b is not None else torch.zeros(2 * g * hid, dtype=x.dtype)
+        wb, rb = bd[:g * hid], bd[g * hid:]
+        h = h0[d] if h0 is not None else torch.zeros(batch, hid, dtype=x.dtype)
+        c = c0[d] if c0 is not None else torch.zeros(batch, hid, dtype=x.dtype)
+        pd = p[d] if p is not None else torch.zeros(3 * hid, dtype=x.dtype)
+        out = []
+        for t in range(steps):
+            xt = xs[t] @ wd.t() + wb
+            cn = c
+            if op == "RNN":
+                hn = f[0](cl(xt + h @ rd.t() + rb))
+            elif op == "GRU":
+                hr = h @ rd[:2 * hid].t() + rb[:2 * hid]
+                z = f[0](cl(xt[:, :hid] + hr[:, :hid]))
+                rr = f[0](cl(xt[:, hid:2 * hid] + hr[:, hid:]))
+                if linear_before_reset:
+                    hh = f[1](cl(xt[:, 2 * hid:] + rr * (h @ rd[2 * hid:].t() + rb[2 * hid:])))
+                else:
+                    hh = f[1](cl(xt[:, 2 * hid:] + (rr * h) @ rd[2 * hid:].t() + rb[2 * hid:]))
+                hn = (1 - z) * hh + z * h
+            else:  # LSTM: gates i, o, f, c
+                pre = xt + h @ rd.t() + rb
+                i = f[0](cl(pre[:, :hid] + pd[:hid] * c))
+                fg = 1 - i if input_forget else f[0](cl(pre[:, 2 * hid:3 * hid] + pd[2 * hid:] * c))
+                cn = fg * c + i * f[1](cl(pre[:, 3 * hid:]))
+                o = f[0](cl(pre[:, hid:2 * hid] + pd[hid:2 * hid] * cn))
+                hn = o * f[2](cn)  # ORT does not clip the cell state before h
+            m = mask[t]
+            h = torch.where(m, hn, h)
+            c = torch.where(m, cn, c)
+            out.append(torch.where(m, hn, torch.zeros_like(hn)))
+        ys.append(torch.gather(torch.stack(out), 0, idx[:, :, :1].expand(steps, batch, hid)))  # in time order
+        hs.append(h)
+        cs.append(c)
+    y, yh, yc = torch.stack(ys, 1), torch.stack(hs), torch.stack(cs)
+    if layout:
+        y, yh, yc = y.permute(2, 0, 1, 3), yh.transpose(0, 1), yc.transpose(0, 1)
+    return (y, yh, yc)[:nout]
+
+
+def RNN(x, w, r, b=None, sequence_lens=None, initial_h=None, *, activation_alpha=None, activation_beta=None,
+        activations=None, clip=None, direction="forward", hidden_size=None, layout=0, nout=1):
+    return _recurrent("RNN", x, w, r, b, sequence_lens, initial_h, None, None, direction, activations,
+                      activation_alpha, activation_beta, clip, layout, nout=nout)
+
+
+def GRU(x, w, r, b=None, sequence_lens=None, initial_h=None, *, activation_alpha=None, activation_beta=None,
+        activations=None, clip=None, direction="forward", hidden_size=None, layout=0, linear_before_reset=0, nout=1):
+    return _recurrent("GRU", x, w, r, b, sequence_lens, initial_h, None, None, direction, activations,
+                      activation_alpha, activation_beta, clip, layout, linear_before_reset=linear_before_reset,
+                      nout=nout)
+
+
+def LSTM(x, w, r, b=None, sequence_lens=None, initial_h=None, initial_c=None, p=None, *, activation_alpha=None,
+         activation_beta=None, activations=None, clip=None, direction="forward", hidden_size=None, input_forget=0,
+         layout=0, nout=1):
+    return _recurrent("LSTM", x, w, r, b, sequence_lens, initial_h, initial_c, p, direction, activations,
+                      activation_alpha, activation_beta, clip, layout, input_forget=input_forget, nout=nout)
+
+
+# ---------------------------------------------------------------------------------------------
+# windows
+# ---------------------------------------------------------------------------------------------
+def _window(size, periodic, output_datatype, a0, a1, a2):
+    """a0 - a1 cos(2 pi n / N) + a2 cos(4 pi n / N), N = size (periodic) or size - 1, in double with
+    ONNX Runtime's float32 coefficients (integers truncate: Blackman's peak is 1 only with them).
+    The length is the size's value: torch.compile specializes on it (the spec fixes it per graph)."""
+    n = int(size)
+    k = torch.arange(n, dtype=torch.float64) * (2 * math.pi / (n if periodic else n - 1))
+    return (a0 - a1 * torch.cos(k) + a2 * torch.cos(2 * k)).to(ONNX_DTYPES[output_datatype])
+
+
+_F32 = np.float32
+HANN = (0.5, 0.5, 0.0)
+HAMMING = (float(_F32(25 / 46)), float(_F32(1) - _F32(25 / 46)), 0.0)
+BLACKMAN = (float(_F32(0.5) - _F32(0.08)), 0.5, float(_F32(0.08)))
+
+
+def HannWindow(size, *, output_datatype=1, periodic=1):
+    return _window(size, periodic, output_datatype, *HANN)
+
+
+def HammingWindow(size, *, output_datatype=1, periodic=1):
+    return _window(size, periodic, output_datatype, *HAMMING)
+
+
+def BlackmanWindow(size, *, output_datatype=1, periodic=1):
+    return _window(size, periodic, output_datatype, *BLACKMAN)
