@@ -11,6 +11,7 @@ import numpy as np
 
 from dlcfuzz.backends.base import Backend, Test, Variant
 from dlcfuzz.backends.ort import OrtBackend
+from dlcfuzz.backends.tvm_relax import TvmRelaxBackend
 
 
 class Segfault(OrtBackend):
@@ -149,3 +150,55 @@ def outputs(model_bytes):
 def run_model(model_path, inputs):
     return outputs(open(model_path, "rb").read())
 """
+
+
+class PlantedRelax(TvmRelaxBackend):
+    """tvm-relax whose optimized variants also run a test-only pass that adds 1 to every float
+    constant: the metamorphic oracle (optimized vs original) must catch it."""
+
+    def compile(self, imported, variant: Variant):
+        if variant.options["optimize"]:
+            imported = type(imported)({k: shift_constants(m) for k, m in imported.modules.items()}, imported.plan)
+        return super().compile(imported, variant)
+
+    def repro_source(self, variant: Variant) -> str:
+        src = super().repro_source(variant)
+        if not variant.options["optimize"]:
+            return src
+        loop = '    for name in plan["passes"] if OPTIMIZE else []:'
+        return src.replace(loop, "    mod = shift_constants(mod)\n" + loop) + SHIFT_SOURCE
+
+
+SHIFT_SOURCE = '''
+
+def shift_constants(mod):
+    import numpy as np
+    import tvm
+    from tvm import relax
+
+    @relax.expr_functor.mutator
+    class Shift(relax.PyExprMutator):
+        def visit_generic_const_(self, c):
+            a = c.value.numpy()
+            return relax.const(a + 1, a.dtype.name) if a.dtype.kind == "f" else c
+
+    out = tvm.IRModule({})
+    for gv, fn in mod.functions.items():
+        out[gv] = Shift().visit_expr(fn) if isinstance(fn, relax.Function) else fn
+    return out
+'''
+_namespace: dict = {}
+exec(SHIFT_SOURCE, _namespace)
+shift_constants = _namespace["shift_constants"]
+
+
+class StepCrash(OrtBackend):
+    """ORT that announces a step, then dies of SIGSEGV in it (or raises in it, for Relu graphs)."""
+
+    name = "stepcrash"
+
+    def compile(self, imported: bytes, variant: Variant):
+        self.step("pass Boom")
+        if b"Relu" in imported:
+            raise RuntimeError("boom")
+        os.kill(os.getpid(), signal.SIGSEGV)

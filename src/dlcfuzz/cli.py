@@ -189,9 +189,9 @@ def _budget(text: str) -> float:
 
 
 def _backends(text: str | None) -> list[str]:
-    from dlcfuzz.backends import KNOWN, UnknownBackend, load_backend, path_of
+    from dlcfuzz.backends import DEFAULT, KNOWN, UnknownBackend, load_backend, path_of
 
-    names = _names(text) if text else [n for n in KNOWN if n != "reference"]
+    names = _names(text) if text else list(DEFAULT)
     chosen = []
     for n in names:
         try:
@@ -376,7 +376,8 @@ def build_parser() -> argparse.ArgumentParser:
     m.set_defaults(func=cmd_metrics)
 
     f = sub.add_parser("fuzz", help="run a fuzzing campaign against compilers")
-    f.add_argument("--backends", help="comma-separated: ort,tvm,openvino,inductor (default: all installed)")
+    f.add_argument("--backends", help="comma-separated: ort,tvm,openvino,inductor,tvm-relax "
+                                      "(default: all installed but tvm-relax)")
     f.add_argument("--budget", type=_budget, default=600.0, help="wall-clock budget, e.g. 90s, 10m, 2h")
     f.add_argument("--max-tests", type=int, help="stop after this many tests in the campaign")
     f.add_argument("--jobs", type=int, default=1, help="tests run at once")

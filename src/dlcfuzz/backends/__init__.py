@@ -13,7 +13,11 @@ KNOWN = {
     "openvino": "dlcfuzz.backends.openvino:OpenVinoBackend",
     "inductor": "dlcfuzz.backends.inductor:InductorBackend",
     "reference": "dlcfuzz.backends.reference:ReferenceBackend",
+    "tvm-relax": "dlcfuzz.backends.tvm_relax:TvmRelaxBackend",
 }
+# what a campaign runs when no backend is named (tvm-relax, HirGen's high-level IR testing of
+# TVM, compiles every test five ways: asked for by name)
+DEFAULT = ("ort", "tvm", "openvino", "inductor")
 
 
 class UnknownBackend(KeyError):
@@ -33,4 +37,4 @@ def load_backend(name: str) -> Backend:
     return getattr(importlib.import_module(module), cls)()
 
 
-__all__ = ["KNOWN", "Backend", "Test", "UnknownBackend", "Variant", "load_backend", "path_of"]
+__all__ = ["DEFAULT", "KNOWN", "Backend", "Test", "UnknownBackend", "Variant", "load_backend", "path_of"]

@@ -12,7 +12,8 @@ optimization levels, TVM's opt level x CPU target).  Variants of one backend mus
 each other (the metamorphic oracle) and with the reference (the differential oracle).
 
 ``repro_source(variant)`` returns Python source that defines ``run_model(model_path, inputs)``
-using only that compiler's package, for the standalone ``repro.py`` of a bug bundle.
+using only that compiler's package, for the standalone ``repro.py`` of a bug bundle; files the
+backend handed over with ``artifact`` lie next to the model.
 """
 
 from __future__ import annotations
@@ -46,6 +47,8 @@ class Outcome:
     traceback: str = ""
     signal: int | None = None
     seconds: dict[str, float] = field(default_factory=dict)  # time inside the compiler, per phase
+    step: str = ""  # the last step the backend announced within the phase (e.g. the pass running)
+    artifacts: dict[str, str] = field(default_factory=dict)  # files the backend made for this test
 
 
 @dataclass
@@ -63,7 +66,9 @@ class Backend:
     name: str = ""
     package: str = ""  # the importable module whose absence disables the backend
     pip: str = ""  # what to pip install to enable it
-    reads_onnx: bool = True  # its frontend imports the ONNX model (False: it builds its own from the graph)
+    # the compiler itself type-checks the model dlcfuzz hands it (an ONNX frontend, Relax's BlockBuilder);
+    # False where dlcfuzz's own exporter writes the compiler's model, so an invalid graph tests nothing
+    checks_models: bool = True
 
     def available(self) -> tuple[bool, str]:
         """(True, "") or (False, one-line reason), without importing the compiler."""
@@ -83,6 +88,15 @@ class Backend:
         """Whether the backend can be tried on a graph with these operator types (and, when
         given, this dlcfuzz Graph) at all."""
         return True
+
+    # Set by the worker: ``step(text)`` announces a step within the current phase (a pass), so that
+    # a crash or an error in it names it; ``artifact(name, text)`` hands over a file for the bug
+    # bundle (e.g. the module as TVMScript).  Both do nothing outside a worker.
+    def step(self, text: str) -> None:
+        pass
+
+    def artifact(self, name: str, text: str) -> None:
+        pass
 
     def load(self, test: Test) -> Any:
         raise NotImplementedError

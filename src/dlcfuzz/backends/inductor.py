@@ -59,7 +59,7 @@ def run_model(model_path, inputs):
 
 class InductorBackend(Backend):
     name = "inductor"
-    reads_onnx = False  # the module is generated from the dlcfuzz graph
+    checks_models = False  # dlcfuzz writes the torch module from the graph
     package = "torch"
     pip = "torch==2.13.0"
 

@@ -54,7 +54,8 @@ class Verdict:
 
 def _crash(backend: str, variant: str, o: Outcome) -> Finding:
     kind = {"crash": "signal" if o.signal else "exit", "timeout": "timeout", "oom": "oom"}.get(o.status, "exception")
-    return Finding(CRASH, kind, backend, variant, o.phase, o.message, o.error_type, o.traceback)
+    message = f"[{o.step}] {o.message}" if o.step else o.message  # the step (e.g. the pass) is part of the bug
+    return Finding(CRASH, kind, backend, variant, o.phase, message, o.error_type, o.traceback)
 
 
 def judge(outcomes: dict[str, dict[str, Outcome]], baseline: list[np.ndarray] | None,

@@ -129,8 +129,10 @@ def _save_outputs(path: Path, outs: list[np.ndarray]) -> None:
 
 def write_bundle(folder: Path, signature: str, title: str, f: Finding, test: Test, backend: Backend,
                  version: str, variants: dict[str, Variant], baseline: list[np.ndarray] | None,
-                 actual: list[np.ndarray] | None, hang_seconds: int) -> None:
+                 actual: list[np.ndarray] | None, hang_seconds: int, artifacts: dict[str, str] | None = None) -> None:
     folder.mkdir(parents=True, exist_ok=True)
+    for name, text in (artifacts or {}).items():  # files the backend made (its repro source reads them)
+        (folder / Path(name).name).write_text(text)
     (folder / "model.onnx").write_bytes(test.model)
     (folder / "graph.json").write_text(test.graph_json)
     np.savez(folder / "inputs.npz", **test.inputs)

@@ -186,14 +186,14 @@ class Campaign:
                             time.perf_counter() - t_start, t_generate, t_inputs, compiler_s, t_oracle)
         self._record(record, graph, test, outcomes, verdict, baseline, reference, covered)
 
-    def _run_backends(self, test: Test, ops: set[str], graph: Graph, onnx_only: bool = False):
+    def _run_backends(self, test: Test, ops: set[str], graph: Graph, invalid: bool = False):
         """Every backend under test on ``test``, in its workers: (outcomes, unconfirmed crashes,
         seconds inside the compilers)."""
         outcomes: dict[str, dict[str, Outcome]] = {}
         late: list[Finding] = []  # crashes that a fresh worker did not reproduce
         compiler_s = 0.0
         for name, backend in self.backends.items():
-            if name == REFERENCE or (onnx_only and not backend.reads_onnx) or not backend.supports(ops, graph):
+            if name == REFERENCE or (invalid and not backend.checks_models) or not backend.supports(ops, graph):
                 continue
             got = self.pool.run(name, test, list(self.variants[name]))
             compiler_s += sum(sum(o.seconds.values()) for o in got.values())
@@ -211,11 +211,11 @@ class Campaign:
 
     def _run_invalid(self, test_id: int, seed: int, graph: Graph, model: bytes, violation: dict,
                      covered: list, t_start: float, t_generate: float) -> None:
-        """A disruptive test: the model breaks one constraint on purpose; the compilers that read
-        ONNX must reject it with an error."""
+        """A disruptive test: the model breaks one constraint on purpose; the compilers that check
+        the models they are handed must reject it with an error."""
         rng = np.random.default_rng(seed)
         test = Test(model, graph.to_json(), {v.name: random_array(rng, v.type, v.hint) for v in graph.inputs})
-        outcomes, late, compiler_s = self._run_backends(test, {n.op for n in graph.nodes}, graph, onnx_only=True)
+        outcomes, late, compiler_s = self._run_backends(test, {n.op for n in graph.nodes}, graph, invalid=True)
         t0 = time.perf_counter()
         confirmed = _checker_error(graph) is not None
         verdict = judge_invalid(outcomes, violation, confirmed, self.cfg.tolerances, self.reduced)
@@ -242,7 +242,8 @@ class Campaign:
                 src = outcomes.get(f.backend, {}).get(f.variant) or reference
                 actual = src.outputs if src is not None and src.status == OK else None
                 write_bundle(folder, sig, head, f, test, self.backends[f.backend], self.versions[f.backend],
-                             self.variants[f.backend], baseline, actual, int(cfg.phases.compile + cfg.phases.run))
+                             self.variants[f.backend], baseline, actual, int(cfg.phases.compile + cfg.phases.run),
+                             src.artifacts if src is not None else None)
                 new_bugs.append((sig, f.oracle, f.kind, f.backend, f.variant, f.phase, head,
                                  int(f.reference_suspect), str(folder.relative_to(cfg.out))))
         outcome_rows = [

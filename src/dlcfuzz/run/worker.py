@@ -7,7 +7,8 @@ exceeded, and turns a dead child (segfault, abort, OOM kill, hang) into an outco
 and signal.  The pool replaces dead workers and recycles each one after ``recycle`` tests.
 
 Protocol: length-prefixed pickles.  Parent -> child: ``(test, variant_names)``.  Child -> parent:
-``("phase", phase, variant)``, ``("result", variant, Outcome)`` per variant, ``("done",)``.
+``("phase", phase, variant)``, ``("step", text)`` and ``("artifact", name, text)`` from the
+backend, ``("result", variant, Outcome)`` per variant, ``("done",)``.
 The child moves its own stdout to stderr at start, so compilers that print cannot corrupt the
 protocol; stderr goes to a log file whose tail (including faulthandler's stack dump on a fatal
 signal) is attached to crash outcomes.
@@ -78,9 +79,9 @@ def _recv(fd: int) -> Any:
     return None if body is None else pickle.loads(body)
 
 
-def _error(phase: str, e: BaseException, seconds: dict[str, float]) -> Outcome:
+def _error(phase: str, e: BaseException, seconds: dict[str, float], step: str = "") -> Outcome:
     return Outcome(ERROR, phase, None, type(e).__name__, str(e)[:4000],
-                   "".join(traceback.format_exception(e))[-8000:], None, seconds)
+                   "".join(traceback.format_exception(e))[-8000:], None, seconds, step)
 
 
 def child_main(backend_name: str) -> None:
@@ -94,6 +95,14 @@ def child_main(backend_name: str) -> None:
     from dlcfuzz.backends import load_backend
 
     backend = load_backend(backend_name)
+    state = {"step": ""}
+
+    def step(text: str) -> None:
+        state["step"] = text
+        _send(proto_out, ("step", text))
+
+    backend.step = step
+    backend.artifact = lambda name, text: _send(proto_out, ("artifact", name, text))
     variants = {v.name: v for v in backend.variants()}
     _send(proto_out, ("ready", backend.version(), [(v.name, v.options) for v in variants.values()]))
     while True:
@@ -102,6 +111,7 @@ def child_main(backend_name: str) -> None:
             return
         test, names = msg
         seconds: dict[str, float] = {}
+        state["step"] = ""
         _send(proto_out, ("phase", IMPORT, ""))
         t0 = time.perf_counter()
         try:
@@ -109,13 +119,14 @@ def child_main(backend_name: str) -> None:
         except Exception as e:
             seconds[IMPORT] = time.perf_counter() - t0
             for name in names:
-                _send(proto_out, ("result", name, _error(IMPORT, e, seconds)))
+                _send(proto_out, ("result", name, _error(IMPORT, e, seconds, state["step"])))
             _send(proto_out, ("done",))
             continue
         seconds[IMPORT] = time.perf_counter() - t0
         for k, name in enumerate(names):
             times = dict(seconds) if k == 0 else {}  # the shared import counts once, with the first variant
             phase = COMPILE
+            state["step"] = ""
             try:
                 _send(proto_out, ("phase", COMPILE, name))
                 t0 = time.perf_counter()
@@ -129,7 +140,7 @@ def child_main(backend_name: str) -> None:
                 result = Outcome(OK, RUN, [np.asarray(o) for o in outputs], seconds=times)
             except Exception as e:
                 times[phase] = time.perf_counter() - t0
-                result = _error(phase, e, times)
+                result = _error(phase, e, times, state["step"])
             _send(proto_out, ("result", name, result))
         _send(proto_out, ("done",))
 
@@ -228,18 +239,25 @@ class Worker:
         except (BrokenPipeError, OSError):
             dead = self._death(START)[1]
             return dict.fromkeys(variants, dead)
-        phase, current = START, ""
+        phase, current, step = START, "", ""
+        artifacts: dict[str, str] = {}
         while True:
             msg = self._wait(phase, self.limits.timeout(phase))
             if isinstance(msg, Outcome):  # died, hung or ran out of memory in `phase`
+                msg.step, msg.artifacts = step, artifacts
                 for v in variants:
                     if v not in results:
                         results[v] = msg if (v == current or phase == IMPORT) else Outcome(SKIPPED, phase)
                 return results
             kind = msg[0]
             if kind == "phase":
-                phase, current = msg[1], msg[2]
+                phase, current, step = msg[1], msg[2], ""
+            elif kind == "step":
+                step = msg[1]
+            elif kind == "artifact":
+                artifacts[msg[1]] = msg[2]
             elif kind == "result":
+                msg[2].artifacts = artifacts
                 results[msg[1]] = msg[2]
             elif kind == "done":
                 return results
