@@ -189,6 +189,7 @@ import tvm
 from tvm import relax
 from tvm.script import ir as I
 from tvm.script import relax as R
+from tvm.script import tirx as T
 
 MODULE = {opts["module"]!r}  # "original" or "rewritten" (after the function rewrites)
 OPTIMIZE = {opts["optimize"]!r}  # replay the recorded pass sequence before building
@@ -213,7 +214,8 @@ def run_model(model_path, inputs):
     plan = json.loads((here / "relax_plan.json").read_text())
     stem = "relax_module" if MODULE == "original" else "relax_module_rewritten"
     consts = [decode(d) for d in json.loads((here / f"{{stem}}_consts.json").read_text())]
-    mod = tvm.script.from_source((here / f"{{stem}}.py").read_text(), extra_vars={{"CONSTS": consts, "I": I, "R": R}})
+    scope = {{"CONSTS": consts, "I": I, "R": R, "T": T}}
+    mod = tvm.script.from_source((here / f"{{stem}}.py").read_text(), extra_vars=scope)
     for name in plan["passes"] if OPTIMIZE else []:
         print("pass", name)
         mod = getattr(relax.transform, name)()(mod)

@@ -254,5 +254,6 @@ def from_tvmscript(text: str, consts: list):
     import tvm
     from tvm.script import ir as I
     from tvm.script import relax as R
+    from tvm.script import tirx as T
 
-    return tvm.script.from_source(text, extra_vars={"CONSTS": consts, "I": I, "R": R})
+    return tvm.script.from_source(text, extra_vars={"CONSTS": consts, "I": I, "R": R, "T": T})
