@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from dlcfuzz.export.relax_ops import OPS, Call
+from dlcfuzz.export.relax_ops import OPS, Call, unsupported_call
 from dlcfuzz.ir import CONST_KIND, Graph, TensorType
 
 
@@ -49,9 +49,16 @@ def random_layout(g: Graph, rng: random.Random, split_rate: float = 0.5, dataflo
 
 
 def supported(g: Graph) -> str | None:
-    """Why the graph cannot be written as Relax (None: it can)."""
+    """Why the graph cannot be written as Relax and run by TVM (None: it can): an operator the
+    table lacks, or a call it refuses (a dtype TVM has no kernel for, a form Relax cannot express)."""
     missing = sorted({n.op for n in g.nodes} - OPS.keys())
-    return f"no Relax translation for {', '.join(missing)}" if missing else None
+    if missing:
+        return f"no Relax translation for {', '.join(missing)}"
+    for n in g.nodes:
+        why = unsupported_call(n.op, [g.values[x].type if x else None for x in n.inputs], n.attrs)
+        if why:
+            return why
+    return None
 
 
 def struct_info(t: TensorType):
