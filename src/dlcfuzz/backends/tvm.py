@@ -22,6 +22,15 @@ import numpy as np
 
 from dlcfuzz.backends.base import Backend, Test, Variant
 
+# the repro scripts' copy of ``_flatten`` (they may import nothing of dlcfuzz)
+FLATTEN_SOURCE = '''def flatten(out):
+    if isinstance(out, tvm.runtime.Tensor):
+        return [out.numpy()]
+    if isinstance(out, tvm.runtime.ShapeTuple):
+        return [np.array(list(out), dtype=np.int64)]
+    return [a for o in out for a in flatten(o)]
+'''
+
 SETTINGS = {
     "unfused": {"pipeline": "default", "opt_level": 0},
     "fused": {"pipeline": "cpu", "opt_level": 3},
@@ -118,13 +127,7 @@ TARGET = {target_dict(variant)!r}
 PIPELINE = {variant.options["pipeline"]!r}  # "cpu": relax.get_default_pipeline(target); else tvm.compile's default
 
 
-def flatten(out):
-    if isinstance(out, tvm.runtime.Tensor):
-        return [out.numpy()]
-    if isinstance(out, tvm.runtime.ShapeTuple):
-        return [np.array(list(out), dtype=np.int64)]
-    return [a for o in out for a in flatten(o)]
-
+{FLATTEN_SOURCE}
 
 def run_model(model_path, inputs):
     model = onnx.load(model_path)

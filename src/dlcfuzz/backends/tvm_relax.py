@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from dlcfuzz.backends.base import Backend, Test, Variant
-from dlcfuzz.backends.tvm import _flatten, has_cuda, host_cpu
+from dlcfuzz.backends.tvm import FLATTEN_SOURCE, _flatten, has_cuda, host_cpu
 
 # Passes that rewrite high-level Relax, safe to run on any module we write (no arguments needed,
 # numerics preserved: ToMixedPrecision and FastMathTransform change results on purpose, so they
@@ -197,13 +197,7 @@ PIPELINE = {opts["pipeline"]!r}  # "cpu": relax.get_default_pipeline(target); el
 TARGET = {dict(opts["target"])!r}
 
 
-def flatten(out):
-    if isinstance(out, tvm.runtime.Tensor):
-        return [out.numpy()]
-    if isinstance(out, tvm.runtime.ShapeTuple):
-        return [np.array(list(out), dtype=np.int64)]
-    return [a for o in out for a in flatten(o)]
-
+{FLATTEN_SOURCE}
 
 def decode(d):
     return np.frombuffer(base64.b64decode(d["data"]), dtype=d["dtype"]).reshape(d["shape"]).copy()

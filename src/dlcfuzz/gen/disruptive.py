@@ -42,13 +42,13 @@ from typing import Any
 import numpy as np
 import onnx.defs
 
+from dlcfuzz.gen.isra import insert_uniform, split_available
 from dlcfuzz.ir import CONST_KIND, DTYPES, INPUT_KIND, Graph, Node, TensorType, Value, np_dtype
 from dlcfuzz.solve import Instantiator, Limits, Stats, TypeProfile
 from dlcfuzz.solve.types import onnx_type_name, schema
 from dlcfuzz.spec.dsl import Broadcast, Choice, Const, Ctx, EmptyDomain, Exact, In, Int, Maybe, OpSpec, ShapeDom
 
 KINDS = ("dtype", "dtype-mismatch", "shape", "rank", "attribute", "arity")
-MAX_TRIES = 20  # per prefix insertion, as in Isra's generator
 MAX_FINAL_TRIES = 200  # final operator draws (an EmptyDomain or no applicable violation: redraw)
 
 # Operators whose first-input rank range is not ONNX's own rule but a dlcfuzz choice (a rank range
@@ -151,12 +151,17 @@ class _Call:
         return out
 
 
-def _dtype_candidates(call: _Call) -> list[Candidate]:
+def _type_groups(call: _Call) -> dict[str, list[int]]:
+    """ONNX type variable (or literal type) -> the present input slots it types."""
     groups: dict[str, list[int]] = {}
     for p in call.present():
         groups.setdefault(call.formal(p).type_str, []).append(p)
+    return groups
+
+
+def _dtype_candidates(call: _Call) -> list[Candidate]:
     out = []
-    for tvar, ps in groups.items():
+    for tvar, ps in _type_groups(call).items():
         allowed = allowed_dtypes(call.sch, tvar)
         names = ", ".join(call.label[p] for p in ps)
         for d in DTYPES:
@@ -175,11 +180,8 @@ def _dtype_candidates(call: _Call) -> list[Candidate]:
 
 
 def _mismatch_candidates(call: _Call) -> list[Candidate]:
-    groups: dict[str, list[int]] = {}
-    for p in call.present():
-        groups.setdefault(call.formal(p).type_str, []).append(p)
     out = []
-    for tvar, ps in groups.items():
+    for tvar, ps in _type_groups(call).items():
         allowed = allowed_dtypes(call.sch, tvar)
         if len(ps) < 2 or len(allowed) < 2:
             continue
@@ -654,11 +656,9 @@ class DisruptiveGenerator:
             raise ValueError(f"unknown violation kind(s) {', '.join(bad)}; known: {', '.join(KINDS)}")
         self.limits, self.op_range, self.profile = limits, op_range, profile
         self.kinds = tuple(k for k in KINDS if k in kinds)
-        probe = Instantiator(Graph(), limits, random.Random(0), np.random.default_rng(0), profile)
-        self.specs = [s for s in specs if probe.available(s)]
-        self.unavailable = sorted(s.op for s in specs if not probe.available(s))
+        self.specs, self.unavailable = split_available(specs, limits, profile)
         self.final_specs = [s for s in self.specs if any(_may_apply(s, k, limits.opset) for k in self.kinds)]
-        if not self.specs or not self.final_specs:
+        if not self.final_specs:
             raise ValueError("no operator can be generated (or disrupted) under this dtype set, opset and target")
         self.stats = DisruptiveStats(kinds=dict.fromkeys(self.kinds, 0))
 
@@ -669,17 +669,7 @@ class DisruptiveGenerator:
         n_ops = rng.randint(*self.op_range)
         st = self.stats
         for _ in range(n_ops - 1):
-            for attempt in range(MAX_TRIES):
-                spec = self.specs[rng.randrange(len(self.specs))]
-                try:
-                    inst.instantiate(spec)
-                    break
-                except EmptyDomain:
-                    st.retries += 1
-                    st.failures[spec.op] = st.failures.get(spec.op, 0) + 1
-                    if attempt == 0:
-                        st.retried_insertions += 1
-            st.insertions += 1
+            insert_uniform(inst, self.specs, rng, st)
         st.insertions += 1
         for attempt in range(MAX_FINAL_TRIES):
             if attempt:

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from dlcfuzz.gen.isra import split_available
 from dlcfuzz.ir import CONST_KIND, Graph, Node
 from dlcfuzz.solve import Instantiator, Limits, Proposal, Stats, TypeProfile
 from dlcfuzz.solve.space import call_space
@@ -118,11 +119,7 @@ class GuidedGenerator:
         self.strategy = strategy
         self.coverage = coverage or Coverage()
         self.p_rej, self.temperature, self.decay = p_rej, temperature, decay
-        probe = Instantiator(Graph(), limits, random.Random(0), np.random.default_rng(0), profile)
-        self.specs = [s for s in specs if probe.available(s)]
-        self.unavailable = sorted(s.op for s in specs if not probe.available(s))
-        if not self.specs:
-            raise ValueError("no operator can be generated under this dtype set, opset and target")
+        self.specs, self.unavailable = split_available(specs, limits, profile)
         hirgen = (*HIRGEN_CRITERIA, "path") if paths else HIRGEN_CRITERIA
         self.criteria: tuple[str, ...] = {"hirgen": hirgen, "gencog": ("vertex",),
                                           "guided": (*hirgen, "vertex")}[strategy]

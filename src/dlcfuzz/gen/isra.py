@@ -16,38 +16,49 @@ from dlcfuzz.spec.dsl import EmptyDomain, OpSpec
 MAX_TRIES = 20  # per insertion; each extra try is counted as a retry
 
 
+def split_available(specs: Sequence[OpSpec], limits: Limits,
+                    profile: TypeProfile | None) -> tuple[list[OpSpec], list[str]]:
+    """(the specs that can be instantiated under the dtype set, opset and target; the names of
+    those that cannot).  Raises ValueError when none can."""
+    probe = Instantiator(Graph(), limits, random.Random(0), np.random.default_rng(0), profile)
+    ok = [s for s in specs if probe.available(s)]
+    if not ok:
+        raise ValueError("no operator can be generated under this dtype set, opset and target")
+    return ok, sorted(s.op for s in specs if not probe.available(s))
+
+
+def insert_uniform(inst: Instantiator, specs: Sequence[OpSpec], rng: random.Random, stats: Stats) -> None:
+    """Appends one call of a uniformly drawn operator, drawing again (a counted retry) when a
+    domain runs dry, at most MAX_TRIES times."""
+    for attempt in range(MAX_TRIES):
+        spec = specs[rng.randrange(len(specs))]
+        try:
+            inst.instantiate(spec)
+            break
+        except EmptyDomain:  # nothing was committed; draw another operator
+            stats.retries += 1
+            stats.failures[spec.op] = stats.failures.get(spec.op, 0) + 1
+            if attempt == 0:
+                stats.retried_insertions += 1
+    stats.insertions += 1
+
+
 class IsraGenerator:
     def __init__(self, specs: Sequence[OpSpec], limits: Limits, op_range: tuple[int, int],
                  profile: TypeProfile | None = None) -> None:
         self.limits = limits
         self.op_range = op_range
         self.profile = profile
-        probe = Instantiator(Graph(), limits, random.Random(0), np.random.default_rng(0), profile)
-        self.specs = [s for s in specs if probe.available(s)]
-        self.unavailable = sorted(s.op for s in specs if not probe.available(s))
-        if not self.specs:
-            raise ValueError("no operator can be generated under this dtype set, opset and target")
+        self.specs, self.unavailable = split_available(specs, limits, profile)
         self.stats = Stats()
 
     def generate(self, seed: int) -> Graph:
         rng = random.Random(seed)
         g = Graph(opset=self.limits.opset, meta={"seed": seed, "strategy": "isra"})
         inst = Instantiator(g, self.limits, rng, np.random.default_rng(seed), self.profile)
-        n_ops = rng.randint(*self.op_range)
-        stats = self.stats
-        for _ in range(n_ops):
-            for attempt in range(MAX_TRIES):
-                spec = self.specs[rng.randrange(len(self.specs))]
-                try:
-                    inst.instantiate(spec)
-                    self.last_ctx = inst.last_ctx
-                    break
-                except EmptyDomain:  # nothing was committed; draw another operator
-                    stats.retries += 1
-                    stats.failures[spec.op] = stats.failures.get(spec.op, 0) + 1
-                    if attempt == 0:
-                        stats.retried_insertions += 1
-            stats.insertions += 1
+        for _ in range(rng.randint(*self.op_range)):
+            insert_uniform(inst, self.specs, rng, self.stats)
+            self.last_ctx = inst.last_ctx
         g.set_leaf_outputs()
         return g
 
