@@ -74,3 +74,25 @@ def assert_repro_replays(backend, variant, tmp_path, seed: int = 3) -> None:
     for a, b in zip(ours, theirs, strict=True):
         assert a.dtype == b.dtype
         np.testing.assert_array_equal(a, b)
+
+
+def expected_outputs(g: Graph, feeds: dict[str, np.ndarray], by_ort: bool, ref_error: str | None = None):
+    """What the graph should compute: ONNX's reference evaluator, or ONNX Runtime where the
+    reference is known to be wrong (``by_ort``); None when the reference fails with the known
+    ``ref_error`` message."""
+    import warnings
+
+    from onnx.reference import ReferenceEvaluator
+
+    model = to_onnx(g)
+    if by_ort:
+        sess = ort.InferenceSession(model.SerializeToString(), SESSION_OPTIONS, providers=["CPUExecutionProvider"])
+        return sess.run(None, feeds)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return ReferenceEvaluator(model).run(None, feeds)
+        except ValueError as e:
+            if ref_error and ref_error in str(e):
+                return None
+            raise
