@@ -244,6 +244,116 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     return 0
 
 
+def _frontends(text: str) -> list[str]:
+    """The frontend backends of the compilers named for a migration (all must be installed)."""
+    from dlcfuzz.backends import KNOWN, load_backend
+    from dlcfuzz.migrate.campaign import FRONTENDS, frontends
+
+    names = _names(text)
+    bad = [n for n in names if n not in FRONTENDS and n not in KNOWN]
+    if bad:
+        raise UsageError(f"unknown backend {bad[0]!r} for migrate; known: {', '.join(FRONTENDS)} "
+                         "(or a frontend: tvm-torch, openvino-torch, inductor-torch)")
+    chosen = []
+    for n in frontends(names):
+        ok, why = load_backend(n).available()
+        if not ok:
+            raise UsageError(why)
+        chosen.append(n)
+    return chosen
+
+
+def cmd_migrate(args: argparse.Namespace) -> int:
+    from dlcfuzz.migrate.campaign import Migration, MigrationConfig, summary
+    from dlcfuzz.migrate.prioritize import STRATEGIES as ORDERS
+    from dlcfuzz.migrate.sources import SOURCES, SourceError
+    from dlcfuzz.run.store import StoreError
+    from dlcfuzz.run.worker import PhaseLimits
+
+    sources = _names(args.source)
+    for src in sources:
+        if src not in SOURCES and not src.endswith(".sqlite"):
+            raise UsageError(f"unknown source {src!r}; known: {', '.join(SOURCES)}, or a set recorded with "
+                             "'dlcfuzz migrate record' (a .sqlite file)")
+        if src.endswith(".sqlite") and not Path(src).is_file():
+            raise UsageError(f"recorded instance set {src} does not exist (make one with 'dlcfuzz migrate record')")
+    if args.prioritize not in ORDERS:
+        raise UsageError(f"unknown --prioritize {args.prioritize!r}; known: {', '.join(ORDERS)}")
+    if args.jobs < 1:
+        raise UsageError("--jobs must be at least 1")
+    out = Path(args.out)
+    cfg = MigrationConfig(out, sources, _frontends(args.backends), args.prioritize, args.seed,
+                          args.budget or None, args.max_tests, args.jobs, args.limit_per_op,
+                          PhaseLimits(compile=args.compile_timeout, run=args.run_timeout, memory_mb=args.memory_mb),
+                          via_onnx=not args.no_onnx_export, measure_coverage=args.measure_coverage,
+                          coverage_from=Path(args.coverage_from) if args.coverage_from else None)
+    display = _Display()
+    try:
+        migration = Migration(cfg, display.update)
+        harvested = migration.harvest(lambda st: print(
+            f"harvested {st['source']}: {st['instances']} instances of {st['operators']} operators"
+            + (f"; skipped {sum(st['skipped'].values())}" if st.get("skipped") else ""), flush=True))
+        migration.start_backends()
+        order = migration.order()
+    except (StoreError, SourceError, ValueError) as e:
+        raise UsageError(str(e).splitlines()[0]) from None
+    for why in migration.disabled.values():
+        print(f"disabled: {why}", file=sys.stderr)
+    live = [b for b in migration.backends if b != "torch-library"]
+    if not live:
+        raise UsageError("no frontend under test could start (see the reasons above)")
+    total = sum(h["instances"] for h in harvested.values())
+    print(f"campaign {out}: {total} instances, order {args.prioritize}; frontends "
+          + ", ".join(f"{b} {migration.versions[b]}" for b in live) + (" (resuming)" if migration.resumed else ""))
+    del order  # computed once above to fail early on a bad --prioritize/--coverage-from; run() recomputes it
+    with display:
+        progress = migration.run()
+    display.final(progress)
+    s = summary(out)
+    per_backend = ", ".join(f"{b} {n}" for b, n in s["bugs"].items()) or "none"
+    print(f"{s['tests']} tests run, {s['discarded']} instances discarded by the library's own run; "
+          f"distinct bugs: {sum(s['bugs'].values())} ({per_backend}); list them with: dlcfuzz bugs {out}")
+    return 0
+
+
+def cmd_migrate_record(args: argparse.Namespace) -> int:
+    from dlcfuzz.migrate.record import RecordError, record
+
+    command = list(args.command)
+    if command and command[0] == "--":
+        command = command[1:]
+    if command[:1] == ["pytest"]:
+        command = command[1:]
+    elif command[:3] in (["python", "-m", "pytest"], [sys.executable, "-m", "pytest"]):
+        command = command[3:]
+    elif command:
+        raise UsageError(f"migrate record runs pytest: expected '-- pytest ARGS...', got {' '.join(command)!r}")
+    if not command:
+        raise UsageError("migrate record needs a test suite: dlcfuzz migrate record --library torch --out FILE "
+                         "-- pytest path/to/tests")
+    out = Path(args.out)
+    try:
+        got = record(args.library, out, command)
+    except RecordError as e:
+        raise UsageError(str(e).splitlines()[0]) from None
+    print(f"recorded {got['instances']} instances into {out} (pytest exit {got['exit']}); run them with: "
+          f"dlcfuzz migrate --source {out} --out CAMPAIGN")
+    return 0
+
+
+def cmd_migrate_apfd(args: argparse.Namespace) -> int:
+    from dlcfuzz.migrate.apfd import report
+
+    folder = Path(args.campaign)
+    if not (folder / "campaign.sqlite").is_file():
+        raise UsageError(f"{folder} is not a campaign folder (no campaign.sqlite)")
+    try:
+        print(report(folder, runs=args.runs, seed=args.seed))
+    except ValueError as e:
+        raise UsageError(str(e).splitlines()[0]) from None
+    return 0
+
+
 def _campaign_folders(names: list[str] | None) -> list[Path]:
     folders = [Path(n) for n in names or []]
     for f in folders:
@@ -390,6 +500,42 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--memory-mb", type=int, default=8192, help="resident memory cap of one compiler worker")
     f.set_defaults(func=cmd_fuzz)
 
+    mg = sub.add_parser("migrate", help="OPERA: migrate library tests into single-operator tests of compiler "
+                                        "frontends (also: 'migrate record', 'migrate apfd')")
+    mg.add_argument("--source", default="onnx-node,torch-opinfo",
+                    help="comma-separated: onnx-node, torch-opinfo, or a .sqlite set from 'migrate record'")
+    mg.add_argument("--backends", default="tvm,openvino,ort,inductor",
+                    help="compilers (tvm, openvino, ort, inductor) or frontends (tvm-torch, openvino-torch, ...)")
+    mg.add_argument("--out", required=True, help="campaign folder (rerun the same command to resume)")
+    mg.add_argument("--prioritize", default="opera", help="opera, random, fast, total-cov or additional-cov")
+    mg.add_argument("--budget", type=_budget, default=1800.0, help="wall-clock budget, e.g. 30m, 2h; 0: no limit")
+    mg.add_argument("--max-tests", type=int, help="stop after this many instances")
+    mg.add_argument("--limit-per-op", type=int, help="keep at most N instances per operator and source")
+    mg.add_argument("--jobs", type=int, default=1, help="instances run at once")
+    mg.add_argument("--seed", type=int, default=0)
+    mg.add_argument("--no-onnx-export", action="store_true", help="torch instances skip the ONNX frontends")
+    mg.add_argument("--measure-coverage", action="store_true",
+                    help="record the statements each frontend's Python code runs (for total-/additional-cov)")
+    mg.add_argument("--coverage-from", metavar="CAMPAIGN", help="total-/additional-cov: coverage measured there")
+    mg.add_argument("--compile-timeout", type=float, default=60.0, help="seconds per compile phase")
+    mg.add_argument("--run-timeout", type=float, default=30.0, help="seconds per run phase")
+    mg.add_argument("--memory-mb", type=int, default=8192, help="resident memory cap of one compiler worker")
+    mg.set_defaults(func=cmd_migrate)
+
+    rec = sub.add_parser("migrate-record", prog="dlcfuzz migrate record",
+                         help="record operator instances while a pytest suite runs (dlcfuzz migrate record ...)")
+    rec.add_argument("--library", default="torch", help="the library whose APIs are instrumented (torch)")
+    rec.add_argument("--out", required=True, help="the instance set to write (.sqlite); appended to if it exists")
+    rec.add_argument("command", nargs=argparse.REMAINDER, help="-- pytest ARGS...")
+    rec.set_defaults(func=cmd_migrate_record)
+
+    ap = sub.add_parser("migrate-apfd", prog="dlcfuzz migrate apfd",
+                        help="APFD of each prioritization on a migration campaign (dlcfuzz migrate apfd ...)")
+    ap.add_argument("campaign")
+    ap.add_argument("--runs", type=int, default=5, help="repetitions of the random orders (random, fast)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.set_defaults(func=cmd_migrate_apfd)
+
     b = sub.add_parser("bugs", help="list the distinct bugs of a campaign")
     b.add_argument("campaign")
     b.set_defaults(func=cmd_bugs)
@@ -397,6 +543,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["migrate"] and argv[1:2] and argv[1] in ("record", "apfd"):
+        argv = [f"migrate-{argv[1]}", *argv[2:]]  # 'migrate record' and 'migrate apfd' are commands of their own
     try:
         args = build_parser().parse_args(argv)
         if getattr(args, "n", 1) < 0:

@@ -14,6 +14,11 @@ KNOWN = {
     "inductor": "dlcfuzz.backends.inductor:InductorBackend",
     "reference": "dlcfuzz.backends.reference:ReferenceBackend",
     "tvm-relax": "dlcfuzz.backends.tvm_relax:TvmRelaxBackend",
+    # OPERA: migrated torch calls (call specs) through the compilers' PyTorch frontends, and the library itself
+    "tvm-torch": "dlcfuzz.backends.tvm:TvmTorchBackend",
+    "openvino-torch": "dlcfuzz.backends.openvino:OpenVinoTorchBackend",
+    "inductor-torch": "dlcfuzz.backends.inductor:InductorTorchBackend",
+    "torch-library": "dlcfuzz.backends.torch_library:TorchLibraryBackend",
 }
 # what a campaign runs when no backend is named (tvm-relax, HirGen's high-level IR testing of
 # TVM, compiles every test five ways: asked for by name)

@@ -48,7 +48,8 @@ class Outcome:
     signal: int | None = None
     seconds: dict[str, float] = field(default_factory=dict)  # time inside the compiler, per phase
     step: str = ""  # the last step the backend announced within the phase (e.g. the pass running)
-    artifacts: dict[str, str] = field(default_factory=dict)  # files the backend made for this test
+    artifacts: dict[str, str | bytes] = field(default_factory=dict)  # files the backend made for this test
+    covered: list[str] = field(default_factory=list)  # frontend statements the import ran ("file:line"), if measured
 
 
 @dataclass
@@ -69,6 +70,8 @@ class Backend:
     # the compiler itself type-checks the model dlcfuzz hands it (an ONNX frontend, Relax's BlockBuilder);
     # False where dlcfuzz's own exporter writes the compiler's model, so an invalid graph tests nothing
     checks_models: bool = True
+    # where the frontend's Python code lives (path fragments), for statement coverage of the import phase
+    frontend_modules: tuple[str, ...] = ()
 
     def available(self) -> tuple[bool, str]:
         """(True, "") or (False, one-line reason), without importing the compiler."""
@@ -95,7 +98,7 @@ class Backend:
     def step(self, text: str) -> None:
         pass
 
-    def artifact(self, name: str, text: str) -> None:
+    def artifact(self, name: str, text: str | bytes) -> None:
         pass
 
     def load(self, test: Test) -> Any:

@@ -4,11 +4,15 @@
 The ONNX bytes are unused: torch has no ONNX frontend, so the import phase builds the module from
 the graph JSON.  Inductor compiles lazily on the first call, so compile() makes that call with
 the test's inputs; run() calls again.
+
+``inductor-torch`` (``InductorTorchBackend``) compiles a migrated torch call (a call spec, see
+``dlcfuzz.export.torch_call``) the same way, statically and with dynamic shapes.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -110,3 +114,101 @@ class InductorBackend(Backend):
         from dlcfuzz.ir import Graph
 
         return to_torch_source(Graph.from_json(test.graph_json))
+
+
+# ---------------------------------------------------------------------------------------------
+# Inductor on migrated torch calls
+# ---------------------------------------------------------------------------------------------
+TORCH_VARIANTS = {"inductor": {"dynamic": False}, "inductor-dynamic": {"dynamic": True}}
+
+# the settings of torch_ops.compile_module, for the call backend and its repro scripts
+_CALL_COMPILE = '''
+def compile_call(module, dynamic):
+    import torch
+    from torch._functorch import config as functorch_config
+    from torch._inductor import config as inductor_config
+
+    torch.set_num_threads(1)
+    inductor_config.compile_threads = 1  # no compile worker pool: tiny graphs, isolated workers
+    inductor_config.fx_graph_cache = False  # every compile really compiles: a repro recompiles as the test did
+    functorch_config.enable_autograd_cache = False
+    return torch.compile(module, backend="inductor", dynamic=dynamic, fullgraph=True)
+
+
+def call_compiled(fn, names, inputs):
+    import torch
+
+    with torch.no_grad():
+        result = fn(*[torch.from_numpy(np.array(inputs[n])) for n in names])
+    return [t.detach().cpu().resolve_conj().resolve_neg().numpy() for t in tensor_outputs(result)]
+'''
+
+
+@dataclass
+class CallCompiled:
+    fn: Any
+    input_names: list[str]
+
+
+class InductorTorchBackend(Backend):
+    """``torch.compile`` with TorchInductor on a migrated torch call (a call spec, see
+    ``dlcfuzz.export.torch_call``), static and dynamic shapes; ``fullgraph=True``, so a call Dynamo
+    cannot capture whole is an error, not a silent eager fallback.  Compiling and calling go through
+    ``_CALL_COMPILE``, the very code the repro scripts run."""
+
+    name = "inductor-torch"
+    checks_models = False
+    package = "torch"
+    pip = "torch==2.13.0"
+
+    def variants(self) -> list[Variant]:
+        return [Variant(name, dict(options)) for name, options in TORCH_VARIANTS.items()]
+
+    def load(self, test: Test) -> Loaded:
+        import torch
+
+        from dlcfuzz.backends.torch_library import load_call
+
+        # Every call's forward is the same code object (torch_call's Call.forward), and Dynamo caches
+        # per code object: without a reset, a worker's 9th test would hit the recompile limit.  The
+        # previous test's compiled variants are done with; this test's variants compile after this.
+        torch._dynamo.reset()
+        module, names = load_call(test)
+        return Loaded(_call_namespace(), module, names, [test.inputs[n] for n in names])
+
+    def compile(self, imported: Loaded, variant: Variant) -> CallCompiled:
+        ns = imported.namespace
+        fn = ns["compile_call"](imported.module, variant.options["dynamic"])
+        ns["call_compiled"](fn, imported.input_names, dict(zip(imported.input_names, imported.inputs, strict=True)))
+        return CallCompiled(fn, imported.input_names)  # Inductor compiled on that first call
+
+    def run(self, compiled: CallCompiled, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
+        return _call_namespace()["call_compiled"](compiled.fn, compiled.input_names, inputs)
+
+    def repro_source(self, variant: Variant) -> str:
+        return _namespace_source() + f'''
+
+DYNAMIC = {variant.options["dynamic"]!r}
+
+
+def run_model(model_path, inputs):
+    with open(model_path, "rb") as f:  # the torch call: module(x0, x1, ...) makes it
+        module, names = build_module(decode_call(f.read()))
+    fn = compile_call(module, DYNAMIC)
+    call_compiled(fn, names, inputs)  # torch.compile compiles on the first call
+    return call_compiled(fn, names, inputs)
+'''
+
+
+def _namespace_source() -> str:
+    """torch_call's text (build_module, tensor_outputs...), then compile_call and call_compiled."""
+    from dlcfuzz.backends.torch_library import call_source
+
+    return call_source() + "\n" + _CALL_COMPILE
+
+
+@cache
+def _call_namespace() -> dict[str, Any]:
+    namespace: dict[str, Any] = {}
+    exec(_namespace_source(), namespace)
+    return namespace

@@ -1,4 +1,5 @@
-"""OpenVINO (CPU plugin), reading the ONNX model through its ONNX frontend."""
+"""OpenVINO (CPU plugin), reading the ONNX model through its ONNX frontend (``openvino``), or a migrated
+torch call through its PyTorch frontend (``openvino-torch``)."""
 
 from __future__ import annotations
 
@@ -81,5 +82,71 @@ def run_model(model_path, inputs):
     model = core.read_model(model_path)
 {reshape}    compiled = core.compile_model(model, "{DEVICE}", {variant.options["config"]!r})
     result = compiled.create_infer_request().infer([inputs[n] for n in names])
+    return [np.array(result[o]) for o in compiled.outputs]
+'''
+
+
+class OpenVinoTorchBackend(OpenVinoBackend):
+    """OpenVINO's PyTorch frontend on a migrated torch call (a call spec, see
+    ``dlcfuzz.export.torch_call``): ``ov.convert_model(module, example_input=...)`` with the inputs'
+    static shapes, then the same plugin variants as ``openvino``; inputs and outputs by position.
+
+    The frontend takes the module through TorchScript tracing, OpenVINO's documented path for an
+    ``nn.Module``, rather than through an ExportedProgram: on the latter
+    (OpenVINO 2026.4) every input becomes fully dynamic whatever the program's static shapes, so the
+    CPU plugin rejects e.g. conv2d with its weight as an input ("dynamic weights"), the ``f32-dynamic``
+    variant would test nothing new, and fewer ops have converters (aten._unique2 has none), while
+    torch.export itself refuses data-dependent shapes (one_hot) that tracing records.  torch's own
+    trace is tried first, so that a call torch cannot trace is a TorchExportError, not OpenVINO's."""
+
+    name = "openvino-torch"
+    checks_models = False  # the model is a torch call: torch validates it, not OpenVINO
+    frontend_modules = ("openvino/frontend/pytorch/",)  # its Python side (the TorchScript decoder); converters are C++
+
+    def available(self) -> tuple[bool, str]:
+        import importlib.util
+
+        if importlib.util.find_spec("torch") is None:
+            return False, f"{self.name}: package 'torch' is not installed (pip install torch)"
+        return super().available()
+
+    def load(self, test: Test) -> tuple[Any, list[str]]:
+        import warnings
+
+        import openvino as ov
+        import torch
+
+        from dlcfuzz.backends.torch_library import TorchExportError, example_args, first_line, load_call
+
+        module, names = load_call(test)
+        args = example_args(names, test.inputs)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # TracerWarnings
+            try:
+                torch.jit.trace(module, args, strict=False)
+            except Exception as e:
+                raise TorchExportError(f"torch.jit.trace failed: {type(e).__name__}: {first_line(e)}") from e
+            model = ov.convert_model(module, example_input=args, input=[ov.PartialShape(list(a.shape)) for a in args])
+        return model, names
+
+    def repro_source(self, variant: Variant) -> str:
+        from dlcfuzz.backends.torch_library import call_source
+
+        reshape = ("    model.reshape({p: ov.PartialShape.dynamic(p.get_partial_shape().rank) for p in model.inputs})\n"
+                   if variant.options["dynamic"] else "")
+        return call_source() + f'''
+
+import numpy as np
+import openvino as ov
+import torch
+
+
+def run_model(model_path, inputs):
+    with open(model_path, "rb") as f:  # the torch call: module(x0, x1, ...) makes it
+        module, names = build_module(decode_call(f.read()))
+    args = tuple(torch.from_numpy(np.array(inputs[n])) for n in names)
+    model = ov.convert_model(module, example_input=args, input=[ov.PartialShape(list(a.shape)) for a in args])
+{reshape}    compiled = ov.Core().compile_model(model, "{DEVICE}", {variant.options["config"]!r})
+    result = compiled.create_infer_request().infer([inputs[n] for n in names])  # by position, as dlcfuzz does
     return [np.array(result[o]) for o in compiled.outputs]
 '''

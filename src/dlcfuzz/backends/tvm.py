@@ -10,6 +10,10 @@ Variants are settings x targets:
   LLVM may use AVX-512 etc.; only when LLVM knows the host CPU), and ``cuda`` when a GPU exists.
 
 Targets are TVM 0.27 JSON dicts: the ``"llvm -mcpu=..."`` string form is no longer accepted.
+
+``tvm-torch`` (``TvmTorchBackend``) is the same compiler behind TVM's PyTorch frontend: a migrated
+torch call goes through ``torch.export`` and ``from_exported_program``.  Both backends hand over the
+artifact ``conversion``: the frontend conversion functions that handle the model (for dedup).
 """
 
 from __future__ import annotations
@@ -70,6 +74,7 @@ class TvmBackend(Backend):
     name = "tvm"
     package = "tvm"
     pip = "apache-tvm"
+    frontend_modules = ("tvm/relax/frontend/onnx/",)
     # Which targets to try; each is used only where it exists (a subclass may narrow this).
     targets: tuple[str, ...] = ("generic", "native", "cuda")
 
@@ -95,6 +100,8 @@ class TvmBackend(Backend):
         from tvm.relax.frontend.onnx import from_onnx
 
         model = onnx.load_model_from_string(test.model)
+        # before the frontend runs, so that a crash in it still names the converters involved
+        self.artifact("conversion", onnx_conversion(model))
         # initializers become constants; every graph input stays a runtime parameter of main
         return from_onnx(model, keep_params_in_input=False), _input_names(model)
 
@@ -158,3 +165,143 @@ def _flatten(out: Any) -> list[np.ndarray]:
     if isinstance(out, tvm.runtime.ShapeTuple):  # a shape folded to a value, e.g. Shape of a static tensor
         return [np.array(list(out), dtype=np.int64)]
     return [a for o in out for a in _flatten(o)]
+
+
+# ---------------------------------------------------------------------------------------------
+# Which frontend conversion functions handle a model (OPERA dedups bugs by them)
+# ---------------------------------------------------------------------------------------------
+def _graph_ops(graph: Any) -> set[str]:
+    """The op types of an ONNX graph's nodes, including those in subgraphs (If/Loop/Scan bodies)."""
+    ops: set[str] = set()
+    for node in graph.node:
+        ops.add(node.op_type)
+        for attr in node.attribute:
+            for g in ([attr.g] if attr.HasField("g") else []) + list(attr.graphs):
+                ops |= _graph_ops(g)
+    return ops
+
+
+def onnx_conversion(model: Any) -> str:
+    """"onnx:<converter class>,..." (sorted, unique) of the Relax ONNX frontend's converters for the
+    model's op types; "onnx:missing:<op>" for an op type the frontend has no converter for."""
+    from tvm.relax.frontend.onnx.onnx_frontend import _get_convert_map
+
+    table = _get_convert_map()
+    names = {f"onnx:{table[op].__name__}" if op in table else f"onnx:missing:{op}" for op in _graph_ops(model.graph)}
+    return ",".join(sorted(names))
+
+
+def converter_name(key: str, fn: Any) -> str:
+    """A readable name of the ExportedProgram frontend's converter ``fn`` of the aten op ``key``:
+    a method by its name ("_conv2d"), a converter made by a factory by the factory and the Relax op
+    it wraps ("_binary_op(add)"), a lambda or partial by the op key."""
+    import functools
+    import types
+
+    if isinstance(fn, types.MethodType):
+        return fn.__func__.__name__
+    name = getattr(fn, "__name__", "")
+    qualname = getattr(fn, "__qualname__", "")
+    if isinstance(fn, functools.partial) or not name or name == "<lambda>":
+        return key
+    if "<locals>" in qualname:  # a closure made by a factory such as _unary_op(relax.op.abs)
+        factory = qualname.split(".<locals>")[0].rsplit(".", 1)[-1]
+        cells = dict(zip(fn.__code__.co_freevars, (c.cell_contents for c in fn.__closure__ or ()), strict=False))
+        for var in ("relax_op", "op", "intrinsic_op"):
+            op = cells.get(var)
+            op = op.func if isinstance(op, functools.partial) else op
+            if getattr(op, "__name__", ""):
+                return f"{factory}({op.__name__})"
+        return f"{factory}:{key}"
+    return name
+
+
+def ep_conversion(exported_program: Any, convert_map: dict[str, Any]) -> str:
+    """"ep:<converter>,..." (sorted, unique) for the call_function nodes of an ExportedProgram, as
+    the importer looks them up (by ``node.target.__name__``); "ep:missing:<op>" where it has none."""
+    names = set()
+    for node in exported_program.graph.nodes:
+        if node.op != "call_function":
+            continue
+        key = getattr(node.target, "__name__", str(node.target))
+        names.add(f"ep:{converter_name(key, convert_map[key])}" if key in convert_map else f"ep:missing:{key}")
+    return ",".join(sorted(names))
+
+
+# ---------------------------------------------------------------------------------------------
+# TVM's PyTorch frontend (torch.export -> from_exported_program), for migrated torch calls
+# ---------------------------------------------------------------------------------------------
+def _decompose(exported_program: Any) -> Any:
+    """What ``from_exported_program`` does first by default (core-ATen decomposition, skipped when
+    the program holds sparse tensors), done here so the conversion names see the decomposed graph."""
+    import torch
+
+    from dlcfuzz.backends.torch_library import TorchExportError, first_line
+
+    tensors = [*(t for _, t in exported_program.named_buffers()), *(t for _, t in exported_program.named_parameters()),
+               *exported_program.constants.values(), *exported_program.tensor_constants.values()]
+    if any(isinstance(t, torch.Tensor) and t.layout != torch.strided for t in tensors):
+        return exported_program
+    try:
+        return exported_program.run_decompositions()
+    except Exception as e:  # torch's own decompositions: not TVM's code
+        raise TorchExportError(f"torch.export failed in run_decompositions: {type(e).__name__}: {first_line(e)}") from e
+
+
+class TvmTorchBackend(TvmBackend):
+    """TVM's Relax PyTorch frontend (``from_exported_program``) on a migrated torch call (a call
+    spec, see ``dlcfuzz.export.torch_call``), compiled and run like ``tvm``.  Parameters and buffers
+    become constants; main's parameters are the call's tensors x0, x1, ... in order."""
+
+    name = "tvm-torch"
+    checks_models = False  # the model is a torch call: torch.export validates it, not TVM
+    frontend_modules = ("tvm/relax/frontend/torch/",)
+
+    def available(self) -> tuple[bool, str]:
+        import importlib.util
+
+        if importlib.util.find_spec("torch") is None:
+            return False, f"{self.name}: package 'torch' is not installed (pip install torch)"
+        return super().available()
+
+    def load(self, test: Test) -> Any:
+        from tvm.relax.frontend.torch import from_exported_program
+        from tvm.relax.frontend.torch.exported_program_translator import ExportedProgramImporter
+
+        from dlcfuzz.backends.torch_library import example_args, load_call, torch_export
+
+        module, names = load_call(test)
+        ep = _decompose(torch_export(module, example_args(names, test.inputs)))
+        self.artifact("conversion", ep_conversion(ep, ExportedProgramImporter().convert_map))
+        mod = from_exported_program(ep, keep_params_as_input=False, run_ep_decomposition=False)
+        return mod, names
+
+    def repro_source(self, variant: Variant) -> str:
+        from dlcfuzz.backends.torch_library import call_source
+
+        return call_source() + f'''
+
+import numpy as np
+import torch
+import tvm
+from tvm import relax
+from tvm.relax.frontend.torch import from_exported_program
+
+TARGET = {target_dict(variant)!r}
+PIPELINE = {variant.options["pipeline"]!r}  # "cpu": relax.get_default_pipeline(target); else tvm.compile's default
+
+
+{FLATTEN_SOURCE}
+
+def run_model(model_path, inputs):
+    with open(model_path, "rb") as f:  # the torch call: module(x0, x1, ...) makes it
+        module, names = build_module(decode_call(f.read()))
+    ep = torch.export.export(module, tuple(torch.from_numpy(np.array(inputs[n])) for n in names))
+    mod = from_exported_program(ep, keep_params_as_input=False)  # parameters become constants
+    target = tvm.target.Target(TARGET)
+    pipeline = relax.get_default_pipeline(target) if PIPELINE == "cpu" else "default"
+    ex = tvm.compile(mod, target, relax_pipeline=pipeline)
+    dev = tvm.cuda() if target.kind.name == "cuda" else tvm.cpu()
+    vm = relax.VirtualMachine(ex, dev)
+    return flatten(vm["main"](*[tvm.runtime.tensor(np.asarray(inputs[n], order="C"), dev) for n in names]))
+'''

@@ -10,6 +10,10 @@
   marked ``reference_suspect``: the reference is the likelier culprit;
 - metamorphic: a variant's outputs differ from the backend's first successful variant.
 
+``judge_migrated`` judges a single-operator test migrated from a library's tests (OPERA §III-C):
+a crash that is not "unsupported", or outputs whose Chebyshev distance to the library's own
+outputs exceeds ``compare.CHEBYSHEV`` (integers exactly), is a finding.
+
 ``judge_invalid`` judges a disruptive test (a model that breaks one named constraint on
 purpose, HirGen §3.1.5): rejecting it with an error is right; a fatal signal, a hang, a memory
 blow-up, or accepting it with garbage outputs is a finding of the ``disruptive`` oracle.
@@ -23,7 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dlcfuzz.backends.base import OK, Outcome
-from dlcfuzz.oracle.compare import REDUCED_PRECISION, Mismatch, all_finite, compare
+from dlcfuzz.oracle.compare import REDUCED_PRECISION, Mismatch, all_finite, chebyshev, compare
 from dlcfuzz.oracle.unsupported import is_unsupported
 
 CRASH, DIFFERENTIAL, METAMORPHIC, DISRUPTIVE = "crash", "differential", "metamorphic", "disruptive"
@@ -140,6 +144,32 @@ def judge_invalid(outcomes: dict[str, dict[str, Outcome]], violation: dict, conf
     return Verdict(findings, [])
 
 
+def judge_migrated(outcomes: dict[str, dict[str, Outcome]], expected: list[np.ndarray],
+                   tolerances: dict[str, float] | None = None) -> Verdict:
+    """Findings for one migrated test: crashes, and outputs inconsistent with the library's (``expected``).
+    A finding is ``reference_suspect`` when another frontend's outputs match the finding's own."""
+    findings: list[Finding] = []
+    unsupported: list[tuple[str, str, str]] = []
+    for backend, variants in outcomes.items():
+        for variant, o in variants.items():
+            if o.status == "skipped":
+                continue
+            if o.status != OK:
+                if o.status == "error" and is_unsupported(backend, o.phase, o.error_type, o.message):
+                    unsupported.append((backend, variant, f"{o.error_type}: {o.message}"[:300]))
+                else:
+                    findings.append(_crash(backend, variant, o))
+                continue
+            m = chebyshev(expected, o.outputs or [], tolerances)
+            if m is not None:
+                f = _mismatch(DIFFERENTIAL, backend, variant, "baseline", m)
+                f.reference_suspect = any(
+                    ot.status == OK and chebyshev(o.outputs or [], ot.outputs or [], tolerances) is None
+                    for b, vs in outcomes.items() if b != backend for ot in vs.values())
+                findings.append(f)
+    return Verdict(findings, unsupported)
+
+
 def _mismatch(oracle: str, backend: str, variant: str, other: str, m: Mismatch) -> Finding:
     return Finding(oracle, m.kind, backend, variant, "run", m.detail, other=other, output=m.output,
                    details={"max_abs": m.max_abs})
@@ -157,4 +187,5 @@ __all__ = [
     "compare",
     "judge",
     "judge_invalid",
+    "judge_migrated",
 ]

@@ -67,5 +67,43 @@ def compare(expected: list[np.ndarray], actual: list[np.ndarray],
     return None
 
 
+# OPERA's inconsistency oracle: the Chebyshev distance (max absolute difference) between the library's
+# and the compiler's outputs.  The paper's threshold lost its digits in extraction; we take 1e-3 for
+# float32 (a single operator has no chain of rounding errors to compound, so NNSmith's 1e-2 relative
+# bound would hide real errors) scaled by the output's magnitude above 1 (exp(10) in float32 carries
+# ~2e-3 of rounding alone), 1e-7 for float64 and 1e-2 for float16; integers and booleans exactly.
+CHEBYSHEV: dict[str, float] = {"float64": 1e-7, "float32": 1e-3, "float16": 1e-2}
+
+
+def chebyshev(expected: list[np.ndarray], actual: list[np.ndarray],
+              tolerances: dict[str, float] | None = None) -> Mismatch | None:
+    """The first output whose Chebyshev distance to the expected one exceeds the bound, or None."""
+    tol = CHEBYSHEV | (tolerances or {})
+    if len(expected) != len(actual):
+        return Mismatch(-1, "shape", f"{len(actual)} outputs, expected {len(expected)}")
+    for i, (e, a) in enumerate(zip(expected, actual, strict=True)):
+        e, a = np.asarray(e), np.asarray(a)
+        if e.shape != a.shape:
+            return Mismatch(i, "shape", f"shape {a.shape}, expected {e.shape}")
+        if e.dtype != a.dtype:
+            return Mismatch(i, "dtype", f"dtype {a.dtype}, expected {e.dtype}")
+        if e.size == 0:
+            continue
+        if e.dtype.kind in "fc":
+            e64, a64 = e.astype(np.complex128 if e.dtype.kind == "c" else np.float64), a.astype(e.dtype)
+            same_special = (np.isnan(e64) == np.isnan(a64)).all() and (e64[np.isinf(e64)] == a64[np.isinf(e64)]).all()
+            ok = np.isfinite(e64) & np.isfinite(a64)
+            dist = float(np.abs(e64[ok] - a64[ok]).max(initial=0.0))
+            scale = max(1.0, float(np.abs(e64[ok]).max(initial=0.0)))
+            bound = tol.get(e.dtype.name, tol["float32"]) * scale
+            if not same_special or (ok != np.isfinite(e64)).any() or dist > bound:
+                shown = dist if same_special else float("inf")
+                return Mismatch(i, "value", f"Chebyshev distance {shown:.4g} > {bound:.3g}", shown)
+        elif not np.array_equal(e, a):
+            bad = e != a
+            return Mismatch(i, "value", f"{int(bad.sum())}/{e.size} elements differ (exact comparison)", 1.0)
+    return None
+
+
 def all_finite(outputs: list[np.ndarray]) -> bool:
     return all(np.isfinite(o).all() for o in outputs if np.asarray(o).dtype.kind == "f")

@@ -38,6 +38,25 @@ RULES: list[tuple[str, str, str]] = [
     ("openvino", "*", r"must have equal or intersecting dimensions, except for the dimension at axis"),
 ]
 
+# ---- OPERA: migrated torch calls through the PyTorch frontends (backends tvm-torch, openvino-torch, inductor-torch)
+# torch itself could not capture the call (torch.export for TVM, torch.jit.trace for OpenVINO): not the compiler's fault
+_TORCH_CAPTURE = r"^TorchExportError: torch\.(export|jit\.trace) failed"
+RULES += [
+    ("tvm-torch", "import", _TORCH_CAPTURE),
+    ("openvino-torch", "import", _TORCH_CAPTURE),
+    # TVM's ExportedProgram importer has no converter for an aten op
+    ("tvm-torch", "import", r"^AssertionError: Unsupported function types \["),
+    # OpenVINO's PyTorch frontend has no converter for an op, or declines one of its arguments
+    ("openvino-torch", "import", r"No conversion rule found for operations"),
+    ("openvino-torch", "import", r"\[PyTorch Frontend\] Translation for \S+ do not support"),
+    # Dynamo cannot capture the call as one graph (fullgraph=True): "Dynamo does not support this"
+    ("inductor-torch", "compile", r"^Unsupported: "),
+]
+# the same compiler behind both frontends: its compile/run limits hold for either
+RULES += [("tvm-torch", ph, p) for b, ph, p in list(RULES) if b == "tvm" and ph != "import"]
+RULES += [("openvino-torch", ph, p) for b, ph, p in list(RULES) if b == "openvino"]
+RULES += [("inductor-torch", ph, p) for b, ph, p in list(RULES) if b == "inductor" and ph != "import"]
+
 _COMPILED: dict[str, list[re.Pattern[str]]] = {}
 
 

@@ -1,6 +1,7 @@
 """Bug bundles: everything a compiler engineer needs to see and replay one distinct bug.
 
-    bugs/<signature>/model.onnx   graph.json   inputs.npz   expected.npz (the baseline's outputs)
+    bugs/<signature>/model.onnx (or call.pt, a migrated torch call)   graph.json   inputs.npz
+                     expected.npz (the baseline's outputs)
                      actual.npz (the failing variant's outputs) or error.log
                      finding.json   repro.py
 
@@ -36,7 +37,7 @@ import sys
 import numpy as np
 
 HERE = pathlib.Path(__file__).resolve().parent
-MODEL = str(HERE / "model.onnx")
+MODEL = str(HERE / {model_file!r})
 ORACLE, KIND = {oracle!r}, {kind!r}
 VARIANT, OTHER = {variant!r}, {other!r}
 ERROR_TYPE = {error_type!r}
@@ -44,6 +45,8 @@ HANG_SECONDS = {hang_seconds!r}
 # a fatal signal from reading out of bounds need not happen every time: try a few runs
 ATTEMPTS = 10 if KIND in ("signal", "exit") else 1
 TOLERANCES = {tolerances!r}
+# a migrated test's bound on the Chebyshev distance to the library's outputs (times max(1, max |expected|))
+CHEBYSHEV = {chebyshev!r}
 SOURCES = {sources!r}
 
 
@@ -70,13 +73,18 @@ def mismatch(expected, actual):
         e, a = np.asarray(e), np.asarray(a)
         if e.shape != a.shape or e.dtype != a.dtype:
             return f"output {{i}}: {{a.dtype}}{{a.shape}}, expected {{e.dtype}}{{e.shape}}"
-        if e.dtype.kind == "f":
+        if e.dtype.kind == "f" and CHEBYSHEV and e.size:
+            fin = np.isfinite(e) & np.isfinite(a)
+            dist = np.abs(e[fin].astype(np.float64) - a[fin]).max(initial=0.0)
+            bound = CHEBYSHEV.get(e.dtype.name, CHEBYSHEV["float32"]) * max(1.0, np.abs(e[fin]).max(initial=0.0))
+            ok = np.array([dist <= bound and (np.isfinite(e) == np.isfinite(a)).all()])
+        elif e.dtype.kind == "f":
             rtol, atol = TOLERANCES.get(e.dtype.name, TOLERANCES["float32"])
             ok = np.isclose(a.astype(np.float64), e.astype(np.float64), rtol=rtol, atol=atol, equal_nan=True)
         else:
             ok = e == a
         if not np.all(ok):
-            return f"output {{i}}: {{int((~ok).sum())}}/{{e.size}} elements differ"
+            return f"output {{i}}: {{int((~ok).sum())}}/{{ok.size}} elements differ"
     return None
 
 
@@ -129,12 +137,15 @@ def _save_outputs(path: Path, outs: list[np.ndarray]) -> None:
 
 def write_bundle(folder: Path, signature: str, title: str, f: Finding, test: Test, backend: Backend,
                  version: str, variants: dict[str, Variant], baseline: list[np.ndarray] | None,
-                 actual: list[np.ndarray] | None, hang_seconds: int, artifacts: dict[str, str] | None = None) -> None:
+                 actual: list[np.ndarray] | None, hang_seconds: int, artifacts: dict[str, str | bytes] | None = None,
+                 model_file: str = "model.onnx", chebyshev: dict[str, float] | None = None) -> None:
     folder.mkdir(parents=True, exist_ok=True)
-    for name, text in (artifacts or {}).items():  # files the backend made (its repro source reads them)
-        (folder / Path(name).name).write_text(text)
-    (folder / "model.onnx").write_bytes(test.model)
-    (folder / "graph.json").write_text(test.graph_json)
+    for name, data in (artifacts or {}).items():  # files the backend made (its repro source reads them)
+        path = folder / Path(name).name
+        path.write_bytes(data) if isinstance(data, bytes) else path.write_text(data)
+    (folder / model_file).write_bytes(test.model)
+    if test.graph_json:
+        (folder / "graph.json").write_text(test.graph_json)
     np.savez(folder / "inputs.npz", **test.inputs)
     if baseline is not None:
         _save_outputs(folder / "expected.npz", baseline)
@@ -146,10 +157,11 @@ def write_bundle(folder: Path, signature: str, title: str, f: Finding, test: Tes
     (folder / "finding.json").write_text(json.dumps(info, indent=1, default=str))
     names = [f.variant] + ([f.other] if f.other and f.other != "baseline" else [])
     sources = {n: backend.repro_source(variants[n]) for n in names}
-    repro = _REPRO.format(signature=signature, title=title.replace('"""', "'''"), package=backend.pip,
+    repro = _REPRO.format(signature=signature, model_file=model_file, title=title.replace('"""', "'''"),
+                          package=backend.pip,
                           backend=backend.name, version=version, oracle=f.oracle, kind=f.kind, variant=f.variant,
                           other=f.other if f.other != "baseline" else "",
                           error_type=f.error_type if f.kind == "exception" else "",
                           hang_seconds=hang_seconds if f.kind == "timeout" else 0,
-                          tolerances=TOLERANCES, sources=sources)
+                          tolerances=TOLERANCES, chebyshev=chebyshev, sources=sources)
     (folder / "repro.py").write_text(repro)

@@ -195,18 +195,9 @@ class Campaign:
         for name, backend in self.backends.items():
             if name == REFERENCE or (invalid and not backend.checks_models) or not backend.supports(ops, graph):
                 continue
-            got = self.pool.run(name, test, list(self.variants[name]))
-            compiler_s += sum(sum(o.seconds.values()) for o in got.values())
-            crashed = [(v, o) for v, o in got.items() if o.status == CRASH]
-            if crashed:
-                # a process can die of what an earlier test corrupted: judge the test in a fresh worker
-                got = self.pool.run(name, test, list(self.variants[name]), fresh=True)
-                compiler_s += sum(sum(o.seconds.values()) for o in got.values())
-                if not any(o.status == CRASH for o in got.values()):
-                    v, o = crashed[0]
-                    late.append(Finding(ORACLE_CRASH, "unconfirmed", name, v, o.phase,
-                                        f"{o.message}; not reproduced in a fresh process", o.error_type, o.traceback))
-            outcomes[name] = got
+            outcomes[name], unconfirmed, seconds = run_confirmed(self.pool, name, test, list(self.variants[name]))
+            late += unconfirmed
+            compiler_s += seconds
         return outcomes, late, compiler_s
 
     def _run_invalid(self, test_id: int, seed: int, graph: Graph, model: bytes, violation: dict,
@@ -246,12 +237,8 @@ class Campaign:
                              src.artifacts if src is not None else None)
                 new_bugs.append((sig, f.oracle, f.kind, f.backend, f.variant, f.phase, head,
                                  int(f.reference_suspect), str(folder.relative_to(cfg.out))))
-        outcome_rows = [
-            (b, v, o.status, o.phase, f"{o.error_type}: {o.message}"[:500] if o.status != OK else "",
-             int(o.status == "error" and is_unsupported(b, o.phase, o.error_type, o.message)), sum(o.seconds.values()))
-            for b, vs in outcomes.items() for v, o in vs.items()]
         with self.lock:
-            self.store.commit(record, outcome_rows, rows, new_bugs, covered)
+            self.store.commit(record, outcome_rows(outcomes), rows, new_bugs, covered)
             p = self.progress
             p.tests += 1
             p.valid += record.valid
@@ -308,6 +295,32 @@ class Campaign:
         if limit is not None:
             todo = itertools.islice(todo, max(0, limit - len(have)))
         yield from todo
+
+
+def run_confirmed(pool: WorkerPool, name: str, test: Test, variants: list[str],
+                  ) -> tuple[dict[str, Outcome], list[Finding], float]:
+    """One backend's outcomes on ``test``; a crash is judged again in a fresh worker, because a
+    process can die of what an earlier test corrupted.  Returns (outcomes, crashes that the fresh
+    worker did not reproduce, seconds inside the compiler)."""
+    got = pool.run(name, test, variants)
+    seconds = sum(sum(o.seconds.values()) for o in got.values())
+    crashed = [(v, o) for v, o in got.items() if o.status == CRASH]
+    late: list[Finding] = []
+    if crashed:
+        got = pool.run(name, test, variants, fresh=True)
+        seconds += sum(sum(o.seconds.values()) for o in got.values())
+        if not any(o.status == CRASH for o in got.values()):
+            v, o = crashed[0]
+            late.append(Finding(ORACLE_CRASH, "unconfirmed", name, v, o.phase,
+                                f"{o.message}; not reproduced in a fresh process", o.error_type, o.traceback))
+    return got, late, seconds
+
+
+def outcome_rows(outcomes: dict[str, dict[str, Outcome]]) -> list[tuple]:
+    """The store's outcome rows of one test."""
+    return [(b, v, o.status, o.phase, f"{o.error_type}: {o.message}"[:500] if o.status != OK else "",
+             int(o.status == "error" and is_unsupported(b, o.phase, o.error_type, o.message)), sum(o.seconds.values()))
+            for b, vs in outcomes.items() for v, o in vs.items()]
 
 
 def _profile(cfg: CampaignConfig):

@@ -8,6 +8,10 @@ mismatches, which carry no stack, it uses the operator type that produced the di
 and its dtype instead.  Disruptive findings (invalid models on purpose) get their own
 namespace: backend, symptom, phase, the operator and the kind of constraint the model breaks
 (dtype, arity, ...: not its exact value), plus the compiler frames for crashes.
+
+Migrated single-operator tests (OPERA) are deduplicated by *conversion function*: the frontend
+function that converted the operator (``migrated_signature``), since different operators can
+share one converter (MaxPool and AveragePool) and one operator's failures share its converter.
 """
 
 from __future__ import annotations
@@ -83,3 +87,35 @@ def title(f: Finding, producer_op: str = "") -> str:
     where = f" at the output of {producer_op}" if producer_op else ""
     who = f"{f.backend} {f.variant} vs {f.other}" if f.oracle == "metamorphic" else f"{f.backend} vs the reference"
     return f"{who}: {f.kind} mismatch{where}"[:200]
+
+
+def _conversion(f: Finding, reported: str) -> str:
+    """The conversion function behind a finding: of the converters the backend reported for the
+    model (``reported``, comma-separated), the one whose frame is innermost in the traceback, else all."""
+    names = [n for n in reported.split(",") if n]
+    if len(names) <= 1:
+        return reported
+    frames = [fn for _, fn in _FRAME.findall(f.traceback)][::-1]  # innermost first
+    for fn in frames:
+        hit = [n for n in names if n.rsplit(":", 1)[-1] == fn]
+        if hit:
+            return hit[0]
+    return reported
+
+
+def migrated_signature(f: Finding, op: str, conversion: str = "") -> str:
+    """One signature per conversion function and symptom for a migrated test's finding.
+
+    ``conversion``: what the backend reported as the converter(s) of the model (empty where the
+    compiler does not say, e.g. OpenVINO: then the operator type and the normalized message stand
+    for it).  A crash after the frontend (compile or run phase) is an optimizer or runtime bug: it
+    gets the campaign's usual signature."""
+    if f.oracle == CRASH and f.phase not in ("import", "start"):
+        return signature(f)
+    if conversion:
+        parts = [f.backend, f.oracle, _conversion(f, conversion)]
+    elif f.oracle == CRASH:
+        parts = [f.backend, f.oracle, op, f.error_type, normalize(f.message)]
+    else:
+        parts = [f.backend, f.oracle, op, f.kind]
+    return hashlib.sha256("\x1f".join(["migrated", *parts]).encode()).hexdigest()[:16]

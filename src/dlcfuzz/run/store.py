@@ -30,6 +30,7 @@ CREATE TABLE IF NOT EXISTS bugs (
     first_test INTEGER NOT NULL, hits INTEGER NOT NULL, dir TEXT NOT NULL, first_seen REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS coverage (criterion TEXT NOT NULL, key TEXT NOT NULL, test_id INTEGER NOT NULL,
     PRIMARY KEY (criterion, key));
+CREATE TABLE IF NOT EXISTS frontend_coverage (test_id INTEGER NOT NULL, backend TEXT NOT NULL, lines TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS findings (
     test_id INTEGER NOT NULL, signature TEXT NOT NULL, oracle TEXT NOT NULL, kind TEXT NOT NULL,
     backend TEXT NOT NULL, variant TEXT NOT NULL, phase TEXT NOT NULL, message TEXT NOT NULL);
@@ -87,6 +88,13 @@ class Store:
                              "use another --out folder")
         return True
 
+    def get_meta(self, key: str) -> Any:
+        row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else json.loads(row[0])
+
+    def set_meta(self, key: str, value: Any) -> None:
+        self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, json.dumps(value)))
+
     def next_test_id(self) -> int:
         return (self.db.execute("SELECT MAX(id) FROM tests").fetchone()[0] or -1) + 1
 
@@ -95,11 +103,12 @@ class Store:
 
     # -- one test, atomically -----------------------------------------------------------------------
     def commit(self, t: TestRecord, outcomes: list[tuple], findings: list[tuple], new_bugs: list[tuple],
-               coverage: list[tuple[str, str]] = ()) -> None:
+               coverage: list[tuple[str, str]] = (), frontend_coverage: list[tuple[str, str]] = ()) -> None:
         """outcomes: (backend, variant, status, phase, error, unsupported, seconds);
         findings: (signature, oracle, kind, backend, variant, phase, message);
         new_bugs: (signature, oracle, kind, backend, variant, phase, title, reference_suspect, dir);
-        coverage: (criterion, key) the test's graph covered first."""
+        coverage: (criterion, key) the test's graph covered first;
+        frontend_coverage: (backend, newline-joined "file:line") the statements a frontend ran to import the test."""
         now = time.time()
         db = self.db
         db.execute("BEGIN IMMEDIATE")
@@ -109,6 +118,7 @@ class Store:
                         int(t.valid), now, t.seconds, t.t_generate, t.t_inputs, t.t_compilers, t.t_oracle))
             db.executemany("INSERT INTO outcomes VALUES (?,?,?,?,?,?,?,?)", [(t.id, *o) for o in outcomes])
             db.executemany("INSERT OR IGNORE INTO coverage VALUES (?,?,?)", [(*c, t.id) for c in coverage])
+            db.executemany("INSERT INTO frontend_coverage VALUES (?,?,?)", [(t.id, *c) for c in frontend_coverage])
             for b in new_bugs:
                 db.execute("INSERT OR IGNORE INTO bugs VALUES (?,?,?,?,?,?,?,?,?,0,?,?)", (*b[:8], t.id, b[8], now))
             for f in findings:

@@ -8,7 +8,8 @@ and signal.  The pool replaces dead workers and recycles each one after ``recycl
 
 Protocol: length-prefixed pickles.  Parent -> child: ``(test, variant_names)``.  Child -> parent:
 ``("phase", phase, variant)``, ``("step", text)`` and ``("artifact", name, text)`` from the
-backend, ``("result", variant, Outcome)`` per variant, ``("done",)``.
+backend, ``("coverage", lines)`` after the import when frontend coverage is measured,
+``("result", variant, Outcome)`` per variant, ``("done",)``.
 The child moves its own stdout to stderr at start, so compilers that print cannot corrupt the
 protocol; stderr goes to a log file whose tail (including faulthandler's stack dump on a fatal
 signal) is attached to crash outcomes.
@@ -84,6 +85,32 @@ def _error(phase: str, e: BaseException, seconds: dict[str, float], step: str = 
                    "".join(traceback.format_exception(e))[-8000:], None, seconds, step)
 
 
+class _FrontendCoverage:
+    """Statement coverage of the backend's frontend modules during one import (coverage.py)."""
+
+    def __init__(self, fragments: tuple[str, ...]) -> None:
+        import coverage
+
+        self.cov = coverage.Coverage(data_file=None, include=[f"*{f}*" for f in fragments], branch=False)
+        self.fragments = fragments
+
+    def __enter__(self) -> _FrontendCoverage:
+        self.cov.erase()
+        self.cov.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.cov.stop()
+
+    def lines(self) -> list[str]:
+        data = self.cov.get_data()
+        out = []
+        for path in data.measured_files():
+            short = next((path[path.index(f):] for f in self.fragments if f in path), path)
+            out += [f"{short}:{n}" for n in data.lines(path) or ()]
+        return sorted(out)
+
+
 def child_main(backend_name: str) -> None:
     import faulthandler
 
@@ -104,6 +131,8 @@ def child_main(backend_name: str) -> None:
     backend.step = step
     backend.artifact = lambda name, text: _send(proto_out, ("artifact", name, text))
     variants = {v.name: v for v in backend.variants()}
+    measure = (_FrontendCoverage(backend.frontend_modules)
+               if os.environ.get("DLCFUZZ_FRONTEND_COVERAGE") and backend.frontend_modules else None)
     _send(proto_out, ("ready", backend.version(), [(v.name, v.options) for v in variants.values()]))
     while True:
         msg = _recv(proto_in)
@@ -115,14 +144,19 @@ def child_main(backend_name: str) -> None:
         _send(proto_out, ("phase", IMPORT, ""))
         t0 = time.perf_counter()
         try:
-            imported = backend.load(test)
+            with measure or contextlib.nullcontext():
+                imported = backend.load(test)
         except Exception as e:
             seconds[IMPORT] = time.perf_counter() - t0
+            if measure is not None:
+                _send(proto_out, ("coverage", measure.lines()))
             for name in names:
                 _send(proto_out, ("result", name, _error(IMPORT, e, seconds, state["step"])))
             _send(proto_out, ("done",))
             continue
         seconds[IMPORT] = time.perf_counter() - t0
+        if measure is not None:
+            _send(proto_out, ("coverage", measure.lines()))
         for k, name in enumerate(names):
             times = dict(seconds) if k == 0 else {}  # the shared import counts once, with the first variant
             phase = COMPILE
@@ -163,7 +197,8 @@ def _rss_mb(pid: int) -> float:
 class Worker:
     """One child process serving one backend."""
 
-    def __init__(self, backend: str, limits: PhaseLimits, log_dir: Path | None = None) -> None:
+    def __init__(self, backend: str, limits: PhaseLimits, log_dir: Path | None = None,
+                 frontend_coverage: bool = False) -> None:
         self.backend = backend
         self.limits = limits
         self.tests_served = 0
@@ -176,6 +211,8 @@ class Worker:
         env = dict(os.environ, OMP_NUM_THREADS="1", TVM_NUM_THREADS="1", MKL_NUM_THREADS="1",
                    PYTHONFAULTHANDLER="1")
         # one Inductor cache for every worker: its precompiled header takes ~40 s to build once
+        if frontend_coverage:
+            env["DLCFUZZ_FRONTEND_COVERAGE"] = "1"
         env.setdefault("TORCHINDUCTOR_CACHE_DIR", str(Path(tempfile.gettempdir()) / "dlcfuzz-inductor-cache"))
         self.proc = subprocess.Popen([sys.executable, "-m", "dlcfuzz.run.worker", backend], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=self._log, env=env, start_new_session=True)
@@ -240,11 +277,12 @@ class Worker:
             dead = self._death(START)[1]
             return dict.fromkeys(variants, dead)
         phase, current, step = START, "", ""
-        artifacts: dict[str, str] = {}
+        artifacts: dict[str, str | bytes] = {}
+        covered: list[str] = []
         while True:
             msg = self._wait(phase, self.limits.timeout(phase))
             if isinstance(msg, Outcome):  # died, hung or ran out of memory in `phase`
-                msg.step, msg.artifacts = step, artifacts
+                msg.step, msg.artifacts, msg.covered = step, artifacts, covered
                 for v in variants:
                     if v not in results:
                         results[v] = msg if (v == current or phase == IMPORT) else Outcome(SKIPPED, phase)
@@ -256,8 +294,10 @@ class Worker:
                 step = msg[1]
             elif kind == "artifact":
                 artifacts[msg[1]] = msg[2]
+            elif kind == "coverage":
+                covered = msg[1]
             elif kind == "result":
-                msg[2].artifacts = artifacts
+                msg[2].artifacts, msg[2].covered = artifacts, covered
                 results[msg[1]] = msg[2]
             elif kind == "done":
                 return results
@@ -286,8 +326,10 @@ class Worker:
 class WorkerPool:
     """Persistent workers per backend, replaced when they die and recycled every ``recycle`` tests."""
 
-    def __init__(self, limits: PhaseLimits, recycle: int = 200, log_dir: Path | None = None) -> None:
+    def __init__(self, limits: PhaseLimits, recycle: int = 200, log_dir: Path | None = None,
+                 frontend_coverage: bool = False) -> None:
         self.limits = limits
+        self.frontend_coverage = frontend_coverage  # workers measure their frontend's statement coverage
         self.recycle = recycle
         self.log_dir = log_dir
         self.idle: dict[str, list[Worker]] = {}
@@ -299,7 +341,7 @@ class WorkerPool:
             free = self.idle.setdefault(backend, [])
             if free:
                 return free.pop()
-        return Worker(backend, self.limits, self.log_dir)
+        return Worker(backend, self.limits, self.log_dir, self.frontend_coverage)
 
     def release(self, w: Worker) -> None:
         if not w.alive:
@@ -315,7 +357,7 @@ class WorkerPool:
     def run(self, backend: str, test: Test, variants: list[str], fresh: bool = False) -> dict[str, Outcome]:
         """Outcomes of ``test`` on ``backend``; ``fresh`` uses a new worker, untouched by earlier tests."""
         try:
-            w = Worker(backend, self.limits, self.log_dir) if fresh else self.acquire(backend)
+            w = Worker(backend, self.limits, self.log_dir, self.frontend_coverage) if fresh else self.acquire(backend)
         except WorkerDied as e:
             return dict.fromkeys(variants, Outcome(CRASH, START, error_type="WorkerDied", message=str(e)[:2000]))
         try:

@@ -1,0 +1,352 @@
+"""A migration campaign (OPERA): harvest instances, order them, run each through the frontends under test.
+
+Per instance, in prioritized order:
+
+1. the library's own run, isolated: a torch call runs eagerly twice in a ``torch-library`` worker
+   (a call that fails, is nondeterministic or returns no tensor is discarded, counted); that worker
+   also exports it to ONNX for the ONNX frontends.  An ONNX node test carries the outputs its
+   ``expect`` computed, and was checked by the ONNX checker when harvested.
+2. every frontend under test imports, compiles and runs the single-operator model in its workers:
+   ONNX models go to the ONNX frontends (TVM, OpenVINO, ONNX Runtime), torch calls to the torch
+   frontends (TVM's exported-program importer, OpenVINO's torch frontend, Inductor).
+3. ``judge_migrated``: crashes (unsupported operators and dtypes counted apart) and outputs whose
+   Chebyshev distance to the library's exceeds the bound; one signature per conversion function.
+
+The campaign store is the fuzzing campaign's (same tables, bundles and repro scripts); a test's id
+is its instance's id, so killed campaigns resume, and ``apfd`` can replay any order offline.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from dlcfuzz.backends import Backend, load_backend
+from dlcfuzz.backends.base import OK, Outcome, Test, Variant
+from dlcfuzz.migrate.instances import ONNX, TORCH, Instance, InstanceSet
+from dlcfuzz.oracle import CRASH, Finding, all_finite, judge_migrated
+from dlcfuzz.oracle.compare import CHEBYSHEV
+from dlcfuzz.run.bundle import write_bundle
+from dlcfuzz.run.campaign import Progress, outcome_rows, run_confirmed
+from dlcfuzz.run.dedup import migrated_signature, normalize
+from dlcfuzz.run.store import Store, StoreError, TestRecord
+from dlcfuzz.run.worker import PhaseLimits, WorkerDied, WorkerPool
+
+LIBRARY = "torch-library"  # the torch library itself, run in a worker: pre-check, reference outputs, ONNX export
+# a compiler as the user names it -> its frontend backend per library of the migrated instance
+FRONTENDS: dict[str, dict[str, str]] = {
+    "tvm": {ONNX: "tvm", TORCH: "tvm-torch"},
+    "openvino": {ONNX: "openvino", TORCH: "openvino-torch"},
+    "ort": {ONNX: "ort"},
+    "inductor": {TORCH: "inductor-torch"},
+}
+TORCH_FRONTENDS = {"tvm-torch", "openvino-torch", "inductor-torch"}
+# the variant each frontend runs: the model-loading stage is under test, so one compile per frontend
+# (the first variant: no optimization where the compiler has that), except Inductor, which only compiles
+VARIANT = {"inductor-torch": "inductor"}
+
+
+def frontends(names: list[str]) -> list[str]:
+    """The frontend backends behind compiler names (``tvm`` -> ``tvm``, ``tvm-torch``); frontend
+    backend names pass through."""
+    out: list[str] = []
+    for n in names:
+        for fe in FRONTENDS.get(n, {"": n}).values():
+            if fe not in out:
+                out.append(fe)
+    return out
+
+
+@dataclass
+class MigrationConfig:
+    out: Path
+    sources: list[str]  # "onnx-node", "torch-opinfo", or the path of a set recorded by ``migrate record``
+    backends: list[str]  # frontend backends (see ``frontends``)
+    prioritize: str = "opera"
+    seed: int = 0
+    budget_seconds: float | None = None
+    max_tests: int | None = None
+    jobs: int = 1
+    limit_per_op: int | None = None  # instances kept per operator and source (None: all)
+    phases: PhaseLimits = field(default_factory=lambda: PhaseLimits(compile=60.0, run=30.0))
+    via_onnx: bool = True  # torch instances also reach the ONNX frontends, exported by torch.onnx
+    measure_coverage: bool = False  # statement coverage of the frontends' Python code (for the cov orders)
+    coverage_from: Path | None = None  # a campaign whose measured coverage drives total-/additional-cov
+    tolerances: dict[str, float] = field(default_factory=dict)
+
+    def identity(self) -> dict:
+        return {"kind": "migrate", "sources": self.sources, "backends": sorted(self.backends),
+                "prioritize": self.prioritize, "seed": self.seed, "limit_per_op": self.limit_per_op,
+                "via_onnx": self.via_onnx, "tolerances": self.tolerances}
+
+
+class Migration:
+    def __init__(self, cfg: MigrationConfig, on_progress: Callable[[Progress], None] | None = None) -> None:
+        self.cfg = cfg
+        self.store = Store(cfg.out)
+        self.resumed = self.store.bind(cfg.identity())
+        self.instances = InstanceSet(cfg.out / "campaign.sqlite")
+        self.pool = WorkerPool(cfg.phases, 200, cfg.out / "logs", frontend_coverage=cfg.measure_coverage)
+        self.progress = Progress()
+        self.on_progress = on_progress or (lambda p: None)
+        self.lock = threading.Lock()
+        self.known = self.store.known_signatures()
+        self.backends: dict[str, Backend] = {}
+        self.variants: dict[str, dict[str, Variant]] = {}
+        self.versions: dict[str, str] = {}
+        self.disabled: dict[str, str] = {}
+
+    # -- set-up ------------------------------------------------------------------------------------------
+    def harvest(self, on_source: Callable[[dict], None] | None = None) -> dict[str, dict]:
+        """Harvests every source not yet in the store (a source cut short is harvested again);
+        returns the stats per source."""
+        from dlcfuzz.migrate.sources import harvest
+
+        done: dict[str, dict] = self.store.get_meta("harvest") or {}
+        for source in self.cfg.sources:
+            if source in done:
+                continue
+            self._forget(source)
+            if Path(source).suffix == ".sqlite":
+                stats = self._copy_recorded(Path(source))
+            else:
+                stats = harvest(source, self.cfg.out / "campaign.sqlite", self.cfg.limit_per_op)
+            done[source] = stats
+            self.store.set_meta("harvest", done)
+            if on_source:
+                on_source(stats)
+        return done
+
+    def _forget(self, source: str) -> None:
+        """Drops the instances a cut-short harvest of ``source`` left (none of them has run yet)."""
+        tag = "pytest" if Path(source).suffix == ".sqlite" else source
+        self.instances.db.execute("DELETE FROM instances WHERE source = ? AND id NOT IN (SELECT id FROM tests)",
+                                  (tag,))
+
+    def _copy_recorded(self, path: Path) -> dict:
+        if not path.is_file():
+            from dlcfuzz.migrate.sources import SourceError
+
+            raise SourceError(f"recorded instance set {path} does not exist (make one with 'dlcfuzz migrate record')")
+        other = InstanceSet(path)
+        try:
+            n = self.instances.extend(other.get(i.id) for i in list(other))
+            ops = len({i.op for i in other})
+        finally:
+            other.close()
+        return {"source": str(path), "instances": n, "operators": ops, "skipped": {}}
+
+    def start_backends(self) -> None:
+        needed = list(self.cfg.backends)
+        if any(i.library == TORCH for i in self._peek()):
+            needed.insert(0, LIBRARY)
+        for name in needed:
+            backend = load_backend(name)
+            ok, why = backend.available()
+            if not ok:
+                self.disabled[name] = why
+                continue
+            try:
+                version, variants = self.pool.describe(name)
+            except WorkerDied as e:
+                self.disabled[name] = str(e).splitlines()[0]
+                continue
+            self.backends[name] = backend
+            self.versions[name] = version
+            self.variants[name] = {n: Variant(n, o) for n, o in variants}
+
+    def _peek(self) -> list[Instance]:
+        return list(self.instances)
+
+    # -- ordering ------------------------------------------------------------------------------------------
+    def order(self) -> list[int]:
+        from dlcfuzz.migrate.prioritize import prioritize
+
+        coverage = None
+        if self.cfg.prioritize in ("total-cov", "additional-cov"):
+            coverage = self._coverage_from()
+        return prioritize(self.cfg.prioritize, self._peek(), seed=self.cfg.seed, coverage=coverage)
+
+    def _coverage_from(self) -> dict[int, set[str]]:
+        """Frontend coverage per instance id, measured by an earlier campaign over the same instances
+        (matched by source and provenance)."""
+        folder = self.cfg.coverage_from
+        if folder is None or not (folder / "campaign.sqlite").is_file():
+            raise StoreError("total-cov and additional-cov order by frontend coverage measured before: "
+                             "give --coverage-from CAMPAIGN (a migration run with --measure-coverage)")
+        other = Store(folder)
+        try:
+            rows = other.db.execute("SELECT i.source, i.provenance, c.lines FROM frontend_coverage c "
+                                    "JOIN instances i ON i.id = c.test_id").fetchall()
+        finally:
+            other.close()
+        by_key: dict[tuple[str, str], set[str]] = {}
+        for source, provenance, lines in rows:
+            by_key.setdefault((source, provenance), set()).update(lines.split("\n") if lines else ())
+        return {i.id: by_key[(i.source, i.provenance)] for i in self._peek() if (i.source, i.provenance) in by_key}
+
+    # -- one instance ----------------------------------------------------------------------------------------
+    def run_instance(self, iid: int) -> None:
+        t_start = time.perf_counter()
+        with self.lock:
+            inst = self.instances.get(iid)
+        lib_seconds = 0.0
+        onnx_model: bytes | None = inst.model if inst.library == ONNX else None
+        expected = inst.expected
+        if inst.library == TORCH:
+            if LIBRARY not in self.backends:
+                return self._discard(inst, "torch-library is not available", t_start)
+            lib = self.pool.run(LIBRARY, Test(inst.model, "", inst.inputs), ["eager"])["eager"]
+            lib_seconds = sum(lib.seconds.values())
+            if lib.status != OK:
+                return self._discard(inst, f"{lib.error_type}: {normalize(lib.message, 1)}", t_start)
+            expected = lib.outputs
+            exported = lib.artifacts.get("model.onnx")
+            onnx_model = exported if self.cfg.via_onnx and isinstance(exported, bytes) else None
+        if expected is None:
+            return self._discard(inst, "no library outputs", t_start)
+        tests: dict[str, Test] = {}
+        for name in self.backends:
+            if name == LIBRARY:
+                continue
+            if name in TORCH_FRONTENDS:
+                if inst.library == TORCH:
+                    tests[name] = Test(inst.model, "", inst.inputs)
+            elif onnx_model is not None:
+                tests[name] = Test(onnx_model, "", inst.inputs)
+        outcomes: dict[str, dict[str, Outcome]] = {}
+        late: list[Finding] = []
+        compiler_s = 0.0
+        for name, test in tests.items():
+            variant = VARIANT.get(name, next(iter(self.variants[name])))
+            outcomes[name], unconfirmed, seconds = run_confirmed(self.pool, name, test, [variant])
+            late += unconfirmed
+            compiler_s += seconds
+        t0 = time.perf_counter()
+        verdict = judge_migrated(outcomes, expected, self.cfg.tolerances)
+        verdict.findings += late
+        baseline = LIBRARY if inst.library == TORCH else "onnx-expect"
+        record = TestRecord(iid, 0, [inst.op], baseline, all_finite(expected), 1, True,
+                            time.perf_counter() - t_start, 0.0, lib_seconds, compiler_s, time.perf_counter() - t0)
+        self._record(inst, record, tests, outcomes, verdict, expected)
+
+    def _discard(self, inst: Instance, reason: str, t_start: float) -> None:
+        """An instance the library itself cannot run (OPERA's validity pre-check): kept as a test
+        row with valid = 0 and the reason, so that it is counted and never run again."""
+        record = TestRecord(inst.id, 0, [inst.op], f"discarded: {reason}"[:300], False, 1, False,
+                            time.perf_counter() - t_start, 0.0, 0.0, 0.0, 0.0)
+        with self.lock:
+            self.store.commit(record, [], [], [])
+            self.progress.tests += 1
+        self.on_progress(self.progress)
+
+    def _record(self, inst: Instance, record: TestRecord, tests: dict[str, Test],
+                outcomes: dict[str, dict[str, Outcome]], verdict, expected: list[np.ndarray]) -> None:
+        rows, new_bugs = [], []
+        described = json.dumps({"op": inst.op, "source": inst.source, "provenance": inst.provenance,
+                                "params": inst.params, "tensors": inst.tensors}, indent=1, default=str)
+        for f in verdict.findings:
+            o = outcomes.get(f.backend, {}).get(f.variant)
+            conversion = str(o.artifacts.get("conversion", "")) if o is not None else ""
+            sig = migrated_signature(f, inst.op, conversion)
+            rows.append((sig, f.oracle, f.kind, f.backend, f.variant, f.phase, f.message[:2000]))
+            with self.lock:
+                is_new = sig not in self.known
+                self.known.add(sig)
+            if not is_new:
+                continue
+            head = migrated_title(f, inst.op, conversion)
+            folder = self.cfg.out / "bugs" / sig
+            actual = o.outputs if o is not None and o.status == OK else None
+            artifacts = {**(o.artifacts if o is not None else {}), "instance.json": described}
+            write_bundle(folder, sig, head, f, tests[f.backend], self.backends[f.backend], self.versions[f.backend],
+                         self.variants[f.backend], expected, actual,
+                         int(self.cfg.phases.compile + self.cfg.phases.run), artifacts,
+                         model_file="call.pt" if f.backend in TORCH_FRONTENDS else "model.onnx",
+                         chebyshev=CHEBYSHEV | self.cfg.tolerances)
+            new_bugs.append((sig, f.oracle, f.kind, f.backend, f.variant, f.phase, head,
+                             int(f.reference_suspect), str(folder.relative_to(self.cfg.out))))
+        covered = [(b, "\n".join(o.covered)) for b, vs in outcomes.items() for o in vs.values() if o.covered]
+        with self.lock:
+            self.store.commit(record, outcome_rows(outcomes), rows, new_bugs, frontend_coverage=covered)
+            p = self.progress
+            p.tests += 1
+            p.valid += 1
+            p.finite += record.finite
+            p.compiler_seconds += record.t_compilers
+            for f in verdict.findings:
+                p.findings[(f.backend, f.oracle)] += 1
+            for b in new_bugs:
+                p.bugs[(b[3], b[1])] += 1
+            for b, _, _ in verdict.unsupported:
+                p.unsupported[b] += 1
+        self.on_progress(self.progress)
+
+    # -- the loop -----------------------------------------------------------------------------------------------
+    def run(self) -> Progress:
+        cfg = self.cfg
+        if not self.backends:
+            self.start_backends()
+        done = {r[0] for r in self.store.db.execute("SELECT id FROM tests")}
+        todo = [i for i in self.order() if i not in done]
+        if cfg.max_tests is not None:
+            todo = todo[:max(0, cfg.max_tests - len(done))]
+        self.progress.resumed_from = len(done)
+        deadline = None if cfg.budget_seconds is None else time.monotonic() + cfg.budget_seconds
+        queue = iter(todo)
+        running: set[Future] = set()
+        with ThreadPoolExecutor(max_workers=cfg.jobs) as ex:
+            while True:
+                out_of_budget = deadline is not None and time.monotonic() >= deadline
+                while not out_of_budget and len(running) < cfg.jobs:
+                    iid = next(queue, None)
+                    if iid is None:
+                        break
+                    running.add(ex.submit(self.run_instance, iid))
+                if not running:
+                    break
+                finished, running = wait(running, return_when=FIRST_COMPLETED)
+                for fut in finished:
+                    fut.result()  # a bug in dlcfuzz itself must not pass silently
+        self.close()
+        return self.progress
+
+    def close(self) -> None:
+        self.pool.close()
+        self.instances.close()
+        self.store.close()
+
+
+def migrated_title(f: Finding, op: str, conversion: str) -> str:
+    """A one-line human summary of a migrated test's bug."""
+    via = f" ({conversion})" if conversion else ""
+    if f.oracle == CRASH:
+        what = f"{f.error_type}: {normalize(f.message)}" if f.kind == "exception" else f.message
+        return f"{f.backend} {f.phase} {f.kind} on {op}{via}: {what}"[:200]
+    return f"{f.backend} vs the library on {op}{via}: {f.kind} mismatch ({f.message})"[:200]
+
+
+def summary(folder: Path) -> dict:
+    """What a migration campaign harvested, ran and found (for the CLI and the closing notes)."""
+    store = Store(folder)
+    try:
+        q = store.db.execute
+        harvested = store.get_meta("harvest") or {}
+        discarded = dict(q("SELECT substr(baseline, 12), COUNT(*) FROM tests WHERE valid = 0 GROUP BY 1 "
+                           "ORDER BY 2 DESC").fetchall())
+        per_backend = dict(q("SELECT backend, COUNT(*) FROM bugs GROUP BY backend").fetchall())
+        unsupported = dict(q("SELECT backend, COUNT(*) FROM outcomes WHERE unsupported = 1 GROUP BY backend"))
+        return {"harvested": harvested, "instances": q("SELECT COUNT(*) FROM instances").fetchone()[0],
+                "operators": q("SELECT COUNT(DISTINCT op) FROM instances").fetchone()[0],
+                "tests": q("SELECT COUNT(*) FROM tests WHERE valid = 1").fetchone()[0],
+                "discarded": sum(discarded.values()), "discarded_reasons": discarded,
+                "unsupported": unsupported, "bugs": per_backend}
+    finally:
+        store.close()

@@ -1,0 +1,158 @@
+"""Migration campaigns (OPERA) end to end on hand-made instance sets and real frontends."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+from onnx.reference import ReferenceEvaluator
+
+from dlcfuzz.cli import main
+from dlcfuzz.migrate.campaign import Migration, MigrationConfig, frontends, summary
+from dlcfuzz.migrate.instances import Instance, InstanceSet, tensor_info
+from dlcfuzz.run.worker import PhaseLimits
+
+HAS_TVM = importlib.util.find_spec("tvm") is not None
+HAS_TORCH = importlib.util.find_spec("torch") is not None
+needs_tvm = pytest.mark.skipif(not HAS_TVM, reason="apache-tvm is not installed")
+
+
+def onnx_instance(op: str, inputs: dict[str, np.ndarray], outputs: list[str], provenance: str,
+                  **attrs) -> Instance:
+    """A single-node ONNX instance whose expected outputs come from ONNX's reference evaluator."""
+    node = helper.make_node(op, list(inputs), outputs, **attrs)
+    def typed(arrays: dict[str, np.ndarray]) -> list:
+        return [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(a.dtype), a.shape)
+                for n, a in arrays.items()]
+
+    def make(outs: list) -> onnx.ModelProto:
+        graph = helper.make_graph([node], provenance, typed(inputs), outs)
+        return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+    untyped = make([helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in outputs])
+    expected = [np.asarray(o) for o in ReferenceEvaluator(untyped).run(None, inputs)]
+    model = make(typed(dict(zip(outputs, expected, strict=True))))
+    return Instance("onnx", op, "pytest", provenance, dict(attrs),
+                    [tensor_info(n, a) for n, a in inputs.items()], model.SerializeToString(), inputs, expected)
+
+
+def layer_norm(axis: int, provenance: str) -> Instance:
+    rng = np.random.default_rng(axis + 5)
+    shape = (2, 3, 4)
+    norm = shape[axis:]
+    inputs = {"X": rng.standard_normal(shape).astype(np.float32), "W": rng.standard_normal(norm).astype(np.float32),
+              "B": rng.standard_normal(norm).astype(np.float32)}
+    return onnx_instance("LayerNormalization", inputs, ["Y", "Mean", "InvStd"], provenance, axis=axis, epsilon=1e-5)
+
+
+@pytest.fixture
+def onnx_set(tmp_path: Path) -> Path:
+    rng = np.random.default_rng(0)
+    s = InstanceSet(tmp_path / "set.sqlite")
+    s.add(onnx_instance("Relu", {"x": rng.standard_normal((2, 3)).astype(np.float32)}, ["y"], "relu"))
+    # TVM's LayerNormalization converter returns Mean and InvStd as scalars: two instances, one converter
+    s.add(layer_norm(-1, "ln_last_axis"))
+    s.add(layer_norm(1, "ln_axis_1"))
+    s.close()
+    return tmp_path / "set.sqlite"
+
+
+def test_frontends_expand_compilers():
+    assert frontends(["tvm", "ort"]) == ["tvm", "tvm-torch", "ort"]
+    assert frontends(["inductor", "tvm-torch"]) == ["inductor-torch", "tvm-torch"]
+
+
+@needs_tvm
+def test_migration_finds_the_layernorm_converter_bug_once(onnx_set: Path, tmp_path: Path):
+    out = tmp_path / "campaign"
+    cfg = MigrationConfig(out, [str(onnx_set)], ["tvm", "ort"], phases=PhaseLimits(compile=60, run=30))
+    m = Migration(cfg)
+    stats = m.harvest()
+    assert stats[str(onnx_set)]["instances"] == 3
+    progress = m.run()
+    assert progress.tests == 3
+    db = sqlite3.connect(out / "campaign.sqlite")
+    bugs = db.execute("SELECT signature, backend, oracle, kind, title, dir FROM bugs").fetchall()
+    tvm_bugs = [b for b in bugs if b[1] == "tvm"]
+    # both LayerNormalization instances fail in the same converter: one distinct bug, two findings
+    assert len(tvm_bugs) == 1, bugs
+    sig, _, oracle, kind, title, folder = tvm_bugs[0]
+    assert (oracle, kind) == ("differential", "shape")
+    assert "LayerNormalization" in title
+    assert db.execute("SELECT COUNT(*) FROM findings WHERE signature = ?", (sig,)).fetchone()[0] == 2
+    assert not [b for b in bugs if b[1] == "ort"]
+    # the bundle replays alone and exits 1 while the bug is present
+    bundle = out / folder
+    assert json.loads((bundle / "instance.json").read_text())["op"] == "LayerNormalization"
+    run = subprocess.run([sys.executable, str(bundle / "repro.py")], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 1, run.stdout + run.stderr
+    s = summary(out)
+    assert s["tests"] == 3 and s["discarded"] == 0
+
+
+@needs_tvm
+def test_migration_resumes_without_rerunning(onnx_set: Path, tmp_path: Path):
+    out = tmp_path / "campaign"
+    first = Migration(MigrationConfig(out, [str(onnx_set)], ["ort"], max_tests=1))
+    first.harvest()
+    first.run()
+    again = Migration(MigrationConfig(out, [str(onnx_set)], ["ort"], max_tests=3))
+    assert again.resumed
+    again.harvest()  # already harvested: nothing copied twice
+    progress = again.run()
+    assert progress.tests == 2
+    db = sqlite3.connect(out / "campaign.sqlite")
+    assert db.execute("SELECT COUNT(*) FROM instances").fetchone()[0] == 3
+    assert db.execute("SELECT COUNT(*) FROM tests").fetchone()[0] == 3
+
+
+def test_cli_bad_input_is_one_line_exit_2(tmp_path: Path, capsys):
+    cases = [
+        ["migrate", "--source", "no-such-source", "--out", str(tmp_path / "a")],
+        ["migrate", "--source", str(tmp_path / "missing.sqlite"), "--out", str(tmp_path / "b")],
+        ["migrate", "--source", "onnx-node", "--backends", "tvm,nosuch", "--out", str(tmp_path / "c")],
+        ["migrate", "--source", "onnx-node", "--prioritize", "alphabetical", "--out", str(tmp_path / "d")],
+        ["migrate", "apfd", str(tmp_path / "not-a-campaign")],
+        ["migrate", "record", "--library", "torch", "--out", str(tmp_path / "r.sqlite"), "--", "make", "test"],
+    ]
+    for argv in cases:
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("dlcfuzz: error:") and "\n" not in err, (argv, err)
+
+
+@pytest.mark.skipif(not (HAS_TVM and HAS_TORCH), reason="needs apache-tvm and torch")
+def test_cli_migrate_runs_recorded_torch_instances(tmp_path: Path, capsys):
+    """`migrate record` on a small pytest file of torch functional calls, then `migrate` on what it recorded:
+    TVM's torch frontend ignores avg_pool2d's divisor_override, a distinct bug of its converter."""
+    sample = Path(__file__).parent / "migrate_sample" / "test_torch_functional_sample.py"
+    rec = tmp_path / "rec.sqlite"
+    assert main(["migrate", "record", "--library", "torch", "--out", str(rec), "--", "pytest", str(sample)]) == 0
+    assert len(InstanceSet(rec)) >= 4
+    out = tmp_path / "campaign"
+    assert main(["migrate", "--source", str(rec), "--backends", "tvm-torch", "--out", str(out),
+                 "--no-onnx-export"]) == 0
+    db = sqlite3.connect(out / "campaign.sqlite")
+    titles = [r[0] for r in db.execute("SELECT title FROM bugs WHERE backend = 'tvm-torch'")]
+    assert any("avg_pool2d" in t for t in titles), titles
+
+
+def test_instance_set_keeps_values(tmp_path: Path):
+    rng = np.random.default_rng(1)
+    inst = onnx_instance("Relu", {"x": rng.standard_normal((3,)).astype(np.float32)}, ["y"], "relu")
+    s = InstanceSet(tmp_path / "s.sqlite")
+    iid = s.add(inst)
+    got = s.get(iid)
+    assert got.op == "Relu" and got.provenance == "relu"
+    np.testing.assert_array_equal(got.inputs["x"], inst.inputs["x"])
+    np.testing.assert_array_equal(got.expected[0], inst.expected[0])
+    onnx.checker.check_model(onnx.load_model_from_string(got.model))
+    assert [i.id for i in s] == [iid]
