@@ -73,7 +73,8 @@ def test_frontends_expand_compilers():
 @needs_tvm
 def test_migration_finds_the_layernorm_converter_bug_once(onnx_set: Path, tmp_path: Path):
     out = tmp_path / "campaign"
-    cfg = MigrationConfig(out, [str(onnx_set)], ["tvm", "ort"], phases=PhaseLimits(compile=60, run=30))
+    cfg = MigrationConfig(out, [str(onnx_set)], ["tvm", "ort"], phases=PhaseLimits(compile=60, run=30),
+                          measure_coverage=True)
     m = Migration(cfg)
     stats = m.harvest()
     assert stats[str(onnx_set)]["instances"] == 3
@@ -96,6 +97,10 @@ def test_migration_finds_the_layernorm_converter_bug_once(onnx_set: Path, tmp_pa
     assert run.returncode == 1, run.stdout + run.stderr
     s = summary(out)
     assert s["tests"] == 3 and s["discarded"] == 0
+    # the statements of TVM's ONNX frontend each import ran (coverage.py in the worker), for the cov orders
+    covered = dict(db.execute("SELECT test_id, lines FROM frontend_coverage WHERE backend = 'tvm'").fetchall())
+    assert len(covered) == 3
+    assert all(line.startswith("tvm/relax/frontend/onnx/") for lines in covered.values() for line in lines.split())
 
 
 @needs_tvm
@@ -136,7 +141,16 @@ def test_cli_migrate_runs_recorded_torch_instances(tmp_path: Path, capsys):
     sample = Path(__file__).parent / "migrate_sample" / "test_torch_functional_sample.py"
     rec = tmp_path / "rec.sqlite"
     assert main(["migrate", "record", "--library", "torch", "--out", str(rec), "--", "pytest", str(sample)]) == 0
-    assert len(InstanceSet(rec)) >= 4
+    recorded = len(InstanceSet(rec))
+    assert recorded >= 4
+    # a run that fails to collect, or a library that is not supported: one line, exit 2, nothing lost
+    for argv in (["--library", "torch", "--out", str(rec), "--", "pytest", str(tmp_path / "no_such_test.py")],
+                 ["--library", "keras-nonexistent", "--out", str(rec), "--", "pytest", str(sample)]):
+        capsys.readouterr()
+        assert main(["migrate", "record", *argv]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("dlcfuzz: error:") and "\n" not in err, err
+        assert len(InstanceSet(rec)) == recorded
     out = tmp_path / "campaign"
     assert main(["migrate", "--source", str(rec), "--backends", "tvm-torch", "--out", str(out),
                  "--no-onnx-export"]) == 0
@@ -156,3 +170,41 @@ def test_instance_set_keeps_values(tmp_path: Path):
     np.testing.assert_array_equal(got.expected[0], inst.expected[0])
     onnx.checker.check_model(onnx.load_model_from_string(got.model))
     assert [i.id for i in s] == [iid]
+
+
+def test_chebyshev_bound_scales_with_magnitude_and_integers_are_exact():
+    from dlcfuzz.oracle.compare import chebyshev
+
+    e = np.array([0.5, 1000.0], dtype=np.float32)
+    assert chebyshev([e], [e + np.float32(5e-4)]) is None  # within 1e-3 * max(1, 1000) = 1
+    assert chebyshev([np.array([0.5], np.float32)], [np.array([0.502], np.float32)]).max_abs > 1e-3
+    assert chebyshev([np.array([np.nan], np.float32)], [np.array([np.nan], np.float32)]) is None
+    assert chebyshev([np.array([np.nan], np.float32)], [np.array([1.0], np.float32)]) is not None
+    assert chebyshev([np.array([3], np.int64)], [np.array([4], np.int64)]).kind == "value"
+    assert chebyshev([np.array([3], np.int64)], [np.array([3], np.int32)]).kind == "dtype"
+
+
+def test_migrated_signature_is_the_conversion_function():
+    from dlcfuzz.oracle import Finding
+    from dlcfuzz.run.dedup import migrated_signature
+
+    def crash(message: str, tb: str = "") -> Finding:
+        return Finding("crash", "exception", "tvm", "unfused-generic", "import", message, "KeyError", tb)
+
+    # names, numbers and messages differ; the converter is the same: one bug
+    a = migrated_signature(crash("'num_heads' in node attention_1"), "Attention", "onnx:Attention")
+    b = migrated_signature(crash("'kv_num_heads' in node n7"), "Attention", "onnx:Attention")
+    assert a == b
+    # MaxPool and AveragePool handled by one converter: one bug (OPERA's example)
+    assert (migrated_signature(crash("x"), "MaxPool", "onnx:Pool")
+            == migrated_signature(crash("y"), "AveragePool", "onnx:Pool"))
+    assert a != migrated_signature(crash("x"), "Conv", "onnx:Conv")
+    # several converters reported: the innermost traceback frame among them decides
+    tb = 'File "/x/tvm/relax/frontend/torch/base.py", line 3, in _conv2d\n'
+    two = "ep:_conv2d,ep:_binary_op(add)"
+    assert migrated_signature(crash("m", tb), "conv2d", two) == migrated_signature(crash("m"), "conv2d", "ep:_conv2d")
+    # without a converter (OpenVINO): the operator type and the normalized message
+    ov = Finding("crash", "exception", "openvino", "f32", "import", "Check failed at node n12: rank 3", "RuntimeError")
+    ov2 = Finding("crash", "exception", "openvino", "f32", "import", "Check failed at node n99: rank 4", "RuntimeError")
+    assert migrated_signature(ov, "Col2Im") == migrated_signature(ov2, "Col2Im")
+    assert migrated_signature(ov, "Col2Im") != migrated_signature(ov, "Im2Col")

@@ -263,6 +263,20 @@ def _frontends(text: str) -> list[str]:
     return chosen
 
 
+def _limits_per_source(text: str) -> dict[str, int]:
+    """'2' -> {'*': 2}; 'torch-opinfo=1,onnx-node=5' -> per source."""
+    out: dict[str, int] = {}
+    try:
+        for part in text.split(","):
+            source, _, n = part.rpartition("=")
+            out[source.strip() or "*"] = int(n)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected N or SOURCE=N,..., got {text!r}") from None
+    if any(n < 1 for n in out.values()):
+        raise argparse.ArgumentTypeError(f"limits must be at least 1, got {text!r}")
+    return out
+
+
 def cmd_migrate(args: argparse.Namespace) -> int:
     from dlcfuzz.migrate.campaign import Migration, MigrationConfig, summary
     from dlcfuzz.migrate.prioritize import STRATEGIES as ORDERS
@@ -510,7 +524,8 @@ def build_parser() -> argparse.ArgumentParser:
     mg.add_argument("--prioritize", default="opera", help="opera, random, fast, total-cov or additional-cov")
     mg.add_argument("--budget", type=_budget, default=1800.0, help="wall-clock budget, e.g. 30m, 2h; 0: no limit")
     mg.add_argument("--max-tests", type=int, help="stop after this many instances")
-    mg.add_argument("--limit-per-op", type=int, help="keep at most N instances per operator and source")
+    mg.add_argument("--limit-per-op", type=_limits_per_source, default={},
+                    help="keep at most N instances per operator: N for every source, or SOURCE=N,...")
     mg.add_argument("--jobs", type=int, default=1, help="instances run at once")
     mg.add_argument("--seed", type=int, default=0)
     mg.add_argument("--no-onnx-export", action="store_true", help="torch instances skip the ONNX frontends")

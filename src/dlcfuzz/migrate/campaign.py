@@ -74,7 +74,7 @@ class MigrationConfig:
     budget_seconds: float | None = None
     max_tests: int | None = None
     jobs: int = 1
-    limit_per_op: int | None = None  # instances kept per operator and source (None: all)
+    limit_per_op: dict[str, int] = field(default_factory=dict)  # source -> instances kept per operator ("*": any)
     phases: PhaseLimits = field(default_factory=lambda: PhaseLimits(compile=60.0, run=30.0))
     via_onnx: bool = True  # torch instances also reach the ONNX frontends, exported by torch.onnx
     measure_coverage: bool = False  # statement coverage of the frontends' Python code (for the cov orders)
@@ -117,7 +117,8 @@ class Migration:
             if Path(source).suffix == ".sqlite":
                 stats = self._copy_recorded(Path(source))
             else:
-                stats = harvest(source, self.cfg.out / "campaign.sqlite", self.cfg.limit_per_op)
+                limit = self.cfg.limit_per_op.get(source, self.cfg.limit_per_op.get("*"))
+                stats = harvest(source, self.cfg.out / "campaign.sqlite", limit)
             done[source] = stats
             self.store.set_meta("harvest", done)
             if on_source:

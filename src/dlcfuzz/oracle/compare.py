@@ -96,9 +96,13 @@ def chebyshev(expected: list[np.ndarray], actual: list[np.ndarray],
             dist = float(np.abs(e64[ok] - a64[ok]).max(initial=0.0))
             scale = max(1.0, float(np.abs(e64[ok]).max(initial=0.0)))
             bound = tol.get(e.dtype.name, tol["float32"]) * scale
-            if not same_special or (ok != np.isfinite(e64)).any() or dist > bound:
-                shown = dist if same_special else float("inf")
-                return Mismatch(i, "value", f"Chebyshev distance {shown:.4g} > {bound:.3g}", shown)
+            special = not same_special or (ok != np.isfinite(e64)).any()
+            if special:
+                n = int((np.isfinite(e64) != np.isfinite(a64)).sum() + (np.isnan(e64) != np.isnan(a64)).sum())
+                return Mismatch(i, "value", f"NaN/inf where the library has none, or the reverse ({n} elements)",
+                                float("inf"))
+            if dist > bound:
+                return Mismatch(i, "value", f"Chebyshev distance {dist:.4g} > {bound:.3g}", dist)
         elif not np.array_equal(e, a):
             bad = e != a
             return Mismatch(i, "value", f"{int(bad.sum())}/{e.size} elements differ (exact comparison)", 1.0)

@@ -91,7 +91,10 @@ class _FrontendCoverage:
     def __init__(self, fragments: tuple[str, ...]) -> None:
         import coverage
 
-        self.cov = coverage.Coverage(data_file=None, include=[f"*{f}*" for f in fragments], branch=False)
+        # installed packages count as third-party code, which coverage.py measures only when named as source
+        packages = [f.strip("/").replace("/", ".") for f in fragments]
+        self.cov = coverage.Coverage(data_file=None, source_pkgs=packages, branch=False, config_file=False)
+        self.cov.set_option("run:disable_warnings", ["module-not-measured", "no-data-collected", "module-not-imported"])
         self.fragments = fragments
 
     def __enter__(self) -> _FrontendCoverage:
