@@ -131,3 +131,47 @@ def test_bad_input_is_one_line_exit_2(tmp_path: Path) -> None:
         r = subprocess.run([sys.executable, "-m", "dlcfuzz.cli", *args], capture_output=True, text=True, timeout=120)
         assert r.returncode == 2, (args, r.stdout, r.stderr)
         assert r.stderr.count("\n") == 1, (args, r.stderr)
+
+
+def test_bugs_known_upstream_are_counted_not_reported(tmp_path: Path) -> None:
+    first = tmp_path / "first"
+    campaign(first, ["tests.fake_backends:Planted"], 12)
+    found = bugs(first)
+    crash = next(b for b in found if b[1] == "crash")
+    known = tmp_path / "known.toml"
+    known.write_text(f'[[bug]]\nsignature = "{crash[0]}"\nbackend = "tests.fake_backends:Planted"\n'
+                     'title = "planted Relu exception"\nlink = "https://example.org/issue/1"\n')
+    again = tmp_path / "again"
+    c = campaign(again, ["tests.fake_backends:Planted"], 12, known_bugs=[known])
+    assert crash[0] not in [b[0] for b in bugs(again)]  # no bug row, no bundle
+    assert not (again / "bugs" / crash[0]).exists()
+    assert c.progress.known["tests.fake_backends:Planted"] >= 1  # ...but counted
+    db = sqlite3.connect(again / "campaign.sqlite")
+    assert db.execute("SELECT COUNT(*) FROM findings WHERE signature = ?", (crash[0],)).fetchone()[0] >= 1
+    # the other planted bug is still reported
+    assert [b for b in bugs(again) if b[1] == "differential"]
+
+
+def test_every_bug_gets_an_upstream_ready_report(tmp_path: Path) -> None:
+    import re
+
+    import onnx
+
+    out = tmp_path / "c"
+    campaign(out, ["tests.fake_backends:Planted"], 12)
+    found = bugs(out)
+    assert found
+    for b in found:
+        folder = out / b[5]
+        text = (folder / "report.md").read_text()
+        for section in ("## The model", "## Reproduce", "## Expected vs actual", "## Environment"):
+            assert section in text, (folder, section)
+        # the script in the report rebuilds the model alone
+        script = re.search(r"```python\n(.*?)```", text, re.S).group(1)
+        work = tmp_path / f"rebuild-{b[0]}"
+        work.mkdir()
+        (work / "build.py").write_text(script)
+        r = subprocess.run([sys.executable, "-I", "build.py"], cwd=work, capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        rebuilt, original = onnx.load(str(work / "model.onnx")), onnx.load(str(folder / "model.onnx"))
+        assert [n.op_type for n in rebuilt.graph.node] == [n.op_type for n in original.graph.node]

@@ -208,3 +208,22 @@ def test_migrated_signature_is_the_conversion_function():
     ov2 = Finding("crash", "exception", "openvino", "f32", "import", "Check failed at node n99: rank 4", "RuntimeError")
     assert migrated_signature(ov, "Col2Im") == migrated_signature(ov2, "Col2Im")
     assert migrated_signature(ov, "Col2Im") != migrated_signature(ov, "Im2Col")
+
+
+def test_signatures_ignore_the_names_a_test_gives_its_values():
+    """Two reports of one bug that differ only in node and value names (which need not contain digits)."""
+    from dlcfuzz.oracle import Finding
+    from dlcfuzz.run.dedup import signature
+
+    tb = 'File "/site-packages/tvm/relax/frontend/onnx/onnx_frontend.py", line 9, in _impl_v13\n'
+
+    def crash(name: str, value: str) -> Finding:
+        message = f"Node '{name}': input '{value}' has rank 3 at 0x7f3a12, see /tmp/tmpa1b2/x.py"
+        return Finding("crash", "exception", "tvm", "unfused-generic", "import", message, "ValueError", tb)
+
+    one = signature(crash("conv_block", "data"), names=["conv_block", "data", "weights"])
+    two = signature(crash("node_7", "X"), names=["node_7", "X", "W"])
+    assert one == two
+    # a different message is a different bug
+    other = Finding("crash", "exception", "tvm", "unfused-generic", "import", "Node 'X': bad dtype", "ValueError", tb)
+    assert signature(other, names=["X"]) != one

@@ -223,7 +223,7 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     phases = PhaseLimits(compile=args.compile_timeout, run=args.run_timeout, memory_mb=args.memory_mb)
     cfg = CampaignConfig(out, backends, specs, args.budget, args.max_tests, args.jobs, args.seed, args.ops,
                          limits, phases, strategy=args.strategy, strategy_options=_strategy_options(args),
-                         coverage_from=_campaign_folders(args.coverage_from))
+                         coverage_from=_campaign_folders(args.coverage_from), known_bugs=_known_bugs(args))
     display = _Display()
     try:
         campaign = Campaign(cfg, display.update)
@@ -300,7 +300,8 @@ def cmd_migrate(args: argparse.Namespace) -> int:
                           args.budget or None, args.max_tests, args.jobs, args.limit_per_op,
                           PhaseLimits(compile=args.compile_timeout, run=args.run_timeout, memory_mb=args.memory_mb),
                           via_onnx=not args.no_onnx_export, measure_coverage=args.measure_coverage,
-                          coverage_from=Path(args.coverage_from) if args.coverage_from else None)
+                          coverage_from=Path(args.coverage_from) if args.coverage_from else None,
+                          known_bugs=_known_bugs(args))
     display = _Display()
     try:
         migration = Migration(cfg, display.update)
@@ -368,6 +369,18 @@ def cmd_migrate_apfd(args: argparse.Namespace) -> int:
     return 0
 
 
+def _known_bugs(args: argparse.Namespace) -> list[Path]:
+    """The --known-bugs files, checked now so that a malformed one fails before the campaign starts."""
+    from dlcfuzz.run.known import KnownBugs, KnownBugsError
+
+    paths = [Path(p) for p in args.known_bugs or []]
+    try:
+        KnownBugs.load(paths)
+    except KnownBugsError as e:
+        raise UsageError(str(e).splitlines()[0]) from None
+    return paths
+
+
 def _campaign_folders(names: list[str] | None) -> list[Path]:
     folders = [Path(n) for n in names or []]
     for f in folders:
@@ -426,8 +439,9 @@ class _Display:
     def line(p) -> str:
         n = max(1, p.tests)
         kinds = ", ".join(f"{b}/{o}: {c} ({p.bugs[(b, o)]} distinct)" for (b, o), c in sorted(p.findings.items()))
+        known = f"; known upstream (not re-reported): {sum(p.known.values())}" if p.known else ""
         return (f"{p.tests} tests, {p.rate:.2f} tests/s, valid {100 * p.valid / n:.1f}%, "
-                f"finite {100 * p.finite / n:.1f}%; findings: {kinds or 'none'}")
+                f"finite {100 * p.finite / n:.1f}%; findings: {kinds or 'none'}{known}")
 
     def update(self, p) -> None:
         now = time.monotonic()
@@ -509,6 +523,8 @@ def build_parser() -> argparse.ArgumentParser:
     _generation_options(f, default_ops=(1, 10), strategies=FUZZ_STRATEGIES)
     f.add_argument("--coverage-from", action="append", metavar="CAMPAIGN",
                    help="hirgen/gencog/guided: start coverage guidance from an earlier campaign's (repeatable)")
+    f.add_argument("--known-bugs", action="append", metavar="TOML",
+                   help="bugs known upstream (counted, not re-reported), besides dlcfuzz's own list (repeatable)")
     f.add_argument("--compile-timeout", type=float, default=120.0, help="seconds per compile phase")
     f.add_argument("--run-timeout", type=float, default=30.0, help="seconds per run phase")
     f.add_argument("--memory-mb", type=int, default=8192, help="resident memory cap of one compiler worker")
@@ -532,6 +548,8 @@ def build_parser() -> argparse.ArgumentParser:
     mg.add_argument("--measure-coverage", action="store_true",
                     help="record the statements each frontend's Python code runs (for total-/additional-cov)")
     mg.add_argument("--coverage-from", metavar="CAMPAIGN", help="total-/additional-cov: coverage measured there")
+    mg.add_argument("--known-bugs", action="append", metavar="TOML",
+                    help="bugs known upstream (counted, not re-reported), besides dlcfuzz's own list (repeatable)")
     mg.add_argument("--compile-timeout", type=float, default=60.0, help="seconds per compile phase")
     mg.add_argument("--run-timeout", type=float, default=30.0, help="seconds per run phase")
     mg.add_argument("--memory-mb", type=int, default=8192, help="resident memory cap of one compiler worker")

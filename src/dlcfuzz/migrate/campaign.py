@@ -36,6 +36,7 @@ from dlcfuzz.oracle.compare import CHEBYSHEV
 from dlcfuzz.run.bundle import write_bundle
 from dlcfuzz.run.campaign import Progress, outcome_rows, run_confirmed
 from dlcfuzz.run.dedup import migrated_signature, normalize
+from dlcfuzz.run.known import KnownBugs
 from dlcfuzz.run.store import Store, StoreError, TestRecord
 from dlcfuzz.run.worker import PhaseLimits, WorkerDied, WorkerPool
 
@@ -80,6 +81,7 @@ class MigrationConfig:
     measure_coverage: bool = False  # statement coverage of the frontends' Python code (for the cov orders)
     coverage_from: Path | None = None  # a campaign whose measured coverage drives total-/additional-cov
     tolerances: dict[str, float] = field(default_factory=dict)
+    known_bugs: list[Path] = field(default_factory=list)  # known-bug lists besides the packaged one
 
     def identity(self) -> dict:
         return {"kind": "migrate", "sources": self.sources, "backends": sorted(self.backends),
@@ -97,7 +99,8 @@ class Migration:
         self.progress = Progress()
         self.on_progress = on_progress or (lambda p: None)
         self.lock = threading.Lock()
-        self.known = self.store.known_signatures()
+        self.reported = self.store.bug_signatures()
+        self.known_upstream = KnownBugs.load(cfg.known_bugs)
         self.backends: dict[str, Backend] = {}
         self.variants: dict[str, dict[str, Variant]] = {}
         self.versions: dict[str, str] = {}
@@ -250,17 +253,21 @@ class Migration:
 
     def _record(self, inst: Instance, record: TestRecord, tests: dict[str, Test],
                 outcomes: dict[str, dict[str, Outcome]], verdict, expected: list[np.ndarray]) -> None:
-        rows, new_bugs = [], []
+        rows, new_bugs, known = [], [], []
         described = json.dumps({"op": inst.op, "source": inst.source, "provenance": inst.provenance,
                                 "params": inst.params, "tensors": inst.tensors}, indent=1, default=str)
         for f in verdict.findings:
             o = outcomes.get(f.backend, {}).get(f.variant)
             conversion = str(o.artifacts.get("conversion", "")) if o is not None else ""
-            sig = migrated_signature(f, inst.op, conversion)
+            onnx_test = tests.get(f.backend) if f.backend not in TORCH_FRONTENDS else None
+            sig = migrated_signature(f, inst.op, conversion, names=_names(onnx_test, inst))
             rows.append((sig, f.oracle, f.kind, f.backend, f.variant, f.phase, f.message[:2000]))
+            if self.known_upstream.match(sig, f.backend, self.versions.get(f.backend, "")):
+                known.append(f.backend)  # counted, not re-reported
+                continue
             with self.lock:
-                is_new = sig not in self.known
-                self.known.add(sig)
+                is_new = sig not in self.reported
+                self.reported.add(sig)
             if not is_new:
                 continue
             head = migrated_title(f, inst.op, conversion)
@@ -323,6 +330,21 @@ class Migration:
         self.pool.close()
         self.instances.close()
         self.store.close()
+
+
+def _names(test: Test | None, inst: Instance) -> set[str]:
+    """The names a test's ONNX model (if any) gives its values and nodes: they stand for nothing across tests."""
+    names = set(inst.inputs)
+    if test is not None:
+        import onnx
+
+        try:
+            g = onnx.load_model_from_string(test.model).graph
+        except Exception:  # a model the frontend could not read either: no names to strip
+            return names
+        names |= {v.name for v in [*g.input, *g.output, *g.initializer]}
+        names |= {n for node in g.node for n in [node.name, *node.input, *node.output] if n}
+    return names
 
 
 def migrated_title(f: Finding, op: str, conversion: str) -> str:

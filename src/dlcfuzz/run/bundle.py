@@ -3,7 +3,7 @@
     bugs/<signature>/model.onnx (or call.pt, a migrated torch call)   graph.json   inputs.npz
                      expected.npz (the baseline's outputs)
                      actual.npz (the failing variant's outputs) or error.log
-                     finding.json   repro.py
+                     finding.json   repro.py   report.md (for the compiler's issue tracker)
 
 ``repro.py`` needs only numpy, onnx and the one compiler: it embeds the backend's own
 ``repro_source`` for the variant(s) involved, replays the model on the stored inputs and exits
@@ -22,6 +22,7 @@ import numpy as np
 from dlcfuzz.backends.base import Backend, Test, Variant
 from dlcfuzz.oracle import CRASH, Finding
 from dlcfuzz.oracle.compare import TOLERANCES
+from dlcfuzz.run.bugreport import write_report
 
 _REPRO = '''#!/usr/bin/env python3
 """dlcfuzz bug {signature}: {title}
@@ -165,3 +166,4 @@ def write_bundle(folder: Path, signature: str, title: str, f: Finding, test: Tes
                           hang_seconds=hang_seconds if f.kind == "timeout" else 0,
                           tolerances=TOLERANCES, chebyshev=chebyshev, sources=sources)
     (folder / "repro.py").write_text(repro)
+    write_report(folder)

@@ -31,6 +31,7 @@ from dlcfuzz.oracle import Finding, all_finite, judge, judge_invalid
 from dlcfuzz.oracle.unsupported import is_unsupported
 from dlcfuzz.run.bundle import write_bundle
 from dlcfuzz.run.dedup import signature, title
+from dlcfuzz.run.known import KnownBugs
 from dlcfuzz.run.store import Store, TestRecord
 from dlcfuzz.run.worker import PhaseLimits, WorkerDied, WorkerPool
 from dlcfuzz.seeds import derive_seed
@@ -60,6 +61,7 @@ class CampaignConfig:
     strategy: str = "isra"
     strategy_options: dict = field(default_factory=dict)  # e.g. p_rej, temperature, paths
     coverage_from: list[Path] = field(default_factory=list)  # campaigns whose coverage guidance starts from
+    known_bugs: list[Path] = field(default_factory=list)  # known-bug lists besides the packaged one
 
     def identity(self) -> dict:
         """What must match for a rerun to resume this campaign."""
@@ -77,6 +79,7 @@ class Progress:
     findings: Counter = field(default_factory=Counter)  # (backend, oracle) -> findings
     bugs: Counter = field(default_factory=Counter)  # (backend, oracle) -> distinct bugs
     unsupported: Counter = field(default_factory=Counter)  # backend -> unsupported outcomes
+    known: Counter = field(default_factory=Counter)  # backend -> findings of bugs known upstream (not re-reported)
     compiler_seconds: float = 0.0
     resumed_from: int = 0
 
@@ -104,7 +107,8 @@ class Campaign:
         self.progress = Progress()
         self.on_progress = on_progress or (lambda p: None)
         self.lock = threading.Lock()
-        self.known = self.store.known_signatures()
+        self.reported = self.store.bug_signatures()
+        self.known_upstream = KnownBugs.load(cfg.known_bugs)
         self.backends: dict[str, Backend] = {}
         self.variants: dict[str, dict[str, Variant]] = {}
         self.versions: dict[str, str] = {}
@@ -219,14 +223,17 @@ class Campaign:
                 verdict, baseline, reference: Outcome | None, covered: list) -> None:
         """Bundles for new distinct bugs, then the test's one store transaction, then progress."""
         cfg = self.cfg
-        rows, new_bugs = [], []
+        rows, new_bugs, known = [], [], []
         for f in verdict.findings:
             producer, dtype = _producer(graph, f.output)
-            sig = signature(f, producer, dtype)
+            sig = signature(f, producer, dtype, names=[*graph.values, *(n.name for n in graph.nodes if n.name)])
             rows.append((sig, f.oracle, f.kind, f.backend, f.variant, f.phase, f.message[:2000]))
+            if self.known_upstream.match(sig, f.backend, self.versions.get(f.backend, "")):
+                known.append(f.backend)  # counted, not re-reported
+                continue
             with self.lock:
-                is_new = sig not in self.known
-                self.known.add(sig)
+                is_new = sig not in self.reported
+                self.reported.add(sig)
             if is_new:
                 head = title(f, producer)
                 folder = cfg.out / "bugs" / sig
@@ -250,6 +257,7 @@ class Campaign:
                 p.bugs[(b[3], b[1])] += 1
             for b, _, _ in verdict.unsupported:
                 p.unsupported[b] += 1
+            p.known.update(known)
         self.on_progress(self.progress)
 
     def _baseline_backend(self, ops: set[str], graph: Graph) -> tuple[str, str] | None:

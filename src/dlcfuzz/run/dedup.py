@@ -16,8 +16,10 @@ share one converter (MaxPool and AveragePool) and one operator's failures share 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
+from collections.abc import Iterable
 
 from dlcfuzz.oracle import CRASH, DISRUPTIVE, Finding
 
@@ -39,14 +41,23 @@ _BOILERPLATE = re.compile(
     r"|Model wasn't fully converted.*|Traceback \(most recent call last\):|File \".*|\d+: .*|Stack trace:.*)\s*$")
 
 
-def normalize(message: str, lines: int = 2) -> str:
+def normalize(message: str, lines: int = 2, names: Iterable[str] = ()) -> str:
     """The first ``lines`` informative lines of the message, with everything test-specific
-    replaced by placeholders."""
+    replaced by placeholders: ``names`` (the test's own value, node and input names, which need
+    not contain digits: "X", "data", "conv_out"), numbers, addresses, paths and temporary names."""
     keep = [ln for ln in (message or "").splitlines() if ln.strip() and not _BOILERPLATE.match(ln)][:lines]
     text = " | ".join(ln.strip() for ln in keep)
+    text = _names_pattern(tuple(sorted(set(names), key=len, reverse=True))).sub("NAME", text)
     for pat, rep in _NORMALIZE:
         text = pat.sub(rep, text)
     return text.strip()[:300]
+
+
+@functools.lru_cache(maxsize=64)
+def _names_pattern(names: tuple[str, ...]) -> re.Pattern[str]:
+    """One regex for a test's names (longest first), each matched as a whole identifier."""
+    alternatives = "|".join(re.escape(n) for n in names if n)
+    return re.compile(rf"(?<![\w.])(?:{alternatives})(?![\w])") if alternatives else re.compile(r"(?!)")
 
 
 def compiler_frames(traceback: str, n: int = 3) -> list[str]:
@@ -58,14 +69,15 @@ def compiler_frames(traceback: str, n: int = 3) -> list[str]:
     return [f"{path.rsplit('/', 1)[-1]}:{fn}" for path, fn in frames[-n:]]
 
 
-def signature(f: Finding, producer_op: str = "", dtype: str = "") -> str:
+def signature(f: Finding, producer_op: str = "", dtype: str = "", names: Iterable[str] = ()) -> str:
+    """``names``: the test's value, node and input names, which stand for nothing across tests."""
     if f.oracle == DISRUPTIVE:
         v = f.details.get("violation", {})
         # the kind of violation, not its exact value: Reciprocal on int32 and on uint8 is one bug
         parts = [f.backend, f.oracle, f.kind, f.phase, v.get("op", ""), v.get("kind", ""),
                  *compiler_frames(f.traceback)]
     elif f.oracle == CRASH:
-        parts = [f.backend, f.oracle, f.kind, f.phase, f.error_type, normalize(f.message),
+        parts = [f.backend, f.oracle, f.kind, f.phase, f.error_type, normalize(f.message, names=names),
                  *compiler_frames(f.traceback)]
     else:  # the variants of one backend that disagree with the baseline the same way are one bug
         other = f.other if f.oracle == "metamorphic" else ""
@@ -103,7 +115,7 @@ def _conversion(f: Finding, reported: str) -> str:
     return reported
 
 
-def migrated_signature(f: Finding, op: str, conversion: str = "") -> str:
+def migrated_signature(f: Finding, op: str, conversion: str = "", names: Iterable[str] = ()) -> str:
     """One signature per conversion function and symptom for a migrated test's finding.
 
     ``conversion``: what the backend reported as the converter(s) of the model (empty where the
@@ -111,11 +123,11 @@ def migrated_signature(f: Finding, op: str, conversion: str = "") -> str:
     for it).  A crash after the frontend (compile or run phase) is an optimizer or runtime bug: it
     gets the campaign's usual signature."""
     if f.oracle == CRASH and f.phase not in ("import", "start"):
-        return signature(f)
+        return signature(f, names=names)
     if conversion:
         parts = [f.backend, f.oracle, _conversion(f, conversion)]
     elif f.oracle == CRASH:
-        parts = [f.backend, f.oracle, op, f.error_type, normalize(f.message)]
+        parts = [f.backend, f.oracle, op, f.error_type, normalize(f.message, names=names)]
     else:
         parts = [f.backend, f.oracle, op, f.kind]
     return hashlib.sha256("\x1f".join(["migrated", *parts]).encode()).hexdigest()[:16]

@@ -98,7 +98,7 @@ class Store:
     def next_test_id(self) -> int:
         return (self.db.execute("SELECT MAX(id) FROM tests").fetchone()[0] or -1) + 1
 
-    def known_signatures(self) -> set[str]:
+    def bug_signatures(self) -> set[str]:
         return {r[0] for r in self.db.execute("SELECT signature FROM bugs")}
 
     # -- one test, atomically -----------------------------------------------------------------------
