@@ -202,3 +202,91 @@ class StepCrash(OrtBackend):
         if b"Relu" in imported:
             raise RuntimeError("boom")
         os.kill(os.getpid(), signal.SIGSEGV)
+
+
+# -- test-case reduction (tests/test_reduce.py) ----------------------------------------------------
+PATTERN_SOURCE = '''
+
+def sigmoid_feeds_mul(model_bytes):
+    """Whether a Sigmoid node's output is read by a Mul node."""
+    import onnx
+
+    g = onnx.load_model_from_string(model_bytes).graph
+    sig = {o for n in g.node if n.op_type == "Sigmoid" for o in n.output}
+    return any(n.op_type == "Mul" and sig & set(n.input) for n in g.node)
+
+
+def shift_tanh(model_bytes):
+    """The model with 1 added to every Tanh output."""
+    import onnx
+    from onnx import helper
+
+    m = onnx.load_model_from_string(model_bytes)
+    nodes = []
+    for k, n in enumerate(m.graph.node):
+        nodes.append(n)
+        if n.op_type == "Tanh":
+            out = n.output[0]
+            n.output[0] = f"{out}__planted{k}"
+            one = f"__planted_one{k}"
+            nodes.append(helper.make_node("Constant", [], [one + "f"], value_float=1.0))
+            nodes.append(helper.make_node("CastLike", [one + "f", n.output[0]], [one]))
+            nodes.append(helper.make_node("Add", [n.output[0], one], [out]))
+    del m.graph.node[:]
+    m.graph.node.extend(nodes)
+    return m.SerializeToString()
+'''
+exec(PATTERN_SOURCE, _namespace)
+sigmoid_feeds_mul = _namespace["sigmoid_feeds_mul"]
+shift_tanh = _namespace["shift_tanh"]
+
+
+class PlantedPattern(OrtBackend):
+    """ORT (level "all" only) whose compile raises when a Sigmoid's output feeds a Mul: a bug
+    triggered by a two-operator pattern, for the reducer to isolate."""
+
+    name = "plantedpattern"
+
+    def variants(self) -> list[Variant]:
+        return [v for v in super().variants() if v.name == "all"]
+
+    def compile(self, imported: bytes, variant: Variant):
+        if sigmoid_feeds_mul(imported):
+            raise RuntimeError("planted: SigmoidMulFusion cannot fuse a Sigmoid into the Mul that reads it")
+        return super().compile(imported, variant)
+
+    def repro_source(self, variant: Variant) -> str:
+        head = "def run_model(model_path, inputs):"
+        return super().repro_source(variant).replace(head, '''def run_model(model_path, inputs):
+    if sigmoid_feeds_mul(open(model_path, "rb").read()):
+        raise RuntimeError("planted: SigmoidMulFusion cannot fuse a Sigmoid into the Mul that reads it")
+    return _run_model(model_path, inputs)
+
+
+def _run_model(model_path, inputs):''') + PATTERN_SOURCE
+
+
+class PlantedTanh(OrtBackend):
+    """ORT (level "all" only) that adds 1 to the output of every Tanh: a wrong value of one
+    operator, for the reducer and its first-diverging-operator search."""
+
+    name = "plantedtanh"
+
+    def variants(self) -> list[Variant]:
+        return [v for v in super().variants() if v.name == "all"]
+
+    def compile(self, imported: bytes, variant: Variant):
+        return super().compile(shift_tanh(imported), variant)
+
+    def repro_source(self, variant: Variant) -> str:
+        head = "def run_model(model_path, inputs):"
+        return super().repro_source(variant).replace(head, '''def run_model(model_path, inputs):
+    import tempfile
+
+    with tempfile.NamedTemporaryFile(suffix=".onnx") as f:
+        f.write(shift_tanh(open(model_path, "rb").read()))
+        f.flush()
+        return _run_model(f.name, inputs)
+
+
+def _run_model(model_path, inputs):''') + PATTERN_SOURCE

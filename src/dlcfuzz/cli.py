@@ -381,6 +381,18 @@ def _known_bugs(args: argparse.Namespace) -> list[Path]:
     return paths
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    from dlcfuzz.report import ReportError, write_report
+
+    folder = Path(args.campaign)
+    try:
+        path = write_report(folder, Path(args.out) if args.out else folder / "report.html")
+    except ReportError as e:
+        raise UsageError(str(e).splitlines()[0]) from None
+    print(f"wrote {path}")
+    return 0
+
+
 def _campaign_folders(names: list[str] | None) -> list[Path]:
     folders = [Path(n) for n in names or []]
     for f in folders:
@@ -568,6 +580,11 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--runs", type=int, default=5, help="repetitions of the random orders (random, fast)")
     ap.add_argument("--seed", type=int, default=0)
     ap.set_defaults(func=cmd_migrate_apfd)
+
+    r = sub.add_parser("report", help="write a self-contained HTML report of a campaign (needs dlcfuzz[report])")
+    r.add_argument("campaign")
+    r.add_argument("-o", "--out", help="the HTML file to write (default: CAMPAIGN/report.html)")
+    r.set_defaults(func=cmd_report)
 
     b = sub.add_parser("bugs", help="list the distinct bugs of a campaign")
     b.add_argument("campaign")

@@ -165,6 +165,7 @@ class Migration:
             self.backends[name] = backend
             self.versions[name] = version
             self.variants[name] = {n: Variant(n, o) for n, o in variants}
+        self.store.set_meta("versions", self.versions)  # for reports
 
     def _peek(self) -> list[Instance]:
         return list(self.instances)

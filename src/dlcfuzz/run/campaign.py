@@ -134,6 +134,7 @@ class Campaign:
             self.versions[name] = version
             self.variants[name] = {n: Variant(n, o) for n, o in variants}
             self.reduced |= {(name, n) for n, o in variants if o.get("reduced_precision")}
+        self.store.set_meta("versions", self.versions)  # for reports
 
     # -- one test -------------------------------------------------------------------------------------
     def run_test(self, test_id: int) -> None:

@@ -1,0 +1,197 @@
+"""Everything the report shows, read from a campaign folder without writing to it.
+
+The store is opened read-only (``mode=ro``), so a report can be made while the campaign runs
+and never creates or migrates anything in the folder; tables a campaign of an older or other
+kind lacks read as empty.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sqlite3
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+class ReportError(Exception):
+    """Bad input for a report (one line)."""
+
+
+@dataclass
+class TestRow:
+    __test__ = False  # not a pytest test class
+
+    id: int
+    ops: list[str]
+    baseline: str
+    finite: bool
+    valid: bool
+    finished: float
+    seconds: float
+
+
+@dataclass
+class BugRow:
+    signature: str
+    oracle: str
+    kind: str
+    backend: str
+    variant: str
+    phase: str
+    title: str
+    reference_suspect: bool
+    first_test: int
+    hits: int
+    dir: str
+    first_seen: float
+    known: dict[str, Any] | None = None  # known upstream: known.json's content (or {} from a ``known`` column)
+    reduction: dict[str, Any] | None = None  # reduction.json's content
+
+
+@dataclass
+class CampaignData:
+    folder: Path
+    config: dict[str, Any]
+    meta: dict[str, Any]  # every meta key but config
+    tests: list[TestRow]  # by id
+    bugs: list[BugRow]  # by first_seen
+    coverage: dict[str, list[int]]  # criterion -> the test ids that covered each key first, sorted
+    outcomes: dict[str, Counter]  # backend -> status counts ("unsupported" counted apart from "error")
+    known_findings: Counter = field(default_factory=Counter)  # backend -> findings with no bug row
+    instances: tuple[int, int] | None = None  # migrations: (instances, operators) harvested
+    versions: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def kind(self) -> str:
+        return "migrate" if self.config.get("kind") == "migrate" else "fuzz"
+
+    @property
+    def start(self) -> float:
+        """The campaign's start: when its first test began."""
+        return min((t.finished - t.seconds for t in self.tests), default=0.0)
+
+    @property
+    def end(self) -> float:
+        return max((t.finished for t in self.tests), default=self.start)
+
+
+def _json(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        value = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return value if isinstance(value, dict) else {"note": str(value)}
+
+
+def connect(folder: Path) -> sqlite3.Connection:
+    db_path = folder / "campaign.sqlite"
+    if not db_path.is_file():
+        raise ReportError(f"{folder} is not a campaign folder (no campaign.sqlite)")
+    uri = db_path.resolve().as_uri()
+    try:
+        return _open(f"{uri}?mode=ro")
+    except sqlite3.Error as e:
+        first = e
+    try:  # a WAL database in a folder we may not write (an archived campaign): read it as it is on disk
+        return _open(f"{uri}?mode=ro&immutable=1")
+    except sqlite3.Error:
+        raise ReportError(f"cannot read {db_path}: {first}") from None
+
+
+def _open(uri: str) -> sqlite3.Connection:
+    db = sqlite3.connect(uri, uri=True)
+    try:
+        db.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+    except sqlite3.Error:
+        db.close()
+        raise
+    return db
+
+
+def load(folder: Path) -> CampaignData:
+    db = connect(folder)
+    try:
+        return _load(folder, db)
+    except sqlite3.Error as e:
+        raise ReportError(f"cannot read {folder / 'campaign.sqlite'}: {e}") from None
+    finally:
+        db.close()
+
+
+def _load(folder: Path, db: sqlite3.Connection) -> CampaignData:
+    tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    q = db.execute
+    meta = {k: _json(v) for k, v in q("SELECT key, value FROM meta")} if "meta" in tables else {}
+    config = meta.pop("config", {})
+    if not isinstance(config, dict):
+        config = {}
+    tests = []
+    if "tests" in tables:
+        for id_, ops, baseline, finite, valid, finished, seconds in q(
+                "SELECT id, ops, baseline, finite, valid, finished, seconds FROM tests ORDER BY id"):
+            tests.append(TestRow(id_, [o for o in ops.split(",") if o], baseline, bool(finite), bool(valid),
+                                 finished, seconds))
+    bugs = []
+    if "bugs" in tables:
+        db.row_factory = sqlite3.Row
+        rows = list(q("SELECT * FROM bugs ORDER BY first_seen, signature"))
+        db.row_factory = None
+        for r in rows:
+            keys = r.keys()
+            b = BugRow(r["signature"], r["oracle"], r["kind"], r["backend"], r["variant"], r["phase"], r["title"],
+                       bool(r["reference_suspect"]), r["first_test"], r["hits"], r["dir"] or f"bugs/{r['signature']}",
+                       r["first_seen"])
+            bundle = folder / b.dir
+            b.known = _read_json(bundle / "known.json")
+            if b.known is None and "known" in keys and r["known"]:
+                b.known = _json(r["known"]) if isinstance(r["known"], str) else {}
+                if not isinstance(b.known, dict):
+                    b.known = {"note": str(b.known)}
+            b.reduction = _read_json(bundle / "reduction.json")
+            bugs.append(b)
+    coverage: dict[str, list[int]] = {}
+    if "coverage" in tables:
+        for criterion, test_id in q("SELECT criterion, test_id FROM coverage ORDER BY test_id"):
+            coverage.setdefault(criterion, []).append(test_id)
+    outcomes: dict[str, Counter] = {}
+    if "outcomes" in tables:
+        for backend, status, unsupported, n in q(
+                "SELECT backend, status, unsupported, COUNT(*) FROM outcomes GROUP BY 1, 2, 3"):
+            outcomes.setdefault(backend, Counter())["unsupported" if unsupported else status] += n
+    known_findings: Counter = Counter()
+    if "findings" in tables and "bugs" in tables:
+        known_findings.update(dict(q("SELECT backend, COUNT(*) FROM findings WHERE signature NOT IN "
+                                     "(SELECT signature FROM bugs) GROUP BY backend")))
+    instances = None
+    if "instances" in tables:
+        with contextlib.suppress(sqlite3.Error):
+            instances = q("SELECT COUNT(*), COUNT(DISTINCT op) FROM instances").fetchone()
+    data = CampaignData(folder, config, meta, tests, bugs, coverage, outcomes, known_findings, instances)
+    data.versions = _versions(data)
+    return data
+
+
+def _versions(data: CampaignData) -> dict[str, str]:
+    """Compiler versions: a ``versions`` meta entry if the campaign stored one, else what the bug
+    bundles recorded (finding.json's compiler_version)."""
+    stored = data.meta.get("versions")
+    if isinstance(stored, dict):
+        return {str(k): str(v) for k, v in stored.items()}
+    found: dict[str, str] = {}
+    for b in data.bugs:
+        if b.backend in found:
+            continue
+        info = _read_json(data.folder / b.dir / "finding.json") or {}
+        if info.get("compiler_version"):
+            found[b.backend] = str(info["compiler_version"])
+    return found

@@ -1,0 +1,197 @@
+"""Test-case reduction on real bundles of real (tiny) campaigns, with bugs planted in test backends."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dlcfuzz.backends.base import Variant
+from dlcfuzz.ir import INPUT_KIND, NODE_KIND, Graph, Node, TensorType, Value
+from dlcfuzz.run.campaign import Campaign, CampaignConfig
+from dlcfuzz.run.reduce import ReduceError, _subgraph, reduce_bundle, retype
+from dlcfuzz.spec import REGISTRY
+from tests.fake_backends import PlantedPattern, sigmoid_feeds_mul
+from tests.helpers import ort_generator
+
+PATTERN_OPS = ["Add", "Sub", "Mul", "Relu", "Sigmoid", "Tanh", "Abs", "Neg", "Transpose", "ReduceMean", "MatMul",
+               "Concat", "Where", "Greater", "Exp"]
+
+
+class _Fixed:
+    """A generator that always returns one graph."""
+
+    def __init__(self, g: Graph) -> None:
+        self.g = g
+
+    def generate(self, seed: int) -> Graph:
+        return copy.deepcopy(self.g)
+
+
+def _bundle(out: Path, g: Graph, backend: str, **kw) -> Path:
+    """Runs a one-test campaign on ``g`` and returns the bundle of its (single) bug."""
+    cfg = CampaignConfig(out, [backend], [REGISTRY["Relu"]], budget_seconds=120, max_tests=1, **kw)
+    c = Campaign(cfg)
+    c.gen = _Fixed(g)
+    c.run()
+    bugs = sorted((out / "bugs").iterdir())
+    assert len(bugs) == 1, [json.loads((b / "finding.json").read_text())["title"] for b in bugs]
+    return bugs[0]
+
+
+def _hashes(folder: Path) -> dict[str, str]:
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def _pattern_edges(g: Graph) -> int:
+    prod = {o: n for n in g.nodes for o in n.outputs}
+    return sum(1 for n in g.nodes if n.op == "Mul" for x in set(n.inputs) if x in prod and prod[x].op == "Sigmoid")
+
+
+@pytest.fixture(scope="module")
+def pattern_bundle(tmp_path_factory) -> Path:
+    """A 30-operator generated graph in which exactly one Sigmoid feeds a Mul (among other Sigmoids
+    and Muls), as a bundle of PlantedPattern's compile exception."""
+    gen = ort_generator([REGISTRY[o] for o in PATTERN_OPS], op_range=(30, 30), dtypes=("float32", "bool"))
+    g = next(g for seed in range(200) if _pattern_edges(g := gen.generate(seed)) == 1
+             and sum(n.op == "Sigmoid" for n in g.nodes) > 1)
+    assert len(g.nodes) == 30
+    return _bundle(tmp_path_factory.mktemp("pattern"), g, "tests.fake_backends:PlantedPattern")
+
+
+def test_planted_pattern_reduces_to_the_two_operators(pattern_bundle: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "bug"
+    shutil.copytree(pattern_bundle, folder)
+    before = _hashes(folder)
+    lines: list[str] = []
+    result = reduce_bundle(folder, budget_seconds=120, progress=lines.append)
+
+    g = result.graph
+    assert sorted(n.op for n in g.nodes) == ["Mul", "Sigmoid"]
+    sig, mul = sorted(g.nodes, key=lambda n: n.op != "Sigmoid")
+    assert sig.outputs[0] in mul.inputs
+    report = json.loads((folder / "reduction.json").read_text())
+    assert (report["ops_before"], report["ops_after"]) == (30, 2)
+    assert report["signature"] == json.loads((folder / "finding.json").read_text())["signature"]
+    assert report["reproduced"] is True and report["first_diverging"] is None
+    assert report["inputs_after"] <= report["inputs_before"]
+    assert report["elements_after"] < report["elements_before"]  # shapes shrank too
+    assert lines and report["candidates_tried"] > 0
+    # the originals are untouched; the reduced case sits beside them and still fails
+    after = _hashes(folder)
+    assert {k: v for k, v in after.items() if k in before} == before
+    assert set(after) - set(before) == {"reduction.json", *(f"reduced/{n}" for n in (
+        "model.onnx", "graph.json", "inputs.npz", "repro.py"))}
+    model = (folder / "reduced" / "model.onnx").read_bytes()
+    assert sigmoid_feeds_mul(model)
+    with pytest.raises(RuntimeError, match="planted: SigmoidMulFusion"):
+        PlantedPattern().compile(model, Variant("all", {"level": "ORT_ENABLE_ALL"}))
+    assert Graph.from_json((folder / "reduced" / "graph.json").read_text()) == g
+    with np.load(folder / "reduced" / "inputs.npz") as f:
+        assert sorted(f.files) == sorted(v.name for v in g.inputs)
+    run = subprocess.run([sys.executable, str(folder / "reduced" / "repro.py")], capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 1, run.stdout + run.stderr
+
+
+def test_a_bug_that_no_longer_reproduces_leaves_the_bundle_untouched(pattern_bundle: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "bug"
+    shutil.copytree(pattern_bundle, folder)
+    info = json.loads((folder / "finding.json").read_text())
+    info["signature"] = "0123456789abcdef"  # the backend's behaviour no longer gives this signature
+    (folder / "finding.json").write_text(json.dumps(info, indent=1))
+    before = _hashes(folder)
+    with pytest.raises(ReduceError, match=r"^bug 0123456789abcdef no longer reproduces: ") as e:
+        reduce_bundle(folder, budget_seconds=30)
+    assert "\n" not in str(e.value)
+    assert _hashes(folder) == before
+
+
+def test_not_a_bundle(tmp_path: Path) -> None:
+    (tmp_path / "model.onnx").write_bytes(b"")
+    with pytest.raises(ReduceError, match=r"is not a bug bundle \(no finding.json\)$"):
+        reduce_bundle(tmp_path)
+    with pytest.raises(ReduceError, match="is not a bug bundle"):
+        reduce_bundle(tmp_path / "missing")
+
+
+def _tanh_graph() -> Graph:
+    """Ten elementwise operators; the Tanh's output reaches the first graph output through one Mul."""
+    g = Graph(meta={"seed": 0})
+    t = TensorType((2, 3, 4), "float32")
+    for x in ("x", "y"):
+        g.add_value(Value(x, t, INPUT_KIND))
+    calls = [("Abs", ["x"], "a"), ("Neg", ["y"], "b"), ("Add", ["a", "b"], "c"), ("Tanh", ["c"], "t"),
+             ("Mul", ["t", "a"], "d"), ("Relu", ["b"], "e"), ("Sub", ["e", "c"], "f"), ("Sigmoid", ["f"], "s"),
+             ("Add", ["s", "a"], "h"), ("Abs", ["h"], "k")]
+    for i, (op, ins, out) in enumerate(calls):
+        g.add_value(Value(out, t, NODE_KIND))
+        g.add_node(Node(op, ins, [out], {}, f"n{i}"))
+    g.set_leaf_outputs()
+    return g
+
+
+def test_planted_value_bug_and_first_diverging_operator(tmp_path: Path) -> None:
+    folder = _bundle(tmp_path / "c", _tanh_graph(), "tests.fake_backends:PlantedTanh")
+    assert json.loads((folder / "finding.json").read_text())["oracle"] == "differential"
+    result = reduce_bundle(folder, budget_seconds=120)
+    ops = [n.op for n in result.graph.nodes]
+    assert 1 <= len(ops) <= 2 and "Tanh" in ops
+    tanh = next(n for n in result.graph.nodes if n.op == "Tanh")
+    report = json.loads((folder / "reduction.json").read_text())
+    assert (report["ops_before"], report["ops_after"]) == (10, len(ops))
+    assert report["first_diverging"]["op"] == "Tanh"
+    assert report["first_diverging"]["node"] == tanh.name == "n3"
+    assert report["reproduced"] is True
+    with np.load(folder / "reduced" / "expected.npz") as f:  # the reference's outputs of the reduced case
+        assert len(f.files) == len(result.graph.outputs)
+    run = subprocess.run([sys.executable, str(folder / "reduced" / "repro.py")], capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 1 and "reproduced" in run.stdout, run.stdout + run.stderr
+
+
+def test_disruptive_finding_keeps_the_violating_node(tmp_path: Path) -> None:
+    """An invalid-on-purpose model accepted with garbage (Lenient): the reduced case still holds the
+    node that breaks the constraint, and only the signature is required."""
+    gen_cfg = {"strategy": "disruptive", "ops": (6, 6), "seed": 3}
+    cfg = CampaignConfig(tmp_path / "c", ["tests.fake_backends:Lenient"], [REGISTRY[o] for o in PATTERN_OPS],
+                         budget_seconds=120, max_tests=1, **gen_cfg)
+    Campaign(cfg).run()
+    folder = sorted((tmp_path / "c" / "bugs").iterdir())[0]
+    original = Graph.from_json((folder / "graph.json").read_text())
+    violation = original.meta["violation"]
+    result = reduce_bundle(folder, budget_seconds=60)
+    assert violation["node"] in [n.name for n in result.graph.nodes]
+    assert result.graph.meta["violation"] == violation
+    assert result.ops_after < result.ops_before and result.reproduced
+
+
+# -- graph surgery, without compilers ---------------------------------------------------------------
+def test_removed_nodes_become_inputs_with_their_values() -> None:
+    g = _tanh_graph()
+    inter = {"c": np.full((2, 3, 4), 0.5, np.float32), "a": np.ones((2, 3, 4), np.float32)}
+    feeds = {"x": np.zeros((2, 3, 4), np.float32), "y": np.zeros((2, 3, 4), np.float32)}
+    h, hf = _subgraph(g, [3, 4], feeds, inter, np.random.default_rng(0))
+    assert [n.op for n in h.nodes] == ["Tanh", "Mul"] and h.outputs == ["d"]
+    assert sorted(v.name for v in h.inputs) == ["a", "c"]
+    assert h.values["c"].hint == {"min": 0.5, "max": 0.5}
+    np.testing.assert_array_equal(hf["c"], inter["c"])
+    h.validate()
+
+
+def test_retype_follows_shrunk_inputs_and_rejects_bad_ones() -> None:
+    g = _tanh_graph()
+    for name in ("x", "y"):
+        g.values[name].type = TensorType((1, 3, 2), "float32")
+    h = retype(g)
+    assert h is not None and all(v.type.shape == (1, 3, 2) for v in h.values.values())
+    g.values["y"].type = TensorType((1, 3, 3), "float32")  # no longer broadcasts with x in Add
+    assert retype(g) is None
