@@ -290,3 +290,18 @@ class PlantedTanh(OrtBackend):
 
 
 def _run_model(model_path, inputs):''') + PATTERN_SOURCE
+
+
+class FlakyPattern(PlantedPattern):
+    """PlantedPattern whose bug stops showing on models of at most 2 nodes once the file named by
+    $DLCFUZZ_TEST_SWITCH exists: a flaky bug for the reducer's final confirmation."""
+
+    name = "flakypattern"
+
+    def compile(self, imported: bytes, variant: Variant):
+        import onnx
+
+        switch = os.environ.get("DLCFUZZ_TEST_SWITCH", "")
+        if switch and os.path.exists(switch) and len(onnx.load_model_from_string(imported).graph.node) <= 2:
+            return OrtBackend.compile(self, imported, variant)
+        return super().compile(imported, variant)

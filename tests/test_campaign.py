@@ -175,3 +175,30 @@ def test_every_bug_gets_an_upstream_ready_report(tmp_path: Path) -> None:
         assert r.returncode == 0, r.stderr
         rebuilt, original = onnx.load(str(work / "model.onnx")), onnx.load(str(folder / "model.onnx"))
         assert [n.op_type for n in rebuilt.graph.node] == [n.op_type for n in original.graph.node]
+
+
+def test_new_bugs_are_reduced_automatically(tmp_path: Path) -> None:
+    import json
+
+    out = tmp_path / "c"
+    c = campaign(out, ["tests.fake_backends:Planted"], 10, reduce_seconds=15)
+    found = bugs(out)
+    assert found and c.progress.reduced >= 1
+    for b in found:
+        folder = out / b[5]
+        assert (folder / "reduction.json").exists() or (folder / "reduction-failed.txt").exists()
+        if (folder / "reduction.json").exists():
+            r = json.loads((folder / "reduction.json").read_text())
+            assert r["ops_after"] <= r["ops_before"] and r["reproduced"]
+            assert (run_repro(folder / "reduced")).returncode == 1
+
+
+def test_reduce_refuses_a_folder_that_is_not_a_bundle(tmp_path: Path, capsys) -> None:
+    from dlcfuzz.cli import main
+
+    (tmp_path / "x.txt").write_text("not a bundle")
+    before = sorted(p.name for p in tmp_path.iterdir())
+    assert main(["reduce", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("dlcfuzz: error:") and "not a bug bundle" in err and "\n" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == before

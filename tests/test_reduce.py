@@ -16,7 +16,16 @@ import pytest
 from dlcfuzz.backends.base import Variant
 from dlcfuzz.ir import INPUT_KIND, NODE_KIND, Graph, Node, TensorType, Value
 from dlcfuzz.run.campaign import Campaign, CampaignConfig
-from dlcfuzz.run.reduce import ReduceError, _subgraph, reduce_bundle, retype
+from dlcfuzz.run.reduce import (
+    Case,
+    ReduceError,
+    _subgraph,
+    finding_from_dict,
+    reduce_bundle,
+    reduce_case,
+    retype,
+)
+from dlcfuzz.run.worker import PhaseLimits, WorkerPool
 from dlcfuzz.spec import REGISTRY
 from tests.fake_backends import PlantedPattern, sigmoid_feeds_mul
 from tests.helpers import ort_generator
@@ -57,14 +66,20 @@ def _pattern_edges(g: Graph) -> int:
 
 
 @pytest.fixture(scope="module")
-def pattern_bundle(tmp_path_factory) -> Path:
-    """A 30-operator generated graph in which exactly one Sigmoid feeds a Mul (among other Sigmoids
-    and Muls), as a bundle of PlantedPattern's compile exception."""
-    gen = ort_generator([REGISTRY[o] for o in PATTERN_OPS], op_range=(30, 30), dtypes=("float32", "bool"))
+def pattern_graph() -> Graph:
+    """A valid generated 30-operator float64 graph in which exactly one Sigmoid feeds a Mul (among
+    other Sigmoids and Muls)."""
+    gen = ort_generator([REGISTRY[o] for o in PATTERN_OPS], op_range=(30, 30), dtypes=("float64", "bool"))
     g = next(g for seed in range(200) if _pattern_edges(g := gen.generate(seed)) == 1
              and sum(n.op == "Sigmoid" for n in g.nodes) > 1)
     assert len(g.nodes) == 30
-    return _bundle(tmp_path_factory.mktemp("pattern"), g, "tests.fake_backends:PlantedPattern")
+    return g
+
+
+@pytest.fixture(scope="module")
+def pattern_bundle(pattern_graph: Graph, tmp_path_factory) -> Path:
+    """The bundle of PlantedPattern's compile exception on ``pattern_graph``."""
+    return _bundle(tmp_path_factory.mktemp("pattern"), pattern_graph, "tests.fake_backends:PlantedPattern")
 
 
 def test_planted_pattern_reduces_to_the_two_operators(pattern_bundle: Path, tmp_path: Path) -> None:
@@ -84,10 +99,14 @@ def test_planted_pattern_reduces_to_the_two_operators(pattern_bundle: Path, tmp_
     assert report["reproduced"] is True and report["first_diverging"] is None
     assert report["inputs_after"] <= report["inputs_before"]
     assert report["elements_after"] < report["elements_before"]  # shapes shrank too
+    assert {v.type.dtype for v in g.values.values()} == {"float32"}  # and float64 became float32
+    assert report["stages"]["dtypes"] == 1
     assert lines and report["candidates_tried"] > 0
-    # the originals are untouched; the reduced case sits beside them and still fails
+    # the originals are untouched (report.md now describes the reduced case); the reduced case sits beside them
     after = _hashes(folder)
-    assert {k: v for k, v in after.items() if k in before} == before
+    assert {k: v for k, v in after.items() if k in before and k != "report.md"} == {
+        k: v for k, v in before.items() if k != "report.md"}
+    assert "Reduced automatically from 30 to 2 operators" in (folder / "report.md").read_text()
     assert set(after) - set(before) == {"reduction.json", *(f"reduced/{n}" for n in (
         "model.onnx", "graph.json", "inputs.npz", "repro.py"))}
     model = (folder / "reduced" / "model.onnx").read_bytes()
@@ -102,6 +121,22 @@ def test_planted_pattern_reduces_to_the_two_operators(pattern_bundle: Path, tmp_
     assert run.returncode == 1, run.stdout + run.stderr
 
 
+def test_reduce_case_on_a_campaign_pool(pattern_bundle: Path) -> None:
+    """The campaign's entry point: an in-memory case, the campaign's worker pool, no re-verification."""
+    info = json.loads((pattern_bundle / "finding.json").read_text())
+    graph = Graph.from_json((pattern_bundle / "graph.json").read_text())
+    with np.load(pattern_bundle / "inputs.npz") as f:
+        inputs = {k: f[k] for k in f.files}
+    pool = WorkerPool(PhaseLimits())
+    try:
+        result = reduce_case(Case(graph, inputs, finding_from_dict(info), info["signature"]), 60, pool, verify=False)
+        assert pool.idle  # the pool's workers stay up for the campaign
+    finally:
+        pool.close()
+    assert sorted(result.nodes_after) == ["Mul", "Sigmoid"] and result.reproduced
+    assert Graph.from_json((pattern_bundle / "graph.json").read_text()) == graph  # the case is not modified
+
+
 def test_a_bug_that_no_longer_reproduces_leaves_the_bundle_untouched(pattern_bundle: Path, tmp_path: Path) -> None:
     folder = tmp_path / "bug"
     shutil.copytree(pattern_bundle, folder)
@@ -113,6 +148,24 @@ def test_a_bug_that_no_longer_reproduces_leaves_the_bundle_untouched(pattern_bun
         reduce_bundle(folder, budget_seconds=30)
     assert "\n" not in str(e.value)
     assert _hashes(folder) == before
+
+
+def test_a_flaky_reduction_falls_back_to_a_candidate_that_reproduces_again(
+        pattern_graph: Graph, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bug stops showing on 2-node models just before the final confirmation (FlakyPattern):
+    the smallest earlier candidate that reproduces again is the result."""
+    switch = tmp_path / "switch"
+    monkeypatch.setenv("DLCFUZZ_TEST_SWITCH", str(switch))  # workers inherit it
+    folder = _bundle(tmp_path / "c", pattern_graph, "tests.fake_backends:FlakyPattern")
+
+    def progress(msg: str) -> None:
+        if msg.startswith("confirming"):
+            switch.touch()
+
+    result = reduce_bundle(folder, budget_seconds=120, progress=progress)
+    assert result.reproduced and 2 < result.ops_after < 30
+    assert sigmoid_feeds_mul((folder / "reduced" / "model.onnx").read_bytes())
+    assert json.loads((folder / "reduction.json").read_text())["ops_after"] == result.ops_after
 
 
 def test_not_a_bundle(tmp_path: Path) -> None:

@@ -223,7 +223,8 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     phases = PhaseLimits(compile=args.compile_timeout, run=args.run_timeout, memory_mb=args.memory_mb)
     cfg = CampaignConfig(out, backends, specs, args.budget, args.max_tests, args.jobs, args.seed, args.ops,
                          limits, phases, strategy=args.strategy, strategy_options=_strategy_options(args),
-                         coverage_from=_campaign_folders(args.coverage_from), known_bugs=_known_bugs(args))
+                         coverage_from=_campaign_folders(args.coverage_from), known_bugs=_known_bugs(args),
+                         reduce_seconds=args.reduce_budget)
     display = _Display()
     try:
         campaign = Campaign(cfg, display.update)
@@ -381,6 +382,23 @@ def _known_bugs(args: argparse.Namespace) -> list[Path]:
     return paths
 
 
+def cmd_reduce(args: argparse.Namespace) -> int:
+    from dlcfuzz.run.reduce import ReduceError, reduce_bundle
+
+    folder = Path(args.bug_dir)
+    try:
+        say = (lambda text: print(text, flush=True)) if args.verbose else None
+        r = reduce_bundle(folder, args.budget, progress=say)
+    except ReduceError as e:
+        raise UsageError(str(e).splitlines()[0]) from None
+    s = r.summary()
+    first = s.get("first_diverging")
+    print(f"reduced {folder}: {s['ops_before']} -> {s['ops_after']} operators ({', '.join(s['nodes_after'])}), "
+          f"{s['seconds']:.1f}s; reduced case in {folder / 'reduced'}"
+          + (f"; first diverging operator: {first['op']} ({first['node']})" if first else ""))
+    return 0
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     from dlcfuzz.report import ReportError, write_report
 
@@ -535,6 +553,8 @@ def build_parser() -> argparse.ArgumentParser:
     _generation_options(f, default_ops=(1, 10), strategies=FUZZ_STRATEGIES)
     f.add_argument("--coverage-from", action="append", metavar="CAMPAIGN",
                    help="hirgen/gencog/guided: start coverage guidance from an earlier campaign's (repeatable)")
+    f.add_argument("--reduce-budget", type=_budget, default=60.0,
+                   help="reduce each new distinct bug right away, searching this long (0: do not; default 60s)")
     f.add_argument("--known-bugs", action="append", metavar="TOML",
                    help="bugs known upstream (counted, not re-reported), besides dlcfuzz's own list (repeatable)")
     f.add_argument("--compile-timeout", type=float, default=120.0, help="seconds per compile phase")
@@ -580,6 +600,12 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--runs", type=int, default=5, help="repetitions of the random orders (random, fast)")
     ap.add_argument("--seed", type=int, default=0)
     ap.set_defaults(func=cmd_migrate_apfd)
+
+    rd = sub.add_parser("reduce", help="reduce a bug bundle to a minimal case that keeps its signature")
+    rd.add_argument("bug_dir", help="a bug bundle: CAMPAIGN/bugs/SIGNATURE")
+    rd.add_argument("--budget", type=_budget, default=300.0, help="search time, e.g. 60s, 5m (default 5m)")
+    rd.add_argument("-v", "--verbose", action="store_true", help="print each step")
+    rd.set_defaults(func=cmd_reduce)
 
     r = sub.add_parser("report", help="write a self-contained HTML report of a campaign (needs dlcfuzz[report])")
     r.add_argument("campaign")

@@ -30,8 +30,9 @@ from dlcfuzz.oracle import CRASH as ORACLE_CRASH
 from dlcfuzz.oracle import Finding, all_finite, judge, judge_invalid
 from dlcfuzz.oracle.unsupported import is_unsupported
 from dlcfuzz.run.bundle import write_bundle
-from dlcfuzz.run.dedup import signature, title
+from dlcfuzz.run.dedup import graph_signature, producer, title
 from dlcfuzz.run.known import KnownBugs
+from dlcfuzz.run.reduce import Case, ReduceError, reduce_case, write_reduction
 from dlcfuzz.run.store import Store, TestRecord
 from dlcfuzz.run.worker import PhaseLimits, WorkerDied, WorkerPool
 from dlcfuzz.seeds import derive_seed
@@ -62,6 +63,7 @@ class CampaignConfig:
     strategy_options: dict = field(default_factory=dict)  # e.g. p_rej, temperature, paths
     coverage_from: list[Path] = field(default_factory=list)  # campaigns whose coverage guidance starts from
     known_bugs: list[Path] = field(default_factory=list)  # known-bug lists besides the packaged one
+    reduce_seconds: float = 0.0  # search budget to reduce each new distinct bug right away (0: do not)
 
     def identity(self) -> dict:
         """What must match for a rerun to resume this campaign."""
@@ -80,6 +82,8 @@ class Progress:
     bugs: Counter = field(default_factory=Counter)  # (backend, oracle) -> distinct bugs
     unsupported: Counter = field(default_factory=Counter)  # backend -> unsupported outcomes
     known: Counter = field(default_factory=Counter)  # backend -> findings of bugs known upstream (not re-reported)
+    reduced: int = 0  # new bugs reduced automatically
+    reduce_seconds: float = 0.0  # time spent reducing them
     compiler_seconds: float = 0.0
     resumed_from: int = 0
 
@@ -224,10 +228,10 @@ class Campaign:
                 verdict, baseline, reference: Outcome | None, covered: list) -> None:
         """Bundles for new distinct bugs, then the test's one store transaction, then progress."""
         cfg = self.cfg
-        rows, new_bugs, known = [], [], []
+        rows, new_bugs, known, to_reduce = [], [], [], []
         for f in verdict.findings:
-            producer, dtype = _producer(graph, f.output)
-            sig = signature(f, producer, dtype, names=[*graph.values, *(n.name for n in graph.nodes if n.name)])
+            made_by = producer(graph, f.output)[0]
+            sig = graph_signature(f, graph)
             rows.append((sig, f.oracle, f.kind, f.backend, f.variant, f.phase, f.message[:2000]))
             if self.known_upstream.match(sig, f.backend, self.versions.get(f.backend, "")):
                 known.append(f.backend)  # counted, not re-reported
@@ -236,7 +240,7 @@ class Campaign:
                 is_new = sig not in self.reported
                 self.reported.add(sig)
             if is_new:
-                head = title(f, producer)
+                head = title(f, made_by)
                 folder = cfg.out / "bugs" / sig
                 src = outcomes.get(f.backend, {}).get(f.variant) or reference
                 actual = src.outputs if src is not None and src.status == OK else None
@@ -245,6 +249,8 @@ class Campaign:
                              src.artifacts if src is not None else None)
                 new_bugs.append((sig, f.oracle, f.kind, f.backend, f.variant, f.phase, head,
                                  int(f.reference_suspect), str(folder.relative_to(cfg.out))))
+                if cfg.reduce_seconds and f.kind != "unconfirmed":
+                    to_reduce.append((folder, Case(graph, test.inputs, f, sig, cfg.tolerances)))
         with self.lock:
             self.store.commit(record, outcome_rows(outcomes), rows, new_bugs, covered)
             p = self.progress
@@ -260,6 +266,21 @@ class Campaign:
                 p.unsupported[b] += 1
             p.known.update(known)
         self.on_progress(self.progress)
+        for folder, case in to_reduce:  # after the commit: a reduction cut short loses nothing found
+            self._reduce(folder, case)
+
+    def _reduce(self, folder: Path, case: Case) -> None:
+        """Reduces a new bug's case within the budget and writes reduced/ and reduction.json into its bundle."""
+        t0 = time.monotonic()
+        try:
+            write_reduction(folder, reduce_case(case, self.cfg.reduce_seconds, pool=self.pool, verify=False))
+            reduced = 1
+        except ReduceError as e:  # e.g. the crash does not show again: the bundle keeps the original case
+            (folder / "reduction-failed.txt").write_text(f"{e}\n")
+            reduced = 0
+        with self.lock:
+            self.progress.reduced += reduced
+            self.progress.reduce_seconds += time.monotonic() - t0
 
     def _baseline_backend(self, ops: set[str], graph: Graph) -> tuple[str, str] | None:
         if REFERENCE in self.backends and self.backends[REFERENCE].supports(ops, graph):
@@ -345,12 +366,3 @@ def _checker_error(g: Graph) -> str | None:
     return checker_error(to_onnx(g))
 
 
-def _producer(graph: Graph, output: int) -> tuple[str, str]:
-    """The operator type that produced graph output ``output``, and its dtype."""
-    if not 0 <= output < len(graph.outputs):
-        return "", ""
-    name = graph.outputs[output]
-    for n in graph.nodes:
-        if name in n.outputs:
-            return n.op, graph.values[name].type.dtype
-    return "", graph.values[name].type.dtype

@@ -21,6 +21,7 @@ import hashlib
 import re
 from collections.abc import Iterable
 
+from dlcfuzz.ir import Graph
 from dlcfuzz.oracle import CRASH, DISRUPTIVE, Finding
 
 _FRAME = re.compile(r'File "([^"]+)", line \d+, in (\S+)')
@@ -83,6 +84,23 @@ def signature(f: Finding, producer_op: str = "", dtype: str = "", names: Iterabl
         other = f.other if f.oracle == "metamorphic" else ""
         parts = [f.backend, f.oracle, f.kind, other, producer_op, dtype]
     return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:16]
+
+
+def producer(graph: Graph, output: int) -> tuple[str, str]:
+    """The operator type that produced graph output ``output``, and its dtype."""
+    if not 0 <= output < len(graph.outputs):
+        return "", ""
+    name = graph.outputs[output]
+    for n in graph.nodes:
+        if name in n.outputs:
+            return n.op, graph.values[name].type.dtype
+    return "", graph.values[name].type.dtype
+
+
+def graph_signature(f: Finding, graph: Graph) -> str:
+    """The signature of a finding on a dlcfuzz graph: the producer of the differing output, and the
+    graph's own value and node names stripped from messages."""
+    return signature(f, *producer(graph, f.output), names=[*graph.values, *(n.name for n in graph.nodes if n.name)])
 
 
 def title(f: Finding, producer_op: str = "") -> str:

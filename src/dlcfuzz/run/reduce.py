@@ -37,6 +37,11 @@ tolerance between the backend and its baseline is reported.
 The result lands next to the original files, which stay untouched: ``reduced/`` (model.onnx,
 graph.json, inputs.npz, expected.npz for differential findings, the bundle's repro.py and the
 backend's artifacts for the reduced model) and ``reduction.json``.
+
+A campaign reduces a new distinct bug right after writing its bundle with::
+
+    result = reduce_case(Case(graph, test.inputs, finding, sig, cfg.tolerances), 60, pool=self.pool)
+    write_reduction(folder, result)
 """
 
 from __future__ import annotations
@@ -88,7 +93,8 @@ from dlcfuzz.oracle import (
     judge_invalid,
 )
 from dlcfuzz.oracle.compare import REDUCED_PRECISION, compare
-from dlcfuzz.run.dedup import normalize, signature
+from dlcfuzz.run.bugreport import write_report
+from dlcfuzz.run.dedup import graph_signature, normalize
 from dlcfuzz.run.worker import PhaseLimits, WorkerDied, WorkerPool
 from dlcfuzz.solve import Limits
 from dlcfuzz.solve.types import input_type_vars
@@ -98,14 +104,14 @@ from dlcfuzz.values import synthesize
 
 REFERENCE = "reference"
 FALLBACK = ("ort", "disable_all")  # the baseline where the reference evaluator is unreliable or fails
-VALIDITY = ("ort", "disable_all")  # the run that confirms a candidate is a valid model
+VALIDITY = FALLBACK  # the run that confirms a candidate is a valid model (and doubles as the fallback baseline)
 FLAKY_KINDS = frozenset({"signal", "exit", "timeout", "oom", "unconfirmed"})
 ORIGINAL_ATTEMPTS = 3  # runs of the original before it counts as no longer reproducing (flaky kinds)
 FALLBACK_TRIES = 8  # earlier candidates tried when the reduced one does not reproduce again
 FLOAT_TARGET = "float32"
 SIMPLER_FLOATS = ("float64", "float16", "bfloat16")
 
-__all__ = ["Case", "ReduceError", "ReductionResult", "reduce_bundle", "reduce_case", "write_reduction"]
+__all__ = ["Case", "ReduceError", "ReductionResult", "reduce_bundle", "reduce_case", "retype", "write_reduction"]
 
 
 class ReduceError(Exception):
@@ -146,6 +152,7 @@ class ReductionResult:
     reproduced: bool  # the reduced case gave the signature again in a fresh worker
     stages: dict[str, int] = field(default_factory=dict)  # accepted candidates per stage
     budget_exhausted: bool = False
+    validity: str = ""  # what candidates had to pass: "checker+ort", "checker" or "none" (disruptive)
     artifacts: dict[str, str | bytes] = field(default_factory=dict)  # the backend's files for the reduced model
 
     def summary(self) -> dict[str, Any]:
@@ -156,7 +163,7 @@ class ReductionResult:
                 "elements_before": self.elements_before, "elements_after": self.elements_after,
                 "seconds": round(self.seconds, 2), "candidates_tried": self.candidates_tried,
                 "first_diverging": self.first_diverging, "reproduced": self.reproduced, "stages": self.stages,
-                "budget_exhausted": self.budget_exhausted}
+                "budget_exhausted": self.budget_exhausted, "validity": self.validity}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -199,7 +206,9 @@ def reduce_case(case: Case, budget_seconds: float = 300, pool: WorkerPool | None
     """Reduces one case; ``pool`` may be the campaign's (workers are shared, one test at a time).
 
     ``verify``: first confirm that the case gives its signature (up to 3 runs for fatal signals,
-    hangs and memory blow-ups); raises ReduceError if it does not."""
+    hangs and memory blow-ups); raises ReduceError if it does not.  A campaign that has just seen
+    the bug may skip that run (``verify=False``).  ``budget_seconds`` bounds the search; the
+    confirmation runs before and after it and the first-diverging-operator search come on top."""
     own = pool is None
     pool = pool or WorkerPool(phases or PhaseLimits())
     try:
@@ -233,6 +242,8 @@ def write_reduction(folder: Path, result: ReductionResult) -> None:
     text = json.dumps(result.summary(), indent=1)
     (folder / "reduction.json.tmp").write_text(text)
     (folder / "reduction.json.tmp").replace(folder / "reduction.json")
+    if (folder / "finding.json").is_file():
+        write_report(folder)  # the report now describes the reduced case
 
 
 def _campaign_tolerances(folder: Path) -> dict[str, tuple[float, float]]:
@@ -255,18 +266,6 @@ def _campaign_tolerances(folder: Path) -> dict[str, tuple[float, float]]:
 def finding_from_dict(d: dict[str, Any]) -> Finding:
     names = {f.name for f in dataclasses.fields(Finding)}
     return Finding(**{k: v for k, v in d.items() if k in names})
-
-
-def producer(graph: Graph, output: int) -> tuple[str, str]:
-    """The operator type that produced graph output ``output``, and its dtype (as the campaign
-    computes them for the signature)."""
-    if not 0 <= output < len(graph.outputs):
-        return "", ""
-    name = graph.outputs[output]
-    for n in graph.nodes:
-        if name in n.outputs:
-            return n.op, graph.values[name].type.dtype
-    return "", graph.values[name].type.dtype
 
 
 # ---------------------------------------------------------------------------------------------
@@ -378,12 +377,11 @@ class _SpecRejects(Exception):
     pass
 
 
-def _slots(spec: Any, node: Node) -> list[Any]:
-    """The spec input (In or Const) behind each input position of ``node``."""
-    ins = spec.inputs
-    if getattr(ins[0], "variadic", False):
-        return [ins[0]] * len(node.inputs)
-    return [ins[k] if k < len(ins) else None for k in range(len(node.inputs))]
+def _slots(spec: Any, node: Node) -> list[int | None]:
+    """The position in ``spec.inputs`` of the spec input (In or Const) behind each input of ``node``."""
+    if getattr(spec.inputs[0], "variadic", False):
+        return [0] * len(node.inputs)
+    return [k if k < len(spec.inputs) else None for k in range(len(node.inputs))]
 
 
 def _ctx(spec: Any, node: Node, ins: list[TensorType | None], opset: int) -> Any:
@@ -393,9 +391,9 @@ def _ctx(spec: Any, node: Node, ins: list[TensorType | None], opset: int) -> Any
     first = ins[0]
     c.x, c.s, c.r, c.T = first, first.shape, first.rank, first.dtype
     tvars = input_type_vars(spec, opset)
-    for inp, t in zip(_slots(spec, node), ins, strict=True):
-        if inp is not None and t is not None:
-            c.types.setdefault(tvars[spec.inputs.index(inp)], t.dtype)
+    for k, t in zip(_slots(spec, node), ins, strict=True):
+        if k is not None and t is not None:
+            c.types.setdefault(tvars[k], t.dtype)
     c.n = len(node.inputs) if spec.variadic else 1
     c.ins = list(ins) + ([] if spec.variadic else [None] * max(0, len(spec.inputs) - len(ins)))
     for name in spec.attrs:
@@ -596,7 +594,8 @@ class _Reducer:
     def check(self, g: Graph, feeds: dict[str, np.ndarray], fresh: bool = False) -> _Trial:
         """Whether the candidate gives the signature (cached by model and inputs)."""
         try:
-            g.validate()
+            if self.violation is None:  # a disruptive model may break the graph's own rules too
+                g.validate()
             model = to_bytes(g)
         except (ValueError, KeyError, TypeError):
             return _Trial(False, "static")
@@ -622,7 +621,7 @@ class _Reducer:
                 return _Trial(False, "run")
         baseline = None
         if self.f.oracle == DIFFERENTIAL:
-            baseline = self._baseline(g, test, ort if VALIDITY == FALLBACK else None)
+            baseline = self._baseline(g, test, ort)
             if baseline is None or not all_finite(baseline):
                 return _Trial(False, "baseline")
         outcomes, late = self._run_backend(test, fresh)
@@ -633,7 +632,7 @@ class _Reducer:
             verdict = judge({self.f.backend: outcomes}, baseline, self.tol, self.reduced)
         findings = verdict.findings + late
         for f in findings:
-            if signature(f, *producer(g, f.output)) == self.sig:
+            if graph_signature(f, g) == self.sig:
                 return _Trial(True, "", f.output, baseline, outcomes, findings)
         return _Trial(False, "signature", -1, baseline, outcomes, findings)
 
@@ -651,19 +650,23 @@ class _Reducer:
         return trial.interesting
 
     # -- the original ----------------------------------------------------------------------------------
+    def calibrate(self, g: Graph, feeds: dict[str, np.ndarray]) -> None:
+        """Candidates must stay as valid as the original is: a bug of ORT itself (or of the ONNX
+        checker) may keep the original from passing the validity check."""
+        if self.violation is not None:
+            return
+        self.check_static = model_error(g, run=False) is None
+        self.check_run = self.check_static
+        if self.check_run:
+            test = Test(to_bytes(g), g.to_json(), feeds)
+            o = self.pool.run(VALIDITY[0], test, [VALIDITY[1]])[VALIDITY[1]]
+            self.check_run = o.status == OK and _declared(g, o.outputs or [])
+
     def verify(self, g: Graph, feeds: dict[str, np.ndarray]) -> None:
-        if self.violation is None:
-            # candidates stay as valid as the original is (a bug of ORT itself may keep it from running)
-            self.check_static = model_error(g, run=False) is None
-            self.check_run = self.check_static
         attempts = ORIGINAL_ATTEMPTS if self.f.kind in FLAKY_KINDS else 1
         trial = None
         for k in range(attempts):
             trial = self.check(g, feeds, fresh=k > 0)
-            if trial.reason == "run" and self.check_run:  # the original itself does not run on ORT
-                self.check_run = False
-                self.cache.clear()
-                trial = self.check(g, feeds, fresh=k > 0)
             if trial.interesting:
                 self.last = trial
                 return
@@ -771,8 +774,8 @@ class _Reducer:
         for n in g.nodes:
             spec = REGISTRY.get(n.op)
             slots = _slots(spec, n) if spec is not None else [None] * len(n.inputs)
-            for x, slot in zip(n.inputs, slots, strict=True):
-                if x and not isinstance(slot, In):
+            for x, k in zip(n.inputs, slots, strict=True):
+                if x and (k is None or not isinstance(spec.inputs[k], In)):
                     fixed.add(x)
         return [name for name, v in g.values.items()
                 if v.kind in (INPUT_KIND, CONST_KIND) and name not in fixed and any(d > 1 for d in v.type.shape)]
@@ -972,6 +975,7 @@ class _Reducer:
         missing = [v.name for v in g0.inputs if v.name not in feeds0]
         if missing:
             raise ReduceError(f"bug {self.sig}: no values for the inputs {', '.join(missing)}")
+        self.calibrate(g0, feeds0)
         if verify:
             self.verify(g0, feeds0)
         self.history.append((g0, feeds0))
@@ -987,6 +991,7 @@ class _Reducer:
             if sum(self.stages.values()) == before or not self.time_left():
                 break
         # the reduced case must reproduce on its own, in a fresh worker
+        self.progress(f"confirming the reduced case ({len(g.nodes)} nodes) in a fresh worker")
         final = self.check(g, feeds, fresh=True)
         reproduced = final.interesting
         if not reproduced:  # flaky: the smallest candidate that reproduces again (twice in all)
@@ -1009,6 +1014,7 @@ class _Reducer:
             elements_before=sum(v.type.numel for v in g0.inputs), elements_after=sum(v.type.numel for v in g.inputs),
             seconds=time.monotonic() - self.start, candidates_tried=self.tried, first_diverging=diverging,
             reproduced=reproduced, stages=dict(self.stages), budget_exhausted=self.exhausted,
+            validity="checker+ort" if self.check_run else "checker" if self.check_static else "none",
             artifacts=dict(outcome.artifacts) if outcome is not None else {})
 
 
