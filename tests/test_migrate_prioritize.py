@@ -370,3 +370,12 @@ def test_apfd_table_skips_coverage_strategies_without_coverage(tmp_path: Path) -
     skipped = [r for r in rows if r["strategy"] in ("total-cov", "additional-cov")]
     assert skipped and all(r["note"].startswith("skipped") and math.isnan(r["apfd"]) for r in skipped)
     assert "skipped" in format_table(rows)
+
+
+def test_opera_scales_each_librarys_scores_in_a_mixed_set() -> None:
+    # 30 ONNX node-test instances of one op and one torch sample of another, both untested by the compiler:
+    # raw scores 31 and 2 would run all 30 ONNX instances first; per-library scaling interleaves the sources
+    onnx_side = [inst(i, "Foo", {"k": i}) for i in range(30)]
+    torch_side = [inst(100, "torch.foo", {}, library="torch")]
+    order = prioritize("opera", onnx_side + torch_side, counts={"onnx": {}, "torch": {}})
+    assert order.index(100) <= 1

@@ -139,6 +139,14 @@ def operator_scores(instances: Sequence[Instance], counts: dict[str, dict[str, i
             else:
                 tables[library] = _packaged_counts(library) if library in _COUNT_FILES else {}
         scores[(library, op)] = (n + 1) / (compiler_count(library, op, tables[library]) + 1)
+    # A set migrated from several libraries: each library's scores are scaled to a maximum of 1, so that
+    # one source's scale (ONNX node tests run 30 cases of one operator, OpInfo a few samples) does not
+    # put all of its operators before the other's (OPERA prioritizes each frontend's own set).
+    top: dict[str, float] = {}
+    for (library, _), v in scores.items():
+        top[library] = max(top.get(library, 0.0), v)
+    if len(top) > 1:
+        scores = {k: v / top[k[0]] for k, v in scores.items()}
     return scores
 
 
