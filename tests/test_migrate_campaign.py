@@ -18,6 +18,7 @@ from onnx.reference import ReferenceEvaluator
 from dlcfuzz.cli import main
 from dlcfuzz.migrate.campaign import Migration, MigrationConfig, frontends, summary
 from dlcfuzz.migrate.instances import Instance, InstanceSet, tensor_info
+from dlcfuzz.run.known import KnownBugs
 from dlcfuzz.run.worker import PhaseLimits
 
 HAS_TVM = importlib.util.find_spec("tvm") is not None
@@ -155,8 +156,12 @@ def test_cli_migrate_runs_recorded_torch_instances(tmp_path: Path, capsys):
     assert main(["migrate", "--source", str(rec), "--backends", "tvm-torch", "--out", str(out),
                  "--no-onnx-export"]) == 0
     db = sqlite3.connect(out / "campaign.sqlite")
-    titles = [r[0] for r in db.execute("SELECT title FROM bugs WHERE backend = 'tvm-torch'")]
-    assert any("avg_pool2d" in t for t in titles), titles
+    # the bug is known upstream (apache/tvm#14795, in dlcfuzz's known_bugs.toml): counted, not re-reported
+    known = KnownBugs.load().by_signature
+    avg_pool = [s for s, b in known.items() if b.backend == "tvm-torch" and "divisor_override" in b.title]
+    hits = db.execute("SELECT COUNT(*) FROM findings WHERE signature = ?", (avg_pool[0],)).fetchone()[0]
+    assert hits >= 1
+    assert not db.execute("SELECT COUNT(*) FROM bugs WHERE signature = ?", (avg_pool[0],)).fetchone()[0]
 
 
 def test_instance_set_keeps_values(tmp_path: Path):

@@ -235,7 +235,8 @@ class Migration:
             late += unconfirmed
             compiler_s += seconds
         t0 = time.perf_counter()
-        verdict = judge_migrated(outcomes, expected, self.cfg.tolerances)
+        model_of = {name: TORCH if name in TORCH_FRONTENDS else ONNX for name in outcomes}
+        verdict = judge_migrated(outcomes, expected, self.cfg.tolerances, model_of)
         verdict.findings += late
         baseline = LIBRARY if inst.library == TORCH else "onnx-expect"
         record = TestRecord(iid, 0, [inst.op], baseline, all_finite(expected), 1, True,

@@ -145,9 +145,12 @@ def judge_invalid(outcomes: dict[str, dict[str, Outcome]], violation: dict, conf
 
 
 def judge_migrated(outcomes: dict[str, dict[str, Outcome]], expected: list[np.ndarray],
-                   tolerances: dict[str, float] | None = None) -> Verdict:
+                   tolerances: dict[str, float] | None = None, model_of: dict[str, str] | None = None) -> Verdict:
     """Findings for one migrated test: crashes, and outputs inconsistent with the library's (``expected``).
-    A finding is ``reference_suspect`` when another frontend's outputs match the finding's own."""
+    A finding is ``reference_suspect`` when another frontend that read the same model (``model_of``:
+    backend -> which model it was given, e.g. the torch call or its ONNX export) matches its outputs:
+    then the library's output or that model, not the frontend, is the likelier culprit."""
+    model_of = model_of or {}
     findings: list[Finding] = []
     unsupported: list[tuple[str, str, str]] = []
     for backend, variants in outcomes.items():
@@ -165,7 +168,8 @@ def judge_migrated(outcomes: dict[str, dict[str, Outcome]], expected: list[np.nd
                 f = _mismatch(DIFFERENTIAL, backend, variant, "baseline", m)
                 f.reference_suspect = any(
                     ot.status == OK and chebyshev(o.outputs or [], ot.outputs or [], tolerances) is None
-                    for b, vs in outcomes.items() if b != backend for ot in vs.values())
+                    for b, vs in outcomes.items() if b != backend and model_of.get(b) == model_of.get(backend)
+                    for ot in vs.values())
                 findings.append(f)
     return Verdict(findings, unsupported)
 
