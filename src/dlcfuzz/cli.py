@@ -328,7 +328,8 @@ def cmd_migrate(args: argparse.Namespace) -> int:
     s = summary(out)
     per_backend = ", ".join(f"{b} {n}" for b, n in s["bugs"].items()) or "none"
     print(f"{s['tests']} tests run, {s['discarded']} instances discarded by the library's own run; "
-          f"distinct bugs: {sum(s['bugs'].values())} ({per_backend}); list them with: dlcfuzz bugs {out}")
+          f"distinct bugs: {sum(s['bugs'].values())} ({per_backend}); findings of bugs known upstream (not "
+          f"re-reported): {s['known_upstream']}; list them with: dlcfuzz bugs {out}")
     return 0
 
 

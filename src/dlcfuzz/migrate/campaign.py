@@ -286,17 +286,7 @@ class Migration:
         covered = [(b, "\n".join(o.covered)) for b, vs in outcomes.items() for o in vs.values() if o.covered]
         with self.lock:
             self.store.commit(record, outcome_rows(outcomes), rows, new_bugs, frontend_coverage=covered)
-            p = self.progress
-            p.tests += 1
-            p.valid += 1
-            p.finite += record.finite
-            p.compiler_seconds += record.t_compilers
-            for f in verdict.findings:
-                p.findings[(f.backend, f.oracle)] += 1
-            for b in new_bugs:
-                p.bugs[(b[3], b[1])] += 1
-            for b, _, _ in verdict.unsupported:
-                p.unsupported[b] += 1
+            self.progress.count(record, verdict, new_bugs, known)
         self.on_progress(self.progress)
 
     # -- the loop -----------------------------------------------------------------------------------------------
@@ -372,6 +362,8 @@ def summary(folder: Path) -> dict:
                 "operators": q("SELECT COUNT(DISTINCT op) FROM instances").fetchone()[0],
                 "tests": q("SELECT COUNT(*) FROM tests WHERE valid = 1").fetchone()[0],
                 "discarded": sum(discarded.values()), "discarded_reasons": discarded,
-                "unsupported": unsupported, "bugs": per_backend}
+                "unsupported": unsupported, "bugs": per_backend,
+                "known_upstream": q("SELECT COUNT(*) FROM findings WHERE signature NOT IN "
+                                    "(SELECT signature FROM bugs)").fetchone()[0]}
     finally:
         store.close()

@@ -87,6 +87,21 @@ class Progress:
     compiler_seconds: float = 0.0
     resumed_from: int = 0
 
+    def count(self, record: TestRecord, verdict, new_bugs: list[tuple], known: list[str]) -> None:
+        """Adds one committed test: its findings, new distinct bugs ((signature, oracle, kind, backend, ...)),
+        unsupported outcomes and findings of bugs known upstream (their backends)."""
+        self.tests += 1
+        self.valid += record.valid
+        self.finite += record.finite
+        self.compiler_seconds += record.t_compilers
+        for f in verdict.findings:
+            self.findings[(f.backend, f.oracle)] += 1
+        for b in new_bugs:
+            self.bugs[(b[3], b[1])] += 1
+        for b, _, _ in verdict.unsupported:
+            self.unsupported[b] += 1
+        self.known.update(known)
+
     @property
     def rate(self) -> float:
         return self.tests / max(1e-9, time.monotonic() - self.started)
@@ -253,18 +268,7 @@ class Campaign:
                     to_reduce.append((folder, Case(graph, test.inputs, f, sig, cfg.tolerances)))
         with self.lock:
             self.store.commit(record, outcome_rows(outcomes), rows, new_bugs, covered)
-            p = self.progress
-            p.tests += 1
-            p.valid += record.valid
-            p.finite += record.finite
-            p.compiler_seconds += record.t_compilers
-            for f in verdict.findings:
-                p.findings[(f.backend, f.oracle)] += 1
-            for b in new_bugs:  # (signature, oracle, kind, backend, ...)
-                p.bugs[(b[3], b[1])] += 1
-            for b, _, _ in verdict.unsupported:
-                p.unsupported[b] += 1
-            p.known.update(known)
+            self.progress.count(record, verdict, new_bugs, known)
         self.on_progress(self.progress)
         for folder, case in to_reduce:  # after the commit: a reduction cut short loses nothing found
             self._reduce(folder, case)
