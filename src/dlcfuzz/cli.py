@@ -209,6 +209,25 @@ def _backends(text: str | None) -> list[str]:
     return chosen
 
 
+def _executor_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--executor", choices=("local", "ray"), default="local",
+                   help="local: worker processes on this machine; ray: one Ray actor per job on a Ray cluster, "
+                        "results recorded here (needs dlcfuzz[ray])")
+    p.add_argument("--ray-address", metavar="ADDRESS",
+                   help="with --executor ray: the cluster to join (e.g. auto, or HOST:6379; default: start a local "
+                        "Ray instance)")
+
+
+def _check_executor(args: argparse.Namespace) -> None:
+    if args.ray_address and args.executor != "ray":
+        raise UsageError("--ray-address needs --executor ray")
+    if args.executor == "ray":
+        import importlib.util
+
+        if importlib.util.find_spec("ray") is None:
+            raise UsageError("--executor ray needs Ray: pip install 'dlcfuzz[ray]'")
+
+
 def cmd_fuzz(args: argparse.Namespace) -> int:
     from dlcfuzz.run.campaign import Campaign, CampaignConfig
     from dlcfuzz.run.store import StoreError
@@ -219,12 +238,13 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     backends = _backends(args.backends)
     if args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
+    _check_executor(args)
     out = Path(args.out)
     phases = PhaseLimits(compile=args.compile_timeout, run=args.run_timeout, memory_mb=args.memory_mb)
     cfg = CampaignConfig(out, backends, specs, args.budget, args.max_tests, args.jobs, args.seed, args.ops,
                          limits, phases, strategy=args.strategy, strategy_options=_strategy_options(args),
                          coverage_from=_campaign_folders(args.coverage_from), known_bugs=_known_bugs(args),
-                         reduce_seconds=args.reduce_budget)
+                         reduce_seconds=args.reduce_budget, executor=args.executor, ray_address=args.ray_address)
     display = _Display()
     try:
         campaign = Campaign(cfg, display.update)
@@ -241,6 +261,9 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     with display:
         progress = campaign.run()
     display.final(progress)
+    if args.executor == "ray":
+        ex = campaign.executor
+        print(f"ray: {args.jobs} actors, {ex.replaced} replaced after dying, {ex.lost} tests lost")
     print(f"distinct bugs: {len(_stored_bugs(out))}; list them with: dlcfuzz bugs {out}")
     return 0
 
@@ -296,13 +319,14 @@ def cmd_migrate(args: argparse.Namespace) -> int:
         raise UsageError(f"unknown --prioritize {args.prioritize!r}; known: {', '.join(ORDERS)}")
     if args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
+    _check_executor(args)
     out = Path(args.out)
     cfg = MigrationConfig(out, sources, _frontends(args.backends), args.prioritize, args.seed,
                           args.budget or None, args.max_tests, args.jobs, args.limit_per_op,
                           PhaseLimits(compile=args.compile_timeout, run=args.run_timeout, memory_mb=args.memory_mb),
                           via_onnx=not args.no_onnx_export, measure_coverage=args.measure_coverage,
                           coverage_from=Path(args.coverage_from) if args.coverage_from else None,
-                          known_bugs=_known_bugs(args))
+                          known_bugs=_known_bugs(args), executor=args.executor, ray_address=args.ray_address)
     display = _Display()
     try:
         migration = Migration(cfg, display.update)
@@ -325,6 +349,9 @@ def cmd_migrate(args: argparse.Namespace) -> int:
     with display:
         progress = migration.run()
     display.final(progress)
+    if args.executor == "ray":
+        ex = migration.executor
+        print(f"ray: {args.jobs} actors, {ex.replaced} replaced after dying, {ex.lost} instances lost")
     s = summary(out)
     per_backend = ", ".join(f"{b} {n}" for b, n in s["bugs"].items()) or "none"
     print(f"{s['tests']} tests run, {s['discarded']} instances discarded by the library's own run; "
@@ -549,7 +576,8 @@ def build_parser() -> argparse.ArgumentParser:
                                       "(default: all installed but tvm-relax)")
     f.add_argument("--budget", type=_budget, default=600.0, help="wall-clock budget, e.g. 90s, 10m, 2h")
     f.add_argument("--max-tests", type=int, help="stop after this many tests in the campaign")
-    f.add_argument("--jobs", type=int, default=1, help="tests run at once")
+    f.add_argument("--jobs", type=int, default=1, help="tests run at once (with --executor ray: Ray actors)")
+    _executor_options(f)
     f.add_argument("--out", required=True, help="campaign folder (rerun the same command to resume)")
     _generation_options(f, default_ops=(1, 10), strategies=FUZZ_STRATEGIES)
     f.add_argument("--coverage-from", action="append", metavar="CAMPAIGN",
@@ -575,7 +603,8 @@ def build_parser() -> argparse.ArgumentParser:
     mg.add_argument("--max-tests", type=int, help="stop after this many instances")
     mg.add_argument("--limit-per-op", type=_limits_per_source, default={},
                     help="keep at most N instances per operator: N for every source, or SOURCE=N,...")
-    mg.add_argument("--jobs", type=int, default=1, help="instances run at once")
+    mg.add_argument("--jobs", type=int, default=1, help="instances run at once (with --executor ray: Ray actors)")
+    _executor_options(mg)
     mg.add_argument("--seed", type=int, default=0)
     mg.add_argument("--no-onnx-export", action="store_true", help="torch instances skip the ONNX frontends")
     mg.add_argument("--measure-coverage", action="store_true",

@@ -31,7 +31,7 @@ import numpy as np
 from dlcfuzz.backends import Backend, load_backend
 from dlcfuzz.backends.base import OK, Outcome, Test, Variant
 from dlcfuzz.migrate.instances import ONNX, TORCH, Instance, InstanceSet
-from dlcfuzz.oracle import CRASH, Finding, all_finite, judge_migrated
+from dlcfuzz.oracle import CRASH, Finding, Verdict, all_finite, judge_migrated
 from dlcfuzz.oracle.compare import CHEBYSHEV
 from dlcfuzz.run.bundle import write_bundle
 from dlcfuzz.run.campaign import Progress, outcome_rows, run_confirmed
@@ -82,11 +82,106 @@ class MigrationConfig:
     coverage_from: Path | None = None  # a campaign whose measured coverage drives total-/additional-cov
     tolerances: dict[str, float] = field(default_factory=dict)
     known_bugs: list[Path] = field(default_factory=list)  # known-bug lists besides the packaged one
+    executor: str = "local"  # "local": threads in this process; "ray": one Ray actor per job
+    ray_address: str | None = None  # ray: the cluster to join (None: start a local Ray instance)
 
     def identity(self) -> dict:
         return {"kind": "migrate", "sources": self.sources, "backends": sorted(self.backends),
                 "prioritize": self.prioritize, "seed": self.seed, "limit_per_op": self.limit_per_op,
                 "via_onnx": self.via_onnx, "tolerances": self.tolerances}
+
+
+@dataclass
+class InstanceResult:
+    """Everything the driver needs to record one instance, made without the store (picklable)."""
+
+    inst: Instance
+    record: TestRecord
+    discarded: str | None = None  # why the library's own run discarded it (then nothing else is set)
+    tests: dict[str, Test] = field(default_factory=dict)
+    outcomes: dict[str, dict[str, Outcome]] = field(default_factory=dict)
+    verdict: Verdict | None = None
+    expected: list[np.ndarray] | None = None
+
+
+class InstanceRunner:
+    """The execute half of a migrated test: (instance id, instance) -> ``InstanceResult``, in its own
+    worker pool; never touches the store.  Local campaigns share one among threads; a Ray actor
+    builds its own from a ``MigrationSpec``."""
+
+    def __init__(self, cfg: MigrationConfig, backends: dict[str, Backend], variants: dict[str, dict[str, Variant]],
+                 pool: WorkerPool) -> None:
+        self.cfg, self.backends, self.variants, self.pool = cfg, backends, variants, pool
+
+    def share(self, items: list) -> None:
+        pass  # migration shares no state between executors
+
+    def close(self) -> None:
+        self.pool.close()
+
+    def execute(self, iid: int, inst: Instance) -> InstanceResult:
+        t_start = time.perf_counter()
+        lib_seconds = 0.0
+        onnx_model: bytes | None = inst.model if inst.library == ONNX else None
+        expected = inst.expected
+        if inst.library == TORCH:
+            if LIBRARY not in self.backends:
+                return _discarded(inst, "torch-library is not available", t_start)
+            lib = self.pool.run(LIBRARY, Test(inst.model, "", inst.inputs), ["eager"])["eager"]
+            lib_seconds = sum(lib.seconds.values())
+            if lib.status != OK:
+                return _discarded(inst, f"{lib.error_type}: {normalize(lib.message, 1)}", t_start)
+            expected = lib.outputs
+            exported = lib.artifacts.get("model.onnx")
+            onnx_model = exported if self.cfg.via_onnx and isinstance(exported, bytes) else None
+        if expected is None:
+            return _discarded(inst, "no library outputs", t_start)
+        tests: dict[str, Test] = {}
+        for name in self.backends:
+            if name == LIBRARY:
+                continue
+            if name in TORCH_FRONTENDS:
+                if inst.library == TORCH:
+                    tests[name] = Test(inst.model, "", inst.inputs)
+            elif onnx_model is not None:
+                tests[name] = Test(onnx_model, "", inst.inputs)
+        outcomes: dict[str, dict[str, Outcome]] = {}
+        late: list[Finding] = []
+        compiler_s = 0.0
+        for name, test in tests.items():
+            variant = VARIANT.get(name, next(iter(self.variants[name])))
+            outcomes[name], unconfirmed, seconds = run_confirmed(self.pool, name, test, [variant])
+            late += unconfirmed
+            compiler_s += seconds
+        t0 = time.perf_counter()
+        model_of = {name: TORCH if name in TORCH_FRONTENDS else ONNX for name in outcomes}
+        verdict = judge_migrated(outcomes, expected, self.cfg.tolerances, model_of)
+        verdict.findings += late
+        baseline = LIBRARY if inst.library == TORCH else "onnx-expect"
+        record = TestRecord(iid, 0, [inst.op], baseline, all_finite(expected), 1, True,
+                            time.perf_counter() - t_start, 0.0, lib_seconds, compiler_s, time.perf_counter() - t0)
+        return InstanceResult(inst, record, None, tests, outcomes, verdict, expected)
+
+
+def _discarded(inst: Instance, reason: str, t_start: float) -> InstanceResult:
+    record = TestRecord(inst.id, 0, [inst.op], f"discarded: {reason}"[:300], False, 1, False,
+                        time.perf_counter() - t_start, 0.0, 0.0, 0.0, 0.0)
+    return InstanceResult(inst, record, reason)
+
+
+@dataclass
+class MigrationSpec:
+    """What a Ray actor needs to build its own ``InstanceRunner`` (picklable)."""
+
+    cfg: MigrationConfig
+    variants: dict[str, dict[str, Variant]]  # backend -> variants, as the driver's workers described them
+
+    def build(self) -> InstanceRunner:
+        import tempfile
+
+        pool = WorkerPool(self.cfg.phases, 200, Path(tempfile.gettempdir()) / "dlcfuzz-actor-logs",
+                          frontend_coverage=self.cfg.measure_coverage)
+        return InstanceRunner(self.cfg, {n: load_backend(n) for n in self.variants}, self.variants, pool)
 
 
 class Migration:
@@ -105,6 +200,8 @@ class Migration:
         self.variants: dict[str, dict[str, Variant]] = {}
         self.versions: dict[str, str] = {}
         self.disabled: dict[str, str] = {}
+        self._runner: InstanceRunner | None = None
+        self.lost = 0  # instances whose executor died twice (Ray: the actor), recorded as lost
 
     # -- set-up ------------------------------------------------------------------------------------------
     def harvest(self, on_source: Callable[[dict], None] | None = None) -> dict[str, dict]:
@@ -198,56 +295,35 @@ class Migration:
         return {i.id: by_key[(i.source, i.provenance)] for i in self._peek() if (i.source, i.provenance) in by_key}
 
     # -- one instance ----------------------------------------------------------------------------------------
+    @property
+    def runner(self) -> InstanceRunner:
+        """The local execute half, sharing this campaign's worker pool."""
+        if self._runner is None:
+            self._runner = InstanceRunner(self.cfg, self.backends, self.variants, self.pool)
+        return self._runner
+
     def run_instance(self, iid: int) -> None:
-        t_start = time.perf_counter()
         with self.lock:
             inst = self.instances.get(iid)
-        lib_seconds = 0.0
-        onnx_model: bytes | None = inst.model if inst.library == ONNX else None
-        expected = inst.expected
-        if inst.library == TORCH:
-            if LIBRARY not in self.backends:
-                return self._discard(inst, "torch-library is not available", t_start)
-            lib = self.pool.run(LIBRARY, Test(inst.model, "", inst.inputs), ["eager"])["eager"]
-            lib_seconds = sum(lib.seconds.values())
-            if lib.status != OK:
-                return self._discard(inst, f"{lib.error_type}: {normalize(lib.message, 1)}", t_start)
-            expected = lib.outputs
-            exported = lib.artifacts.get("model.onnx")
-            onnx_model = exported if self.cfg.via_onnx and isinstance(exported, bytes) else None
-        if expected is None:
-            return self._discard(inst, "no library outputs", t_start)
-        tests: dict[str, Test] = {}
-        for name in self.backends:
-            if name == LIBRARY:
-                continue
-            if name in TORCH_FRONTENDS:
-                if inst.library == TORCH:
-                    tests[name] = Test(inst.model, "", inst.inputs)
-            elif onnx_model is not None:
-                tests[name] = Test(onnx_model, "", inst.inputs)
-        outcomes: dict[str, dict[str, Outcome]] = {}
-        late: list[Finding] = []
-        compiler_s = 0.0
-        for name, test in tests.items():
-            variant = VARIANT.get(name, next(iter(self.variants[name])))
-            outcomes[name], unconfirmed, seconds = run_confirmed(self.pool, name, test, [variant])
-            late += unconfirmed
-            compiler_s += seconds
-        t0 = time.perf_counter()
-        model_of = {name: TORCH if name in TORCH_FRONTENDS else ONNX for name in outcomes}
-        verdict = judge_migrated(outcomes, expected, self.cfg.tolerances, model_of)
-        verdict.findings += late
-        baseline = LIBRARY if inst.library == TORCH else "onnx-expect"
-        record = TestRecord(iid, 0, [inst.op], baseline, all_finite(expected), 1, True,
-                            time.perf_counter() - t_start, 0.0, lib_seconds, compiler_s, time.perf_counter() - t0)
-        self._record(inst, record, tests, outcomes, verdict, expected)
+        self.record(self.runner.execute(iid, inst))
 
-    def _discard(self, inst: Instance, reason: str, t_start: float) -> None:
+    def record(self, ex: InstanceResult) -> None:
+        """The record half, on the driver only."""
+        if ex.discarded is not None:
+            return self._discard(ex.record)
+        self._record(ex.inst, ex.record, ex.tests, ex.outcomes, ex.verdict, ex.expected)
+
+    def record_lost(self, iid: int, reason: str) -> None:
+        """An instance whose executor died twice (Ray: the actor; not a frontend, that is a finding):
+        a tests row with valid = 0 and baseline "lost: ...", counted and not run again on resume."""
+        with self.lock:
+            op = self.instances.get(iid).op
+        self._discard(TestRecord(iid, 0, [op], f"lost: {reason}"[:300], False, 0, False, 0.0, 0.0, 0.0, 0.0, 0.0))
+        self.lost += 1
+
+    def _discard(self, record: TestRecord) -> None:
         """An instance the library itself cannot run (OPERA's validity pre-check): kept as a test
         row with valid = 0 and the reason, so that it is counted and never run again."""
-        record = TestRecord(inst.id, 0, [inst.op], f"discarded: {reason}"[:300], False, 1, False,
-                            time.perf_counter() - t_start, 0.0, 0.0, 0.0, 0.0)
         with self.lock:
             self.store.commit(record, [], [], [])
             self.progress.tests += 1
@@ -300,12 +376,22 @@ class Migration:
             todo = todo[:max(0, cfg.max_tests - len(done))]
         self.progress.resumed_from = len(done)
         deadline = None if cfg.budget_seconds is None else time.monotonic() + cfg.budget_seconds
+        try:
+            if cfg.executor == "ray":
+                self._run_ray(todo, deadline)
+            else:
+                self._run_local(todo, deadline)
+        finally:
+            self.close()
+        return self.progress
+
+    def _run_local(self, todo: list[int], deadline: float | None) -> None:
         queue = iter(todo)
         running: set[Future] = set()
-        with ThreadPoolExecutor(max_workers=cfg.jobs) as ex:
+        with ThreadPoolExecutor(max_workers=self.cfg.jobs) as ex:
             while True:
                 out_of_budget = deadline is not None and time.monotonic() >= deadline
-                while not out_of_budget and len(running) < cfg.jobs:
+                while not out_of_budget and len(running) < self.cfg.jobs:
                     iid = next(queue, None)
                     if iid is None:
                         break
@@ -315,8 +401,17 @@ class Migration:
                 finished, running = wait(running, return_when=FIRST_COMPLETED)
                 for fut in finished:
                     fut.result()  # a bug in dlcfuzz itself must not pass silently
-        self.close()
-        return self.progress
+
+    def _run_ray(self, todo: list[int], deadline: float | None) -> None:
+        """One Ray actor per job; the driver reads each instance from the store and ships it with its id."""
+        from dlcfuzz.run.ray_executor import RayExecutor
+
+        def record(ex: InstanceResult) -> list:
+            self.record(ex)
+            return []
+
+        self.executor = RayExecutor(MigrationSpec(self.cfg, self.variants), self.cfg.jobs, self.cfg.ray_address)
+        self.executor.run(((iid, self.instances.get(iid)) for iid in todo), deadline, record, self.record_lost)
 
     def close(self) -> None:
         self.pool.close()

@@ -2,7 +2,13 @@
 
 Tests are numbered; test i uses the seed derived from (campaign seed, i), so a campaign is
 reproducible and a resumed one re-runs exactly the tests it had not committed.  ``jobs`` tests
-run at once (threads in this process driving separate worker processes).
+run at once (threads in this process driving separate worker processes), or on a Ray cluster
+(``executor="ray"``, ``run/ray_executor.py``).
+
+A test has two halves: ``Tester.execute`` (test id -> ``Executed``: generate, choose inputs, run the
+backends in isolated workers, judge; no store, picklable result) and ``Campaign.record`` (bundles,
+the store transaction, progress, reduction), which only the driver runs.  Both executors call the
+same two halves, so the store is written by one process in one way.
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -27,7 +33,7 @@ from dlcfuzz.gen.guided import Coverage
 from dlcfuzz.ir import Graph
 from dlcfuzz.ir.hints import random_array
 from dlcfuzz.oracle import CRASH as ORACLE_CRASH
-from dlcfuzz.oracle import Finding, all_finite, judge, judge_invalid
+from dlcfuzz.oracle import Finding, Verdict, all_finite, judge, judge_invalid
 from dlcfuzz.oracle.unsupported import is_unsupported
 from dlcfuzz.run.bundle import write_bundle
 from dlcfuzz.run.dedup import graph_signature, producer, title
@@ -64,6 +70,8 @@ class CampaignConfig:
     coverage_from: list[Path] = field(default_factory=list)  # campaigns whose coverage guidance starts from
     known_bugs: list[Path] = field(default_factory=list)  # known-bug lists besides the packaged one
     reduce_seconds: float = 0.0  # search budget to reduce each new distinct bug right away (0: do not)
+    executor: str = "local"  # "local": threads in this process; "ray": one Ray actor per job
+    ray_address: str | None = None  # ray: the cluster to join (None: start a local Ray instance)
 
     def identity(self) -> dict:
         """What must match for a rerun to resume this campaign."""
@@ -107,56 +115,45 @@ class Progress:
         return self.tests / max(1e-9, time.monotonic() - self.started)
 
 
-class Campaign:
-    def __init__(self, cfg: CampaignConfig, on_progress: Callable[[Progress], None] | None = None) -> None:
+@dataclass
+class Executed:
+    """Everything the driver needs to record one test, made without the store (picklable: it comes
+    back from a Ray actor on another machine)."""
+
+    record: TestRecord
+    graph: Graph
+    test: Test
+    outcomes: dict[str, dict[str, Outcome]]
+    verdict: Verdict
+    baseline: list[np.ndarray] | None
+    reference: Outcome | None
+    covered: list[tuple[str, str]]  # coverage keys the graph added first (as the generator saw coverage)
+
+
+class Tester:
+    """The execute half of a test: test id -> ``Executed``.  Holds the generator, its coverage and a
+    worker pool, and never touches the store.  A local campaign shares one among its threads; each Ray
+    actor holds its own (its own worker processes: the same isolation as locally)."""
+
+    def __init__(self, cfg: CampaignConfig, backends: dict[str, Backend], variants: dict[str, dict[str, Variant]],
+                 reduced: set[tuple[str, str]], pool: WorkerPool, coverage: Coverage | None, gen=None) -> None:
         self.cfg = cfg
-        self.store = Store(cfg.out)
-        self.resumed = self.store.bind(cfg.identity())
-        self.coverage = None
-        if cfg.strategy in GUIDED:  # coverage guidance continues from earlier campaigns and from this one's tests
-            self.coverage = Coverage()
-            for folder in cfg.coverage_from:
-                other = Store(folder)
-                self.coverage.load(other.coverage())
-                other.close()
-            self.coverage.load(self.store.coverage())
-        self.gen = make_generator(cfg.strategy, cfg.specs, cfg.limits, cfg.ops, _profile(cfg), self.coverage,
-                                  **cfg.strategy_options)
-        self.pool = WorkerPool(cfg.phases, cfg.recycle, cfg.out / "logs")
-        self.progress = Progress()
-        self.on_progress = on_progress or (lambda p: None)
+        self.backends, self.variants, self.reduced = backends, variants, reduced
+        self.pool = pool
+        self.coverage = coverage
+        self.gen = gen or make_generator(cfg.strategy, cfg.specs, cfg.limits, cfg.ops, _profile(cfg), coverage,
+                                         **cfg.strategy_options)
         self.lock = threading.Lock()
-        self.reported = self.store.bug_signatures()
-        self.known_upstream = KnownBugs.load(cfg.known_bugs)
-        self.backends: dict[str, Backend] = {}
-        self.variants: dict[str, dict[str, Variant]] = {}
-        self.versions: dict[str, str] = {}
-        self.disabled: dict[str, str] = {}
-        self.reduced: set[tuple[str, str]] = set()
 
-    # -- set-up -------------------------------------------------------------------------------------
-    def start_backends(self) -> None:
-        """Asks each backend's worker for its version and variants; a backend whose worker cannot
-        start is disabled with the reason."""
-        for name in [REFERENCE, *self.cfg.backends]:
-            backend = load_backend(name)
-            ok, why = backend.available()
-            if not ok:
-                self.disabled[name] = why
-                continue
-            try:
-                version, variants = self.pool.describe(name)
-            except WorkerDied as e:
-                self.disabled[name] = str(e).splitlines()[0]
-                continue
-            self.backends[name] = backend
-            self.versions[name] = version
-            self.variants[name] = {n: Variant(n, o) for n, o in variants}
-            self.reduced |= {(name, n) for n, o in variants if o.get("reduced_precision")}
-        self.store.set_meta("versions", self.versions)  # for reports
+    def share(self, keys: list[tuple[str, str]]) -> None:
+        """Coverage merged at the driver from other executors' tests (guided strategies)."""
+        if self.coverage is not None:
+            self.coverage.load(keys)
 
-    # -- one test -------------------------------------------------------------------------------------
-    def run_test(self, test_id: int) -> None:
+    def close(self) -> None:
+        self.pool.close()
+
+    def execute(self, test_id: int, payload: None = None) -> Executed:
         cfg = self.cfg
         t_start = time.perf_counter()
         seed = derive_seed(cfg.seed, test_id)
@@ -208,7 +205,7 @@ class Campaign:
         t_oracle = time.perf_counter() - t0
         record = TestRecord(test_id, seed, sorted(ops), baseline_name, finite, attempts, valid,
                             time.perf_counter() - t_start, t_generate, t_inputs, compiler_s, t_oracle)
-        self._record(record, graph, test, outcomes, verdict, baseline, reference, covered)
+        return Executed(record, graph, test, outcomes, verdict, baseline, reference, covered)
 
     def _run_backends(self, test: Test, ops: set[str], graph: Graph, invalid: bool = False):
         """Every backend under test on ``test``, in its workers: (outcomes, unconfirmed crashes,
@@ -225,7 +222,7 @@ class Campaign:
         return outcomes, late, compiler_s
 
     def _run_invalid(self, test_id: int, seed: int, graph: Graph, model: bytes, violation: dict,
-                     covered: list, t_start: float, t_generate: float) -> None:
+                     covered: list, t_start: float, t_generate: float) -> Executed:
         """A disruptive test: the model breaks one constraint on purpose; the compilers that check
         the models they are handed must reject it with an error."""
         rng = np.random.default_rng(seed)
@@ -237,12 +234,116 @@ class Campaign:
         verdict.findings += late
         record = TestRecord(test_id, seed, sorted({n.op for n in graph.nodes}), "invalid", False, 1, False,
                             time.perf_counter() - t_start, t_generate, 0.0, compiler_s, time.perf_counter() - t0)
-        self._record(record, graph, test, outcomes, verdict, None, None, covered)
+        return Executed(record, graph, test, outcomes, verdict, None, None, covered)
 
-    def _record(self, record: TestRecord, graph: Graph, test: Test, outcomes: dict[str, dict[str, Outcome]],
-                verdict, baseline, reference: Outcome | None, covered: list) -> None:
-        """Bundles for new distinct bugs, then the test's one store transaction, then progress."""
+    def _baseline_backend(self, ops: set[str], graph: Graph) -> tuple[str, str] | None:
+        if REFERENCE in self.backends and self.backends[REFERENCE].supports(ops, graph):
+            return REFERENCE, "default"
+        if FALLBACK[0] in self.backends:
+            return FALLBACK
+        return None
+
+
+@dataclass
+class TesterSpec:
+    """What a remote executor (a Ray actor) needs to build its own ``Tester``: picklable (operator
+    specs travel by name: they hold closures), and the backends as the driver described them."""
+
+    cfg: CampaignConfig  # without specs
+    ops: list[str]
+    backends: list[str]
+    variants: dict[str, dict[str, Variant]]
+    reduced: set[tuple[str, str]]
+    coverage: list[tuple[str, str]] | None  # the driver's coverage when the executor started (None: unguided)
+
+    def build(self) -> Tester:
+        import tempfile
+
+        from dlcfuzz.spec import REGISTRY
+
+        cfg = replace(self.cfg, specs=[REGISTRY[op] for op in self.ops])
+        coverage = None
+        if self.coverage is not None:
+            coverage = Coverage()
+            coverage.load(self.coverage)
+        pool = WorkerPool(cfg.phases, cfg.recycle, Path(tempfile.gettempdir()) / "dlcfuzz-actor-logs")
+        return Tester(cfg, {n: load_backend(n) for n in self.backends}, self.variants, self.reduced, pool, coverage)
+
+
+def _keys(cov: Coverage):
+    for criterion, keys in cov.sets.items():
+        for k in keys:
+            yield criterion, k
+
+
+
+class Campaign:
+    def __init__(self, cfg: CampaignConfig, on_progress: Callable[[Progress], None] | None = None) -> None:
+        self.cfg = cfg
+        self.store = Store(cfg.out)
+        self.resumed = self.store.bind(cfg.identity())
+        self.coverage = None
+        if cfg.strategy in GUIDED:  # coverage guidance continues from earlier campaigns and from this one's tests
+            self.coverage = Coverage()
+            for folder in cfg.coverage_from:
+                other = Store(folder)
+                self.coverage.load(other.coverage())
+                other.close()
+            self.coverage.load(self.store.coverage())
+        self.gen = make_generator(cfg.strategy, cfg.specs, cfg.limits, cfg.ops, _profile(cfg), self.coverage,
+                                  **cfg.strategy_options)
+        self.pool = WorkerPool(cfg.phases, cfg.recycle, cfg.out / "logs")
+        self.progress = Progress()
+        self.on_progress = on_progress or (lambda p: None)
+        self.lock = threading.Lock()
+        self.reported = self.store.bug_signatures()
+        self.known_upstream = KnownBugs.load(cfg.known_bugs)
+        self.backends: dict[str, Backend] = {}
+        self.variants: dict[str, dict[str, Variant]] = {}
+        self.versions: dict[str, str] = {}
+        self.disabled: dict[str, str] = {}
+        self.reduced: set[tuple[str, str]] = set()
+        self._tester: Tester | None = None
+        self.lost = 0  # tests whose executor died twice (Ray: the actor), recorded as lost
+
+    # -- set-up -------------------------------------------------------------------------------------
+    def start_backends(self) -> None:
+        """Asks each backend's worker for its version and variants; a backend whose worker cannot
+        start is disabled with the reason."""
+        for name in [REFERENCE, *self.cfg.backends]:
+            backend = load_backend(name)
+            ok, why = backend.available()
+            if not ok:
+                self.disabled[name] = why
+                continue
+            try:
+                version, variants = self.pool.describe(name)
+            except WorkerDied as e:
+                self.disabled[name] = str(e).splitlines()[0]
+                continue
+            self.backends[name] = backend
+            self.versions[name] = version
+            self.variants[name] = {n: Variant(n, o) for n, o in variants}
+            self.reduced |= {(name, n) for n, o in variants if o.get("reduced_precision")}
+        self.store.set_meta("versions", self.versions)  # for reports
+
+    @property
+    def tester(self) -> Tester:
+        """The local execute half, sharing this campaign's generator, coverage and worker pool."""
+        if self._tester is None:
+            self._tester = Tester(self.cfg, self.backends, self.variants, self.reduced, self.pool, self.coverage,
+                                  self.gen)
+        return self._tester
+
+    # -- one test -------------------------------------------------------------------------------------
+    def run_test(self, test_id: int) -> None:
+        self.record(self.tester.execute(test_id))
+
+    def record(self, ex: Executed) -> None:
+        """The record half, on the driver only: bundles for new distinct bugs, then the test's one store
+        transaction, then progress, then the reduction of new bugs."""
         cfg = self.cfg
+        record, graph, test, outcomes, verdict = ex.record, ex.graph, ex.test, ex.outcomes, ex.verdict
         rows, new_bugs, known, to_reduce = [], [], [], []
         for f in verdict.findings:
             made_by = producer(graph, f.output)[0]
@@ -257,21 +358,32 @@ class Campaign:
             if is_new:
                 head = title(f, made_by)
                 folder = cfg.out / "bugs" / sig
-                src = outcomes.get(f.backend, {}).get(f.variant) or reference
+                src = outcomes.get(f.backend, {}).get(f.variant) or ex.reference
                 actual = src.outputs if src is not None and src.status == OK else None
                 write_bundle(folder, sig, head, f, test, self.backends[f.backend], self.versions[f.backend],
-                             self.variants[f.backend], baseline, actual, int(cfg.phases.compile + cfg.phases.run),
+                             self.variants[f.backend], ex.baseline, actual, int(cfg.phases.compile + cfg.phases.run),
                              src.artifacts if src is not None else None)
                 new_bugs.append((sig, f.oracle, f.kind, f.backend, f.variant, f.phase, head,
                                  int(f.reference_suspect), str(folder.relative_to(cfg.out))))
                 if cfg.reduce_seconds and f.kind != "unconfirmed":
                     to_reduce.append((folder, Case(graph, test.inputs, f, sig, cfg.tolerances)))
         with self.lock:
-            self.store.commit(record, outcome_rows(outcomes), rows, new_bugs, covered)
+            self.store.commit(record, outcome_rows(outcomes), rows, new_bugs, ex.covered)
             self.progress.count(record, verdict, new_bugs, known)
         self.on_progress(self.progress)
         for folder, case in to_reduce:  # after the commit: a reduction cut short loses nothing found
             self._reduce(folder, case)
+
+    def record_lost(self, test_id: int, reason: str) -> None:
+        """A test whose executor died twice (not the compiler: that is a finding): a tests row with
+        valid = 0 and baseline "lost: ...", so that it is counted and not run again on resume."""
+        record = TestRecord(test_id, derive_seed(self.cfg.seed, test_id), [], f"lost: {reason}"[:300], False, 0,
+                            False, 0.0, 0.0, 0.0, 0.0, 0.0)
+        with self.lock:
+            self.store.commit(record, [], [], [])
+            self.progress.tests += 1
+            self.lost += 1
+        self.on_progress(self.progress)
 
     def _reduce(self, folder: Path, case: Case) -> None:
         """Reduces a new bug's case within the budget and writes reduced/ and reduction.json into its bundle."""
@@ -286,13 +398,6 @@ class Campaign:
             self.progress.reduced += reduced
             self.progress.reduce_seconds += time.monotonic() - t0
 
-    def _baseline_backend(self, ops: set[str], graph: Graph) -> tuple[str, str] | None:
-        if REFERENCE in self.backends and self.backends[REFERENCE].supports(ops, graph):
-            return REFERENCE, "default"
-        if FALLBACK[0] in self.backends:
-            return FALLBACK
-        return None
-
     # -- the loop -------------------------------------------------------------------------------------
     def run(self) -> Progress:
         cfg = self.cfg
@@ -301,11 +406,22 @@ class Campaign:
         todo = self._ids()
         self.progress.resumed_from = self.store.next_test_id() if self.resumed else 0
         deadline = None if cfg.budget_seconds is None else time.monotonic() + cfg.budget_seconds
+        try:
+            if cfg.executor == "ray":
+                self._run_ray(todo, deadline)
+            else:
+                self._run_local(todo, deadline)
+        finally:
+            self.pool.close()
+            self.store.close()
+        return self.progress
+
+    def _run_local(self, todo, deadline: float | None) -> None:
         running: set[Future] = set()
-        with ThreadPoolExecutor(max_workers=cfg.jobs) as ex:
+        with ThreadPoolExecutor(max_workers=self.cfg.jobs) as ex:
             while True:
                 out_of_budget = deadline is not None and time.monotonic() >= deadline
-                while not out_of_budget and len(running) < cfg.jobs:
+                while not out_of_budget and len(running) < self.cfg.jobs:
                     test_id = next(todo, None)
                     if test_id is None:
                         break
@@ -315,9 +431,25 @@ class Campaign:
                 done, running = wait(running, return_when=FIRST_COMPLETED)
                 for fut in done:
                     fut.result()  # a bug in dlcfuzz itself must not pass silently
-        self.pool.close()
-        self.store.close()
-        return self.progress
+
+    def _run_ray(self, todo, deadline: float | None) -> None:
+        from dlcfuzz.run.ray_executor import RayExecutor
+
+        cov = self.coverage
+        spec = TesterSpec(replace(self.cfg, specs=[]), [s.op for s in self.cfg.specs], list(self.backends),
+                          self.variants, self.reduced, list(_keys(cov)) if cov is not None else None)
+
+        def record(ex: Executed) -> list[tuple[str, str]]:
+            # coverage merges here: a key is the test's if no recorded test had it; the merged keys go
+            # back to every actor with its next submission
+            if cov is not None:
+                ex.covered = [k for k in dict.fromkeys(ex.covered) if not cov.has(*k)]
+                cov.load(ex.covered)
+            self.record(ex)
+            return ex.covered
+
+        self.executor = RayExecutor(spec, self.cfg.jobs, self.cfg.ray_address)
+        self.executor.run(((i, None) for i in todo), deadline, record, self.record_lost)
 
     def _ids(self):
         """Tests not yet committed: gaps left by a killed run first, then new ones."""
