@@ -103,7 +103,8 @@ def record(library: str, out: Path, pytest_args: list[str]) -> dict[str, Any]:
 
 def _first_error(output: str) -> str:
     """The first meaningful error line of pytest's output."""
-    lines = [re.sub(r"^[_=!]{3,}\s*|\s*[_=!]{3,}$", "", x.strip()) for x in output.splitlines()]
+    # section rules ("____ ERROR collecting path ____") shrink to one character each side for a long path
+    lines = [re.sub(r"^[_=!]+(\s+|$)|\s+[_=!]+$", "", x.strip()) for x in output.splitlines()]
     lines = [x for x in lines if x]
 
     def first(pattern: str) -> str | None:
