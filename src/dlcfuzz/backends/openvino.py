@@ -79,7 +79,8 @@ import openvino as ov
 def run_model(model_path, inputs):
     names = [i.name for i in onnx.load(model_path).graph.input]  # fed by position, as dlcfuzz does
     core = ov.Core()
-    model = core.read_model(model_path)
+    with open(model_path, "rb") as f:  # from bytes, as dlcfuzz reads it: OpenVINO can differ from a path
+        model = core.read_model(f.read())
 {reshape}    compiled = core.compile_model(model, "{DEVICE}", {variant.options["config"]!r})
     result = compiled.create_infer_request().infer([inputs[n] for n in names])
     return [np.array(result[o]) for o in compiled.outputs]
