@@ -12,7 +12,8 @@ import re
 RULES: list[tuple[str, str, str]] = [
     # ONNX Runtime: no kernel registered for the op/dtype at this opset
     ("ort", "*", r"NOT_IMPLEMENTED : Could not find an implementation for"),
-    ("reference", "*", r"No registered implementation for operator"),
+    ("reference", "*", r"No registered implementation for operator|No implementation for operator '\w+' domain '' "
+                       r"and version \d+, found"),
     ("reference", "*", r"NotImplementedError"),
     # TVM Relax's ONNX frontend: operators, dtypes and forms it declines
     ("tvm", "import", r"The following operators are not supported for frontend ONNX"),
