@@ -127,6 +127,7 @@ def test_cli_bad_input_is_one_line_exit_2(tmp_path: Path, capsys):
         ["migrate", "--source", "onnx-node", "--backends", "tvm,nosuch", "--out", str(tmp_path / "c")],
         ["migrate", "--source", "onnx-node", "--prioritize", "alphabetical", "--out", str(tmp_path / "d")],
         ["migrate", "apfd", str(tmp_path / "not-a-campaign")],
+        ["migrate", "--source", "onnx-node", "--prioritize", "total-cov", "--out", str(tmp_path / "e")],
         ["migrate", "record", "--library", "torch", "--out", str(tmp_path / "r.sqlite"), "--", "make", "test"],
     ]
     for argv in cases:

@@ -317,6 +317,9 @@ def cmd_migrate(args: argparse.Namespace) -> int:
             raise UsageError(f"recorded instance set {src} does not exist (make one with 'dlcfuzz migrate record')")
     if args.prioritize not in ORDERS:
         raise UsageError(f"unknown --prioritize {args.prioritize!r}; known: {', '.join(ORDERS)}")
+    if args.prioritize in ("total-cov", "additional-cov") and not args.coverage_from:
+        raise UsageError(f"--prioritize {args.prioritize} orders by frontend coverage measured before: give "
+                         "--coverage-from CAMPAIGN (a migration run with --measure-coverage)")
     if args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
     _check_executor(args)
