@@ -22,16 +22,18 @@ def main() -> None:
     p.add_argument("campaign", type=Path)
     p.add_argument("--runs", type=int, default=5, help="seeds for random and fast (default 5)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--library", choices=("onnx", "torch"), help="only this library's instances (OPERA orders "
+                   "each frontend's own migrated set)")
     p.add_argument("--plot", type=Path, default=None, help="also draw bugs over time (needs matplotlib)")
     a = p.parse_args()
     if a.runs < 1:
         p.error("--runs must be at least 1")
     try:
-        print(report(a.campaign, runs=a.runs, seed=a.seed))
+        print(report(a.campaign, runs=a.runs, seed=a.seed, library=a.library))
     except (FileNotFoundError, ValueError) as e:
         raise SystemExit(f"apfd: {e}") from None
     if a.plot is not None:
-        out = plot_curves(a.campaign, a.plot, seed=a.seed)
+        out = plot_curves(a.campaign, a.plot, seed=a.seed, library=a.library)
         print(f"\nplot: {out}" if out else "\nplot skipped: matplotlib is not installed")
 
 

@@ -379,3 +379,10 @@ def test_opera_scales_each_librarys_scores_in_a_mixed_set() -> None:
     torch_side = [inst(100, "torch.foo", {}, library="torch")]
     order = prioritize("opera", onnx_side + torch_side, counts={"onnx": {}, "torch": {}})
     assert order.index(100) <= 1
+
+
+def test_load_campaign_keeps_one_librarys_instances(tmp_path: Path) -> None:
+    make_campaign(tmp_path / "c")  # every instance is an ONNX one
+    assert [i.id for i in load_campaign(tmp_path / "c", "onnx").instances] == [1, 2, 3, 4, 5]
+    with pytest.raises(ValueError, match="no instances of library 'torch'"):
+        load_campaign(tmp_path / "c", "torch")

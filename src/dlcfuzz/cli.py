@@ -395,7 +395,7 @@ def cmd_migrate_apfd(args: argparse.Namespace) -> int:
     if not (folder / "campaign.sqlite").is_file():
         raise UsageError(f"{folder} is not a campaign folder (no campaign.sqlite)")
     try:
-        print(report(folder, runs=args.runs, seed=args.seed))
+        print(report(folder, runs=args.runs, seed=args.seed, library=args.library))
     except ValueError as e:
         raise UsageError(str(e).splitlines()[0]) from None
     return 0
@@ -632,6 +632,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("campaign")
     ap.add_argument("--runs", type=int, default=5, help="repetitions of the random orders (random, fast)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--library", choices=("onnx", "torch"), help="only this library's migrated instances")
     ap.set_defaults(func=cmd_migrate_apfd)
 
     rd = sub.add_parser("reduce", help="reduce a bug bundle to a minimal case that keeps its signature")

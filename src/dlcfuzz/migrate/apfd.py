@@ -80,11 +80,12 @@ def _columns(db: sqlite3.Connection, table: str) -> set[str]:
     return {r[1] for r in db.execute(f"PRAGMA table_info({table})")}
 
 
-def load_campaign(folder: Path) -> Campaign:
+def load_campaign(folder: Path, library: str | None = None) -> Campaign:
     """Reads ``folder/campaign.sqlite``: tables ``instances`` (as in instances.SCHEMA), ``tests`` (id =
     instance id, seconds, valid), ``findings`` (test_id, signature, backend, ...), ``bugs`` and, if
     measured, ``frontend_coverage`` (test_id, backend, newline-joined "file:line" lines).  Only instances
-    with a ``tests`` row take part.  In the "all" column a bug is (backend, signature)."""
+    with a ``tests`` row take part (and, with ``library``, only that library's instances: OPERA orders each
+    frontend's own migrated set).  In the "all" column a bug is (backend, signature)."""
     path = Path(folder) / "campaign.sqlite"
     if not path.is_file():
         raise FileNotFoundError(f"no campaign database at {path}")
@@ -126,6 +127,15 @@ def load_campaign(folder: Path) -> Campaign:
                 coverage.setdefault(int(tid), set()).update(x for x in (lines or "").split("\n") if x)
     finally:
         db.close()
+    if library is not None:
+        instances = [i for i in instances if i.library == library]
+        keep = {i.id for i in instances}
+        seconds = {t: v for t, v in seconds.items() if t in keep}
+        valids = {t: v for t, v in valids.items() if t in keep}
+        detects = {b: {t: v for t, v in d.items() if t in keep} for b, d in detects.items()}
+        coverage = {t: v for t, v in coverage.items() if t in keep}
+        if not instances:
+            raise ValueError(f"{folder} ran no instances of library {library!r}")
     return Campaign(Path(folder), instances, seconds, valids, sorted(backends), detects, coverage,
                     sorted(cov_backends))
 
@@ -148,7 +158,7 @@ def replay(campaign: Campaign, strategy: str, *, seed: int = 0,
 
 
 def apfd_table(folder: Path, runs: int = 5, seed: int = 0,
-               counts: dict[str, dict[str, int]] | None = None) -> list[dict]:
+               counts: dict[str, dict[str, int]] | None = None, library: str | None = None) -> list[dict]:
     """One row per (strategy, column) with column = each backend and "all".
 
     Row keys: strategy, backend, runs, tests, bugs, apfd (mean over runs), std (population std over runs;
@@ -157,8 +167,8 @@ def apfd_table(folder: Path, runs: int = 5, seed: int = 0,
     NaN without bugs), prioritize_seconds, note.  random and fast run ``runs`` times with seeds
     seed .. seed + runs - 1, the others once; the coverage strategies use the campaign's frontend coverage
     (union over the backends that measured it) and are skipped with a note when it has none."""
-    camp = load_campaign(folder)
-    columns = [*camp.backends, ALL]
+    camp = load_campaign(folder, library)
+    columns = [b for b in camp.backends if camp.detects.get(b) or library is None] + [ALL]
     rows: list[dict] = []
     for strategy in STRATEGIES:
         base = {"strategy": strategy, "tests": len(camp.instances)}
@@ -297,7 +307,7 @@ def format_improvements(rows: list[dict], reference: str = "opera") -> str:
 
 
 def plot_curves(folder: Path, out_png: Path, seed: int = 0,
-                counts: dict[str, dict[str, int]] | None = None) -> Path | None:
+                counts: dict[str, dict[str, int]] | None = None, library: str | None = None) -> Path | None:
     """Bugs found over time per strategy (one panel per backend and "all"; random and fast with
     ``seed``), as OPERA's Fig. 4.  Needs matplotlib, which is not a dependency: returns None (and draws
     nothing) when it is missing, else the written path."""
@@ -308,8 +318,8 @@ def plot_curves(folder: Path, out_png: Path, seed: int = 0,
         import matplotlib.pyplot as plt
     except ImportError:
         return None
-    camp = load_campaign(folder)
-    columns = [*camp.backends, ALL]
+    camp = load_campaign(folder, library)
+    columns = [b for b in camp.backends if camp.detects.get(b) or library is None] + [ALL]
     fig, axes = plt.subplots(1, len(columns), figsize=(4.5 * len(columns), 3.5), squeeze=False)
     total = sum(camp.seconds.get(i.id, 0.0) for i in camp.instances)
     for strategy in STRATEGIES:
@@ -334,10 +344,11 @@ def plot_curves(folder: Path, out_png: Path, seed: int = 0,
     return out_png
 
 
-def report(folder: Path, runs: int = 5, seed: int = 0, counts: dict[str, dict[str, int]] | None = None) -> str:
+def report(folder: Path, runs: int = 5, seed: int = 0, counts: dict[str, dict[str, int]] | None = None,
+           library: str | None = None) -> str:
     """The whole RQ2 report of one campaign: the APFD table, the times to find the bugs, the improvement
     of opera over each baseline, and how long each strategy took to prioritize."""
-    rows = apfd_table(folder, runs=runs, seed=seed, counts=counts)
+    rows = apfd_table(folder, runs=runs, seed=seed, counts=counts, library=library)
     prio = {r["strategy"]: r["prioritize_seconds"] for r in rows}
     times = ", ".join(f"{s} {_duration(t)}" for s, t in prio.items() if not math.isnan(t))
     return "\n\n".join([format_table(rows), format_improvements(rows), f"prioritization time: {times}"])
