@@ -22,7 +22,6 @@ import json
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,11 +33,11 @@ from dlcfuzz.migrate.instances import ONNX, TORCH, Instance, InstanceSet
 from dlcfuzz.oracle import CRASH, Finding, Verdict, all_finite, judge_migrated
 from dlcfuzz.oracle.compare import CHEBYSHEV
 from dlcfuzz.run.bundle import write_bundle
-from dlcfuzz.run.campaign import Progress, outcome_rows, run_confirmed
+from dlcfuzz.run.campaign import Progress, describe_backends, outcome_rows, run_confirmed, run_in_threads
 from dlcfuzz.run.dedup import migrated_signature, normalize
-from dlcfuzz.run.known import KnownBugs
+from dlcfuzz.run.known import KNOWN, NEW, KnownBugs, Reporting
 from dlcfuzz.run.store import Store, StoreError, TestRecord
-from dlcfuzz.run.worker import PhaseLimits, WorkerDied, WorkerPool
+from dlcfuzz.run.worker import PhaseLimits, WorkerPool
 
 LIBRARY = "torch-library"  # the torch library itself, run in a worker: pre-check, reference outputs, ONNX export
 # a compiler as the user names it -> its frontend backend per library of the migrated instance
@@ -194,11 +193,10 @@ class Migration:
         self.progress = Progress()
         self.on_progress = on_progress or (lambda p: None)
         self.lock = threading.Lock()
-        self.reported = self.store.bug_signatures()
-        self.known_upstream = KnownBugs.load(cfg.known_bugs)
         self.backends: dict[str, Backend] = {}
         self.variants: dict[str, dict[str, Variant]] = {}
         self.versions: dict[str, str] = {}
+        self.reporting = Reporting(self.store.bug_signatures(), KnownBugs.load(cfg.known_bugs), self.versions)
         self.disabled: dict[str, str] = {}
         self._runner: InstanceRunner | None = None
         self.lost = 0  # instances whose executor died twice (Ray: the actor), recorded as lost
@@ -248,20 +246,9 @@ class Migration:
         needed = list(self.cfg.backends)
         if any(i.library == TORCH for i in self._peek()):
             needed.insert(0, LIBRARY)
-        for name in needed:
-            backend = load_backend(name)
-            ok, why = backend.available()
-            if not ok:
-                self.disabled[name] = why
-                continue
-            try:
-                version, variants = self.pool.describe(name)
-            except WorkerDied as e:
-                self.disabled[name] = str(e).splitlines()[0]
-                continue
-            self.backends[name] = backend
-            self.versions[name] = version
-            self.variants[name] = {n: Variant(n, o) for n, o in variants}
+        found = describe_backends(self.pool, needed)
+        for mine, got in zip((self.backends, self.versions, self.variants, self.disabled), found, strict=True):
+            mine.update(got)
         self.store.set_meta("versions", self.versions)  # for reports
 
     def _peek(self) -> list[Instance]:
@@ -340,13 +327,11 @@ class Migration:
             onnx_test = tests.get(f.backend) if f.backend not in TORCH_FRONTENDS else None
             sig = migrated_signature(f, inst.op, conversion, names=_names(onnx_test, inst))
             rows.append((sig, f.oracle, f.kind, f.backend, f.variant, f.phase, f.message[:2000]))
-            if self.known_upstream.match(sig, f.backend, self.versions.get(f.backend, "")):
+            fate = self.reporting.classify(sig, f.backend)
+            if fate == KNOWN:
                 known.append(f.backend)  # counted, not re-reported
                 continue
-            with self.lock:
-                is_new = sig not in self.reported
-                self.reported.add(sig)
-            if not is_new:
+            if fate != NEW:
                 continue
             head = migrated_title(f, inst.op, conversion)
             folder = self.cfg.out / "bugs" / sig
@@ -380,27 +365,10 @@ class Migration:
             if cfg.executor == "ray":
                 self._run_ray(todo, deadline)
             else:
-                self._run_local(todo, deadline)
+                run_in_threads(todo, self.run_instance, cfg.jobs, deadline)
         finally:
             self.close()
         return self.progress
-
-    def _run_local(self, todo: list[int], deadline: float | None) -> None:
-        queue = iter(todo)
-        running: set[Future] = set()
-        with ThreadPoolExecutor(max_workers=self.cfg.jobs) as ex:
-            while True:
-                out_of_budget = deadline is not None and time.monotonic() >= deadline
-                while not out_of_budget and len(running) < self.cfg.jobs:
-                    iid = next(queue, None)
-                    if iid is None:
-                        break
-                    running.add(ex.submit(self.run_instance, iid))
-                if not running:
-                    break
-                finished, running = wait(running, return_when=FIRST_COMPLETED)
-                for fut in finished:
-                    fut.result()  # a bug in dlcfuzz itself must not pass silently
 
     def _run_ray(self, todo: list[int], deadline: float | None) -> None:
         """One Ray actor per job; the driver reads each instance from the store and ships it with its id."""

@@ -62,6 +62,16 @@ def _crash(backend: str, variant: str, o: Outcome) -> Finding:
     return Finding(CRASH, kind, backend, variant, o.phase, message, o.error_type, o.traceback)
 
 
+def _failed(backend: str, variant: str, o: Outcome, findings: list[Finding],
+            unsupported: list[tuple[str, str, str]]) -> None:
+    """A variant that did not run: an error meaning "unsupported" is counted apart, anything else
+    (exception, signal, hang, memory blow-up) is a crash finding."""
+    if o.status == "error" and is_unsupported(backend, o.phase, o.error_type, o.message):
+        unsupported.append((backend, variant, f"{o.error_type}: {o.message}"[:300]))
+    else:
+        findings.append(_crash(backend, variant, o))
+
+
 def judge(outcomes: dict[str, dict[str, Outcome]], baseline: list[np.ndarray] | None,
           tolerances: dict[str, tuple[float, float]] | None = None,
           reduced: Collection[tuple[str, str]] = ()) -> Verdict:
@@ -79,10 +89,7 @@ def judge(outcomes: dict[str, dict[str, Outcome]], baseline: list[np.ndarray] | 
             if o.status == "skipped":
                 continue
             if o.status != OK:
-                if o.status == "error" and is_unsupported(backend, o.phase, o.error_type, o.message):
-                    unsupported.append((backend, variant, f"{o.error_type}: {o.message}"[:300]))
-                else:
-                    findings.append(_crash(backend, variant, o))
+                _failed(backend, variant, o, findings, unsupported)
                 continue
             outs = o.outputs or []
             if baseline is not None:
@@ -158,10 +165,7 @@ def judge_migrated(outcomes: dict[str, dict[str, Outcome]], expected: list[np.nd
             if o.status == "skipped":
                 continue
             if o.status != OK:
-                if o.status == "error" and is_unsupported(backend, o.phase, o.error_type, o.message):
-                    unsupported.append((backend, variant, f"{o.error_type}: {o.message}"[:300]))
-                else:
-                    findings.append(_crash(backend, variant, o))
+                _failed(backend, variant, o, findings, unsupported)
                 continue
             m = chebyshev(expected, o.outputs or [], tolerances)
             if m is not None:

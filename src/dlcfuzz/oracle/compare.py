@@ -13,6 +13,7 @@ compared with ``REDUCED_PRECISION`` (rtol 0.1, atol 0.05): bf16 keeps 8 signific
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -39,10 +40,10 @@ class Mismatch:
     max_abs: float = 0.0
 
 
-def compare(expected: list[np.ndarray], actual: list[np.ndarray],
-            tolerances: dict[str, tuple[float, float]] | None = None) -> Mismatch | None:
-    """The first output that differs beyond tolerance, or None."""
-    tol = TOLERANCES | (tolerances or {})
+def _first_mismatch(expected: list[np.ndarray], actual: list[np.ndarray], float_kinds: str,
+                    floats: Callable[[int, np.ndarray, np.ndarray], Mismatch | None]) -> Mismatch | None:
+    """The first output whose count, shape, dtype or values differ; ``floats`` judges the values of
+    non-empty outputs whose dtype kind is in ``float_kinds``, every other dtype must match exactly."""
     if len(expected) != len(actual):
         return Mismatch(-1, "shape", f"{len(actual)} outputs, expected {len(expected)}")
     for i, (e, a) in enumerate(zip(expected, actual, strict=True)):
@@ -51,20 +52,35 @@ def compare(expected: list[np.ndarray], actual: list[np.ndarray],
             return Mismatch(i, "shape", f"shape {a.shape}, expected {e.shape}")
         if e.dtype != a.dtype:
             return Mismatch(i, "dtype", f"dtype {a.dtype}, expected {e.dtype}")
-        if e.dtype.kind == "f":
-            rtol, atol = tol.get(e.dtype.name, tol["float32"])
-            e64, a64 = e.astype(np.float64), a.astype(np.float64)
-            close = np.isclose(a64, e64, rtol=rtol, atol=atol, equal_nan=True)
-            if not close.all():
-                bad = ~close
-                diff = np.abs(np.nan_to_num(a64 - e64, nan=np.inf))
-                return Mismatch(i, "value", f"{int(bad.sum())}/{e.size} elements differ "
-                                f"(max abs diff {float(diff[bad].max()):.4g}, rtol {rtol}, atol {atol})",
-                                float(diff[bad].max()))
+        if e.size == 0:
+            continue
+        if e.dtype.kind in float_kinds:
+            m = floats(i, e, a)
+            if m is not None:
+                return m
         elif not np.array_equal(e, a):
             bad = e != a
             return Mismatch(i, "value", f"{int(bad.sum())}/{e.size} elements differ (exact comparison)", 1.0)
     return None
+
+
+def compare(expected: list[np.ndarray], actual: list[np.ndarray],
+            tolerances: dict[str, tuple[float, float]] | None = None) -> Mismatch | None:
+    """The first output that differs beyond tolerance, or None."""
+    tol = TOLERANCES | (tolerances or {})
+
+    def floats(i: int, e: np.ndarray, a: np.ndarray) -> Mismatch | None:
+        rtol, atol = tol.get(e.dtype.name, tol["float32"])
+        e64, a64 = e.astype(np.float64), a.astype(np.float64)
+        close = np.isclose(a64, e64, rtol=rtol, atol=atol, equal_nan=True)
+        if close.all():
+            return None
+        bad = ~close
+        worst = float(np.abs(np.nan_to_num(a64 - e64, nan=np.inf))[bad].max())
+        return Mismatch(i, "value", f"{int(bad.sum())}/{e.size} elements differ "
+                        f"(max abs diff {worst:.4g}, rtol {rtol}, atol {atol})", worst)
+
+    return _first_mismatch(expected, actual, "f", floats)
 
 
 # OPERA's inconsistency oracle: the Chebyshev distance (max absolute difference) between the library's
@@ -79,34 +95,20 @@ def chebyshev(expected: list[np.ndarray], actual: list[np.ndarray],
               tolerances: dict[str, float] | None = None) -> Mismatch | None:
     """The first output whose Chebyshev distance to the expected one exceeds the bound, or None."""
     tol = CHEBYSHEV | (tolerances or {})
-    if len(expected) != len(actual):
-        return Mismatch(-1, "shape", f"{len(actual)} outputs, expected {len(expected)}")
-    for i, (e, a) in enumerate(zip(expected, actual, strict=True)):
-        e, a = np.asarray(e), np.asarray(a)
-        if e.shape != a.shape:
-            return Mismatch(i, "shape", f"shape {a.shape}, expected {e.shape}")
-        if e.dtype != a.dtype:
-            return Mismatch(i, "dtype", f"dtype {a.dtype}, expected {e.dtype}")
-        if e.size == 0:
-            continue
-        if e.dtype.kind in "fc":
-            e64, a64 = e.astype(np.complex128 if e.dtype.kind == "c" else np.float64), a.astype(e.dtype)
-            same_special = (np.isnan(e64) == np.isnan(a64)).all() and (e64[np.isinf(e64)] == a64[np.isinf(e64)]).all()
-            ok = np.isfinite(e64) & np.isfinite(a64)
-            dist = float(np.abs(e64[ok] - a64[ok]).max(initial=0.0))
-            scale = max(1.0, float(np.abs(e64[ok]).max(initial=0.0)))
-            bound = tol.get(e.dtype.name, tol["float32"]) * scale
-            special = not same_special or (ok != np.isfinite(e64)).any()
-            if special:
-                n = int((np.isfinite(e64) != np.isfinite(a64)).sum() + (np.isnan(e64) != np.isnan(a64)).sum())
-                return Mismatch(i, "value", f"NaN/inf where the library has none, or the reverse ({n} elements)",
-                                float("inf"))
-            if dist > bound:
-                return Mismatch(i, "value", f"Chebyshev distance {dist:.4g} > {bound:.3g}", dist)
-        elif not np.array_equal(e, a):
-            bad = e != a
-            return Mismatch(i, "value", f"{int(bad.sum())}/{e.size} elements differ (exact comparison)", 1.0)
-    return None
+
+    def floats(i: int, e: np.ndarray, a: np.ndarray) -> Mismatch | None:
+        e64 = e.astype(np.complex128 if e.dtype.kind == "c" else np.float64)
+        same_special = (np.isnan(e64) == np.isnan(a)).all() and (e64[np.isinf(e64)] == a[np.isinf(e64)]).all()
+        ok = np.isfinite(e64) & np.isfinite(a)
+        if not same_special or (ok != np.isfinite(e64)).any():
+            n = int((np.isfinite(e64) != np.isfinite(a)).sum() + (np.isnan(e64) != np.isnan(a)).sum())
+            return Mismatch(i, "value", f"NaN/inf where the library has none, or the reverse ({n} elements)",
+                            float("inf"))
+        dist = float(np.abs(e64[ok] - a[ok]).max(initial=0.0))
+        bound = tol.get(e.dtype.name, tol["float32"]) * max(1.0, float(np.abs(e64[ok]).max(initial=0.0)))
+        return Mismatch(i, "value", f"Chebyshev distance {dist:.4g} > {bound:.3g}", dist) if dist > bound else None
+
+    return _first_mismatch(expected, actual, "fc", floats)
 
 
 def all_finite(outputs: list[np.ndarray]) -> bool:

@@ -17,7 +17,7 @@ import itertools
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -37,7 +37,7 @@ from dlcfuzz.oracle import Finding, Verdict, all_finite, judge, judge_invalid
 from dlcfuzz.oracle.unsupported import is_unsupported
 from dlcfuzz.run.bundle import write_bundle
 from dlcfuzz.run.dedup import graph_signature, producer, title
-from dlcfuzz.run.known import KnownBugs
+from dlcfuzz.run.known import KNOWN, NEW, KnownBugs, Reporting
 from dlcfuzz.run.reduce import Case, ReduceError, reduce_case, write_reduction
 from dlcfuzz.run.store import Store, TestRecord
 from dlcfuzz.run.worker import PhaseLimits, WorkerDied, WorkerPool
@@ -296,11 +296,10 @@ class Campaign:
         self.progress = Progress()
         self.on_progress = on_progress or (lambda p: None)
         self.lock = threading.Lock()
-        self.reported = self.store.bug_signatures()
-        self.known_upstream = KnownBugs.load(cfg.known_bugs)
         self.backends: dict[str, Backend] = {}
         self.variants: dict[str, dict[str, Variant]] = {}
         self.versions: dict[str, str] = {}
+        self.reporting = Reporting(self.store.bug_signatures(), KnownBugs.load(cfg.known_bugs), self.versions)
         self.disabled: dict[str, str] = {}
         self.reduced: set[tuple[str, str]] = set()
         self._tester: Tester | None = None
@@ -310,21 +309,11 @@ class Campaign:
     def start_backends(self) -> None:
         """Asks each backend's worker for its version and variants; a backend whose worker cannot
         start is disabled with the reason."""
-        for name in [REFERENCE, *self.cfg.backends]:
-            backend = load_backend(name)
-            ok, why = backend.available()
-            if not ok:
-                self.disabled[name] = why
-                continue
-            try:
-                version, variants = self.pool.describe(name)
-            except WorkerDied as e:
-                self.disabled[name] = str(e).splitlines()[0]
-                continue
-            self.backends[name] = backend
-            self.versions[name] = version
-            self.variants[name] = {n: Variant(n, o) for n, o in variants}
-            self.reduced |= {(name, n) for n, o in variants if o.get("reduced_precision")}
+        found = describe_backends(self.pool, [REFERENCE, *self.cfg.backends])
+        for mine, got in zip((self.backends, self.versions, self.variants, self.disabled), found, strict=True):
+            mine.update(got)
+        self.reduced |= {(b, n) for b, vs in self.variants.items() for n, v in vs.items()
+                         if v.options.get("reduced_precision")}
         self.store.set_meta("versions", self.versions)  # for reports
 
     @property
@@ -349,13 +338,11 @@ class Campaign:
             made_by = producer(graph, f.output)[0]
             sig = graph_signature(f, graph)
             rows.append((sig, f.oracle, f.kind, f.backend, f.variant, f.phase, f.message[:2000]))
-            if self.known_upstream.match(sig, f.backend, self.versions.get(f.backend, "")):
+            fate = self.reporting.classify(sig, f.backend)
+            if fate == KNOWN:
                 known.append(f.backend)  # counted, not re-reported
                 continue
-            with self.lock:
-                is_new = sig not in self.reported
-                self.reported.add(sig)
-            if is_new:
+            if fate == NEW:
                 head = title(f, made_by)
                 folder = cfg.out / "bugs" / sig
                 src = outcomes.get(f.backend, {}).get(f.variant) or ex.reference
@@ -410,27 +397,11 @@ class Campaign:
             if cfg.executor == "ray":
                 self._run_ray(todo, deadline)
             else:
-                self._run_local(todo, deadline)
+                run_in_threads(todo, self.run_test, cfg.jobs, deadline)
         finally:
             self.pool.close()
             self.store.close()
         return self.progress
-
-    def _run_local(self, todo, deadline: float | None) -> None:
-        running: set[Future] = set()
-        with ThreadPoolExecutor(max_workers=self.cfg.jobs) as ex:
-            while True:
-                out_of_budget = deadline is not None and time.monotonic() >= deadline
-                while not out_of_budget and len(running) < self.cfg.jobs:
-                    test_id = next(todo, None)
-                    if test_id is None:
-                        break
-                    running.add(ex.submit(self.run_test, test_id))
-                if not running:
-                    break
-                done, running = wait(running, return_when=FIRST_COMPLETED)
-                for fut in done:
-                    fut.result()  # a bug in dlcfuzz itself must not pass silently
 
     def _run_ray(self, todo, deadline: float | None) -> None:
         from dlcfuzz.run.ray_executor import RayExecutor
@@ -461,6 +432,50 @@ class Campaign:
         if limit is not None:
             todo = itertools.islice(todo, max(0, limit - len(have)))
         yield from todo
+
+
+def run_in_threads(ids: Iterable[int], run_one: Callable[[int], None], jobs: int, deadline: float | None) -> None:
+    """Runs ``run_one`` on ``ids`` in order, ``jobs`` at a time, starting none after ``deadline``
+    (time.monotonic); an exception in ``run_one`` (a bug in dlcfuzz itself) is raised, not swallowed."""
+    queue = iter(ids)
+    running: set[Future] = set()
+    with ThreadPoolExecutor(max_workers=jobs) as ex:
+        while True:
+            out_of_budget = deadline is not None and time.monotonic() >= deadline
+            while not out_of_budget and len(running) < jobs:
+                item = next(queue, None)
+                if item is None:
+                    break
+                running.add(ex.submit(run_one, item))
+            if not running:
+                break
+            done, running = wait(running, return_when=FIRST_COMPLETED)
+            for fut in done:
+                fut.result()
+
+
+def describe_backends(pool: WorkerPool, names: list[str]) -> tuple[dict[str, Backend], dict[str, str],
+                                                                    dict[str, dict[str, Variant]], dict[str, str]]:
+    """(backends, versions, variants, disabled reasons) of ``names``, as each backend's worker reports
+    them; a backend whose package is missing or whose worker cannot start is disabled with the reason."""
+    backends: dict[str, Backend] = {}
+    versions: dict[str, str] = {}
+    variants: dict[str, dict[str, Variant]] = {}
+    disabled: dict[str, str] = {}
+    for name in names:
+        backend = load_backend(name)
+        ok, why = backend.available()
+        if not ok:
+            disabled[name] = why
+            continue
+        try:
+            version, described = pool.describe(name)
+        except WorkerDied as e:
+            disabled[name] = str(e).splitlines()[0]
+            continue
+        backends[name], versions[name] = backend, version
+        variants[name] = {n: Variant(n, o) for n, o in described}
+    return backends, versions, variants, disabled
 
 
 def run_confirmed(pool: WorkerPool, name: str, test: Test, variants: list[str],

@@ -17,6 +17,7 @@ stored as a finding (so it is counted) but gets no bundle and no bug row.
 
 from __future__ import annotations
 
+import threading
 import tomllib
 from dataclasses import dataclass
 from importlib import resources
@@ -75,3 +76,24 @@ class KnownBugs:
 
     def __len__(self) -> int:
         return len(self.by_signature)
+
+
+KNOWN, NEW, SEEN = "known", "new", "seen"
+
+
+class Reporting:
+    """What a campaign does with a finding's signature (thread-safe): ``KNOWN`` upstream (count it
+    only), ``NEW`` (write a bundle and a bug row) or ``SEEN`` (another hit of a reported bug)."""
+
+    def __init__(self, reported: set[str], known: KnownBugs, versions: dict[str, str]) -> None:
+        self.reported, self.known, self.versions = reported, known, versions  # versions: filled as backends start
+        self.lock = threading.Lock()
+
+    def classify(self, signature: str, backend: str) -> str:
+        if self.known.match(signature, backend, self.versions.get(backend, "")):
+            return KNOWN
+        with self.lock:
+            if signature in self.reported:
+                return SEEN
+            self.reported.add(signature)
+            return NEW
