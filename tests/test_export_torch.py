@@ -21,39 +21,7 @@ torch = pytest.importorskip("torch")
 
 TABLE_OPS = sorted(op for op in REGISTRY if op in OPS)
 
-# onnx 1.23's ReferenceEvaluator disagrees with the ONNX spec (and ONNX Runtime) on graphs that
-# dlcfuzz generates for these operators: they are checked against ONNX Runtime instead
-ORT_ORACLE = {
-    "GlobalMaxPool": "reference keeps the first spatial dim (wrong output rank)",
-    "GlobalLpPool": "no reference implementation",
-    "LRN": "reference loops over N instead of C",
-    "LpNormalization": "reference p=1 sums x, not |x|",
-    "LayerNormalization": "reference returns Mean/InvStdDev in X's type, has no stash_type 16",
-    "MaxPool": "reference SAME_LOWER with strides: floor(n/s) outputs; wrong Indices at stride 1",
-    "ConvTranspose": "reference mixes up W slices with group > 1; SAME grows to in*stride",
-    "ReduceSumSquare": "reference returns int64 for int32",
-    "ReduceLogSumExp": "reference rejects integers",
-    "Pad": "reference rejects negative pads",
-    "GatherElements": "reference wants indices as large as data off the axis",
-    "Mean": "reference fails to broadcast into its first input",
-    "Trilu": "reference overflows on k near the int64 limits",
-    "AveragePool": "reference asserts on ceil_mode with auto_pad",
-    "LpPool": "reference averages instead of summing windows that hold padding",
-    "Softsign": "reference rejects some dtypes",
-    "OneHot": "reference fails on depth given as a 1-element vector",
-    "GridSample": "reference rejects the opset-16 mode names bilinear/bicubic",
-    "MaxUnpool": "reference reads I against the inferred shape when output_shape is larger",
-    "QuantizeLinear": "reference divides float16 in float16 (off by 1; ORT and torch in float32)",
-    "DequantizeLinear": "no reference implementation below version 19",
-    "QLinearMatMul": "reference fails on per-column scales of an N-D B, wrong shape of 1-D x 1-D",
-    "QLinearConv": "reference fails on 1-D inputs and 3-D per-channel scales, wrong 3-D SAME_UPPER shapes",
-    "RNN": "reference rejects non-default activations",
-    "GRU": "reference ignores activations",
-    "LSTM": "reference ignores activations",
-}
 # reference failures on valid graphs: those graphs are skipped
-REF_ERRORS = {"Resize": "axes don't match array",  # negative axes
-              "ConvInteger": "non-broadcastable output operand"}  # 1-D (ORT shifts SAME windows: not an oracle)
 # dtypes whose results are implementation-defined: skipped rather than compared
 UNDEFINED = {
     ("ReduceLogSumExp", "int"): "integer LogSumExp (ORT truncates each exp)",
@@ -73,7 +41,7 @@ def _close(got: np.ndarray, want: np.ndarray, dtype: str) -> None:
 
 
 def _expected(op: str, g: Graph, feeds: dict[str, np.ndarray]) -> list[np.ndarray] | None:
-    return expected_outputs(g, feeds, op in ORT_ORACLE, REF_ERRORS.get(op))
+    return expected_outputs(g, feeds, op)
 
 
 def _run_torch(g: Graph, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
