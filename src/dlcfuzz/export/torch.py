@@ -223,9 +223,14 @@ def _text(module: str) -> str:
     return resources.files("dlcfuzz.export").joinpath(module).read_text()
 
 
+# the one dlcfuzz import in torch_ops.py: its text replaces it in generated sources, which import no dlcfuzz
+_RESIZE_IMPORT = "from dlcfuzz.export.resize_taps import resize_taps  # noqa: E402 (inlined by torch.ops_source)\n"
+
+
 def ops_source() -> str:
-    """The text of torch_ops.py: the operator functions every generated source starts with."""
-    return _text("torch_ops.py")
+    """The text of torch_ops.py, with resize_taps.py's text in place of its import: the operator
+    functions every generated source starts with."""
+    return _text("torch_ops.py").replace(_RESIZE_IMPORT, _text("resize_taps.py"))
 
 
 def exporter_source() -> str:

@@ -551,82 +551,8 @@ def LRN(x, *, size, alpha=0.0001, beta=0.75, bias=1.0):
     return x / (bias + alpha / size * s) ** beta
 
 
-# Resize: separable, one axis at a time, as ONNX's reference: per output position, taps (source
-# indices, edge-clamped) and their weights, computed in numpy while tracing (they are constants).
-def _nearest_weights(ratio: float, mode: str) -> list:
-    if ratio == 1.0:
-        return [0.0, 1.0]
-    if mode == "round_prefer_floor":
-        return [float(ratio <= 0.5), float(ratio > 0.5)]
-    if mode == "round_prefer_ceil":
-        return [float(ratio < 0.5), float(ratio >= 0.5)]
-    return [1.0, 0.0] if mode == "floor" else [0.0, 1.0]
-
-
-def _cubic_tap(t: float, a: float) -> float:
-    t = abs(t)
-    if t <= 1:
-        return (a + 2) * t ** 3 - (a + 3) * t ** 2 + 1
-    return a * t ** 3 - 5 * a * t ** 2 + 8 * a * t - 4 * a if t < 2 else 0.0
-
-
-def _antialias_weights(ratio: float, scale: float, support: int, a: float) -> list:
-    """The linear (support 1) or cubic (support 2) filter, stretched by 1/scale when downscaling."""
-    scale = min(scale, 1.0)
-    start = math.floor(-support / scale) + 1
-    args = [scale * (i - ratio) for i in range(start, 2 - start)]
-    ws = [max(0.0, 1 - abs(t)) if support == 1 else _cubic_tap(t, a) for t in args]
-    return [v / sum(ws) for v in ws]
-
-
-def _resize_taps(n_in: int, n_out: int, scale: float, roi, mode: str, ctm: str, nearest_mode: str,
-                 a: float, antialias: int, exclude_outside: int):
-    """(indices [out, taps], weights [out, taps], extrapolated [out] or None) for one axis."""
-    width = scale * n_in
-    y = np.arange(n_out, dtype=np.float64)
-    extrapolated = None
-    if ctm == "align_corners":
-        x = np.zeros(n_out) if width == 1 else y * (n_in - 1) / (width - 1)
-    elif ctm == "asymmetric":
-        x = y / scale
-    elif ctm == "tf_crop_and_resize":
-        lo, hi = roi
-        x = np.full(n_out, (hi - lo) * (n_in - 1) / 2) if width == 1 else y * (hi - lo) * (n_in - 1) / (width - 1)
-        x = x + lo * (n_in - 1)
-        extrapolated = (x < 0) | (x > n_in - 1)
-    elif ctm == "pytorch_half_pixel":
-        x = np.full(n_out, -0.5) if width == 1 else (y + 0.5) / scale - 0.5
-    elif ctm == "half_pixel_symmetric":
-        x = n_in / 2 * (1 - n_out / width) + (y + 0.5) / scale - 0.5
-    else:  # half_pixel
-        x = (y + 0.5) / scale - 0.5
-    base = np.floor(x)
-    ratios = np.where(x == base, 1.0, x - base)
-    rows = []
-    for r in ratios:
-        r = float(r)
-        if mode == "nearest":
-            rows.append(_nearest_weights(r, nearest_mode))
-        elif antialias:
-            rows.append(_antialias_weights(r, scale, 1 if mode == "linear" else 2, a))
-        else:
-            rows.append([1 - r, r] if mode == "linear" else [_cubic_tap(t, a) for t in (r + 1, r, 1 - r, 2 - r)])
-    weights = np.array(rows, dtype=np.float64)
-    taps = weights.shape[1]
-    pad = -(-taps // 2)
-    xp = x + pad
-    p = np.floor(xp)
-    frac = xp - p
-    if taps % 2 == 0:  # the taps closest to x, ties to the smaller index
-        offset = np.where(frac == 0, -(taps // 2), -(taps // 2) + 1)
-    else:
-        offset = np.where(frac <= 0.5, -((taps - 1) // 2), -((taps - 1) // 2) + 1)
-    idx = (p + offset).astype(np.int64)[:, None] + np.arange(taps)[None, :] - pad
-    if exclude_outside:
-        weights = np.where((idx < 0) | (idx >= n_in), 0.0, weights)
-        total = weights.sum(-1, keepdims=True)
-        weights = weights / np.where(total == 0, 1.0, total)
-    return np.clip(idx, 0, n_in - 1), weights, extrapolated
+# Resize: separable, one axis at a time, as ONNX's reference (taps computed in numpy while tracing: constants)
+from dlcfuzz.export.resize_taps import resize_taps  # noqa: E402 (inlined by torch.ops_source)
 
 
 @torch.compiler.assume_constant_result
@@ -656,7 +582,7 @@ def _resize_plan(shape, roi, scales, sizes, axes, policy, ctm, mode, nearest_mod
         if math.isclose(factors[d], 1.0) and out[d] == shape[d] and (
                 ctm != "tf_crop_and_resize" or (math.isclose(rois[d][0], 0.0) and math.isclose(rois[d][1], 1.0))):
             continue  # the identity on this axis (as the reference skips it)
-        idx, w, extrapolated = _resize_taps(shape[d], out[d], factors[d], rois[d], mode, ctm, nearest_mode, a,
+        idx, w, extrapolated = resize_taps(shape[d], out[d], factors[d], rois[d], mode, ctm, nearest_mode, a,
                                             antialias, exclude_outside)
         if mode == "nearest":  # one tap of weight 1: a gather
             taps, weights = idx[np.arange(out[d]), w.argmax(-1)].tolist(), None
