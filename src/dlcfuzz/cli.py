@@ -261,9 +261,7 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     with display:
         progress = campaign.run()
     display.final(progress)
-    if args.executor == "ray":
-        ex = campaign.executor
-        print(f"ray: {args.jobs} actors, {ex.replaced} replaced after dying, {ex.lost} tests lost")
+    _ray_summary(args, campaign, "tests")
     print(f"distinct bugs: {len(_stored_bugs(out))}; list them with: dlcfuzz bugs {out}")
     return 0
 
@@ -348,13 +346,10 @@ def cmd_migrate(args: argparse.Namespace) -> int:
     total = sum(h["instances"] for h in harvested.values())
     print(f"campaign {out}: {total} instances, order {args.prioritize}; frontends "
           + ", ".join(f"{b} {migration.versions[b]}" for b in live) + (" (resuming)" if migration.resumed else ""))
-    del order  # computed once above to fail early on a bad --prioritize/--coverage-from; run() recomputes it
     with display:
-        progress = migration.run()
+        progress = migration.run(order)
     display.final(progress)
-    if args.executor == "ray":
-        ex = migration.executor
-        print(f"ray: {args.jobs} actors, {ex.replaced} replaced after dying, {ex.lost} instances lost")
+    _ray_summary(args, migration, "instances")
     s = summary(out)
     per_backend = ", ".join(f"{b} {n}" for b, n in s["bugs"].items()) or "none"
     print(f"{s['tests']} tests run, {s['discarded']} instances discarded by the library's own run; "
@@ -440,6 +435,12 @@ def cmd_report(args: argparse.Namespace) -> int:
         raise UsageError(str(e).splitlines()[0]) from None
     print(f"wrote {path}")
     return 0
+
+
+def _ray_summary(args: argparse.Namespace, campaign, what: str) -> None:
+    if args.executor == "ray":
+        ex = campaign.executor
+        print(f"ray: {args.jobs} actors, {ex.replaced} replaced after dying, {ex.lost} {what} lost")
 
 
 def _campaign_folders(names: list[str] | None) -> list[Path]:

@@ -351,12 +351,13 @@ class Migration:
         self.on_progress(self.progress)
 
     # -- the loop -----------------------------------------------------------------------------------------------
-    def run(self) -> Progress:
+    def run(self, order: list[int] | None = None) -> Progress:
+        """Runs the instances not yet in the store, in ``order`` (default: ``self.order()``)."""
         cfg = self.cfg
         if not self.backends:
             self.start_backends()
         done = {r[0] for r in self.store.db.execute("SELECT id FROM tests")}
-        todo = [i for i in self.order() if i not in done]
+        todo = [i for i in (self.order() if order is None else order) if i not in done]
         if cfg.max_tests is not None:
             todo = todo[:max(0, cfg.max_tests - len(done))]
         self.progress.resumed_from = len(done)

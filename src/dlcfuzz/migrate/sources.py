@@ -122,6 +122,17 @@ def _onnx_calls(skipped: Counter) -> list[tuple[Any, list, list, str, dict]]:
     return calls
 
 
+def _plain_arrays(values: list) -> tuple[list[np.ndarray] | None, str]:
+    """(the values as numpy arrays, "") or (None, why the first that is not a plain tensor is not)."""
+    arrays = []
+    for v in values:
+        a, why = _plain_array(v)
+        if a is None:
+            return None, why
+        arrays.append(a)
+    return arrays, ""
+
+
 def _plain_array(value: Any) -> tuple[np.ndarray | None, str]:
     """(value as a numpy array, "") or (None, the reason it is not a plain tensor)."""
     from onnx import TensorProto, numpy_helper
@@ -271,18 +282,12 @@ def _onnx_instance(node: Any, inputs: list, outputs: list, name: str, kwargs: di
     node = copy.deepcopy(node)
     present_in = [x for x in node.input if x]
     present_out = [x for x in node.output if x]
-    arrays_in: list[np.ndarray] = []
-    for v in inputs:
-        a, why = _plain_array(v)
-        if a is None:
-            return None, why
-        arrays_in.append(a)
-    arrays_out: list[np.ndarray] = []
-    for v in outputs:
-        a, why = _plain_array(v)
-        if a is None:
-            return None, why
-        arrays_out.append(a)
+    arrays_in, why = _plain_arrays(inputs)
+    if arrays_in is None:
+        return None, why
+    arrays_out, why = _plain_arrays(outputs)
+    if arrays_out is None:
+        return None, why
     if len(arrays_in) != len(present_in) or len(arrays_out) != len(present_out):
         return None, "inputs/outputs do not match the node"
     in_types = kwargs.get("input_type_protos") or [None] * len(arrays_in)
