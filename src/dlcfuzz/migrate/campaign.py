@@ -19,7 +19,6 @@ is its instance's id, so killed campaigns resume, and ``apfd`` can replay any or
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -33,9 +32,9 @@ from dlcfuzz.migrate.instances import ONNX, TORCH, Instance, InstanceSet
 from dlcfuzz.oracle import CRASH, Finding, Verdict, all_finite, judge_migrated
 from dlcfuzz.oracle.compare import CHEBYSHEV
 from dlcfuzz.run.bundle import write_bundle
-from dlcfuzz.run.campaign import Progress, describe_backends, outcome_rows, run_confirmed, run_in_threads
+from dlcfuzz.run.campaign import Driver, Progress, outcome_rows, run_confirmed, run_in_threads
 from dlcfuzz.run.dedup import migrated_signature, normalize
-from dlcfuzz.run.known import KNOWN, NEW, KnownBugs, Reporting
+from dlcfuzz.run.known import KNOWN, NEW
 from dlcfuzz.run.store import Store, StoreError, TestRecord
 from dlcfuzz.run.worker import PhaseLimits, WorkerPool
 
@@ -183,23 +182,14 @@ class MigrationSpec:
         return InstanceRunner(self.cfg, {n: load_backend(n) for n in self.variants}, self.variants, pool)
 
 
-class Migration:
+class Migration(Driver):
     def __init__(self, cfg: MigrationConfig, on_progress: Callable[[Progress], None] | None = None) -> None:
         self.cfg = cfg
-        self.store = Store(cfg.out)
-        self.resumed = self.store.bind(cfg.identity())
+        super().__init__(cfg.out, cfg.identity(),
+                         WorkerPool(cfg.phases, 200, cfg.out / "logs", frontend_coverage=cfg.measure_coverage),
+                         cfg.known_bugs, on_progress)
         self.instances = InstanceSet(cfg.out / "campaign.sqlite")
-        self.pool = WorkerPool(cfg.phases, 200, cfg.out / "logs", frontend_coverage=cfg.measure_coverage)
-        self.progress = Progress()
-        self.on_progress = on_progress or (lambda p: None)
-        self.lock = threading.Lock()
-        self.backends: dict[str, Backend] = {}
-        self.variants: dict[str, dict[str, Variant]] = {}
-        self.versions: dict[str, str] = {}
-        self.reporting = Reporting(self.store.bug_signatures(), KnownBugs.load(cfg.known_bugs), self.versions)
-        self.disabled: dict[str, str] = {}
         self._runner: InstanceRunner | None = None
-        self.lost = 0  # instances whose executor died twice (Ray: the actor), recorded as lost
 
     # -- set-up ------------------------------------------------------------------------------------------
     def harvest(self, on_source: Callable[[dict], None] | None = None) -> dict[str, dict]:
@@ -246,10 +236,7 @@ class Migration:
         needed = list(self.cfg.backends)
         if any(i.library == TORCH for i in self._peek()):
             needed.insert(0, LIBRARY)
-        found = describe_backends(self.pool, needed)
-        for mine, got in zip((self.backends, self.versions, self.variants, self.disabled), found, strict=True):
-            mine.update(got)
-        self.store.set_meta("versions", self.versions)  # for reports
+        self._start(needed)
 
     def _peek(self) -> list[Instance]:
         return list(self.instances)

@@ -123,9 +123,6 @@ class InstanceSet:
     def __len__(self) -> int:
         return self.db.execute("SELECT COUNT(*) FROM instances").fetchone()[0]
 
-    def sources(self) -> set[str]:
-        return {r[0] for r in self.db.execute("SELECT DISTINCT source FROM instances")}
-
     def __iter__(self) -> Iterator[Instance]:
         """Every instance, without its (large) model and values: what prioritization needs."""
         for row in self.db.execute("SELECT id, library, op, source, provenance, params, tensors FROM instances "

@@ -277,11 +277,49 @@ def _keys(cov: Coverage):
 
 
 
-class Campaign:
+class Driver:
+    """What the driver of a campaign (fuzzing or migration) holds: the store (its only writer), the
+    worker pool, progress, the backends under test, and which bug signatures it reports."""
+
+    def __init__(self, out: Path, identity: dict, pool: WorkerPool, known_bugs: list[Path],
+                 on_progress: Callable[[Progress], None] | None) -> None:
+        self.store = Store(out)
+        self.resumed = self.store.bind(identity)
+        self.pool = pool
+        self.progress = Progress()
+        self.on_progress = on_progress or (lambda p: None)
+        self.lock = threading.Lock()
+        self.backends: dict[str, Backend] = {}
+        self.variants: dict[str, dict[str, Variant]] = {}
+        self.versions: dict[str, str] = {}
+        self.disabled: dict[str, str] = {}
+        self.reporting = Reporting(self.store.bug_signatures(), KnownBugs.load(known_bugs), self.versions)
+        self.lost = 0  # tests whose executor died twice (Ray: the actor), recorded as lost
+
+    def _start(self, names: list[str]) -> None:
+        """Asks each backend's worker for its version and variants; a backend whose package is missing
+        or whose worker cannot start is disabled with the reason."""
+        for name in names:
+            backend = load_backend(name)
+            ok, why = backend.available()
+            if not ok:
+                self.disabled[name] = why
+                continue
+            try:
+                version, described = self.pool.describe(name)
+            except WorkerDied as e:
+                self.disabled[name] = str(e).splitlines()[0]
+                continue
+            self.backends[name], self.versions[name] = backend, version
+            self.variants[name] = {n: Variant(n, o) for n, o in described}
+        self.store.set_meta("versions", self.versions)  # for reports
+
+
+class Campaign(Driver):
     def __init__(self, cfg: CampaignConfig, on_progress: Callable[[Progress], None] | None = None) -> None:
         self.cfg = cfg
-        self.store = Store(cfg.out)
-        self.resumed = self.store.bind(cfg.identity())
+        super().__init__(cfg.out, cfg.identity(), WorkerPool(cfg.phases, cfg.recycle, cfg.out / "logs"),
+                         cfg.known_bugs, on_progress)
         self.coverage = None
         if cfg.strategy in GUIDED:  # coverage guidance continues from earlier campaigns and from this one's tests
             self.coverage = Coverage()
@@ -292,29 +330,16 @@ class Campaign:
             self.coverage.load(self.store.coverage())
         self.gen = make_generator(cfg.strategy, cfg.specs, cfg.limits, cfg.ops, _profile(cfg), self.coverage,
                                   **cfg.strategy_options)
-        self.pool = WorkerPool(cfg.phases, cfg.recycle, cfg.out / "logs")
-        self.progress = Progress()
-        self.on_progress = on_progress or (lambda p: None)
-        self.lock = threading.Lock()
-        self.backends: dict[str, Backend] = {}
-        self.variants: dict[str, dict[str, Variant]] = {}
-        self.versions: dict[str, str] = {}
-        self.reporting = Reporting(self.store.bug_signatures(), KnownBugs.load(cfg.known_bugs), self.versions)
-        self.disabled: dict[str, str] = {}
         self.reduced: set[tuple[str, str]] = set()
         self._tester: Tester | None = None
-        self.lost = 0  # tests whose executor died twice (Ray: the actor), recorded as lost
 
     # -- set-up -------------------------------------------------------------------------------------
     def start_backends(self) -> None:
         """Asks each backend's worker for its version and variants; a backend whose worker cannot
         start is disabled with the reason."""
-        found = describe_backends(self.pool, [REFERENCE, *self.cfg.backends])
-        for mine, got in zip((self.backends, self.versions, self.variants, self.disabled), found, strict=True):
-            mine.update(got)
+        self._start([REFERENCE, *self.cfg.backends])
         self.reduced |= {(b, n) for b, vs in self.variants.items() for n, v in vs.items()
                          if v.options.get("reduced_precision")}
-        self.store.set_meta("versions", self.versions)  # for reports
 
     @property
     def tester(self) -> Tester:
@@ -452,30 +477,6 @@ def run_in_threads(ids: Iterable[int], run_one: Callable[[int], None], jobs: int
             done, running = wait(running, return_when=FIRST_COMPLETED)
             for fut in done:
                 fut.result()
-
-
-def describe_backends(pool: WorkerPool, names: list[str]) -> tuple[dict[str, Backend], dict[str, str],
-                                                                    dict[str, dict[str, Variant]], dict[str, str]]:
-    """(backends, versions, variants, disabled reasons) of ``names``, as each backend's worker reports
-    them; a backend whose package is missing or whose worker cannot start is disabled with the reason."""
-    backends: dict[str, Backend] = {}
-    versions: dict[str, str] = {}
-    variants: dict[str, dict[str, Variant]] = {}
-    disabled: dict[str, str] = {}
-    for name in names:
-        backend = load_backend(name)
-        ok, why = backend.available()
-        if not ok:
-            disabled[name] = why
-            continue
-        try:
-            version, described = pool.describe(name)
-        except WorkerDied as e:
-            disabled[name] = str(e).splitlines()[0]
-            continue
-        backends[name], versions[name] = backend, version
-        variants[name] = {n: Variant(n, o) for n, o in described}
-    return backends, versions, variants, disabled
 
 
 def run_confirmed(pool: WorkerPool, name: str, test: Test, variants: list[str],
