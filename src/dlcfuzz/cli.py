@@ -262,7 +262,7 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
         progress = campaign.run()
     display.final(progress)
     _ray_summary(args, campaign, "tests")
-    print(f"distinct bugs: {len(_stored_bugs(out))}; list them with: dlcfuzz bugs {out}")
+    print(f"{bug_summary(out)}; list them with: dlcfuzz bugs {out}")
     return 0
 
 
@@ -451,29 +451,66 @@ def _campaign_folders(names: list[str] | None) -> list[Path]:
     return folders
 
 
-def _stored_bugs(out: Path):
+def _open_store(folder: Path):
     from dlcfuzz.run.store import Store
 
-    store = Store(out)
+    if not (folder / "campaign.sqlite").is_file():
+        raise UsageError(f"{folder} is not a campaign folder (no campaign.sqlite)")
+    return Store(folder)
+
+
+def bug_summary(folder: Path) -> str:
+    """One line: the compiler bugs per backend first, then baseline issues, exporter issues and
+    declines, each counted apart."""
+    store = _open_store(folder)
     try:
-        return store.bugs()
+        per_backend = Counter(b["backend"] for b in store.bugs("compiler"))
+        other = store.categories()
+        declines = store.db.execute("SELECT COUNT(*) FROM outcomes WHERE unsupported = 1").fetchone()[0]
     finally:
         store.close()
+    listed = ", ".join(f"{b} {n}" for b, n in sorted(per_backend.items())) or "none"
+    return (f"compiler bugs: {sum(per_backend.values())} ({listed}); baseline issues: {other.get('baseline', 0)}; "
+            f"exporter issues: {other.get('exporter', 0)}; declines (unsupported, not bugs): {declines}")
 
 
 def cmd_bugs(args: argparse.Namespace) -> int:
     folder = Path(args.campaign)
-    if not (folder / "campaign.sqlite").is_file():
-        raise UsageError(f"{folder} is not a campaign folder (no campaign.sqlite)")
-    bugs = _stored_bugs(folder)
+    if args.unclassified:
+        return _unclassified(folder)
+    category = "baseline" if args.baseline else "exporter" if args.exporter else "compiler"
+    store = _open_store(folder)
+    try:
+        bugs = store.bugs(category)
+    finally:
+        store.close()
+    print(bug_summary(folder))
     if not bugs:
-        print("no bugs found")
+        print(f"no {category} {'bugs' if category == 'compiler' else 'issues'} found")
         return 0
     print(f"{'signature':<16}  {'backend':<10} {'oracle':<12} {'kind':<9} {'hits':>5}  title")
     for b in bugs:
-        mark = " [reference suspect]" if b["reference_suspect"] else ""
         print(f"{b['signature']:<16}  {b['backend']:<10} {b['oracle']:<12} {b['kind']:<9} {b['hits']:>5}  "
-              f"{b['title']}{mark}\n{'':<18}{folder / b['dir'] / 'repro.py'}")
+              f"{b['title']}\n{'':<18}variants: {b['variants'] or b['variant']}; {folder / b['dir'] / 'repro.py'}")
+    return 0
+
+
+def _unclassified(folder: Path) -> int:
+    """Errors that no unsupported rule matched (so they were judged as crashes), by frequency: where
+    new decline rules, or wrong ones, show."""
+    from dlcfuzz.run.dedup import normalize
+
+    store = _open_store(folder)
+    try:
+        rows = store.db.execute("SELECT backend, phase, error FROM outcomes WHERE status != 'ok' AND "
+                                "status != 'skipped' AND unsupported = 0").fetchall()
+    finally:
+        store.close()
+    counts = Counter((b, ph, normalize(e, lines=1)) for b, ph, e in rows)
+    if not counts:
+        print("no unclassified errors")
+    for (backend, phase, message), n in counts.most_common():
+        print(f"{n:>6}  {backend:<10} {phase:<8} {message[:160]}")
     return 0
 
 
@@ -647,8 +684,15 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("-o", "--out", help="the HTML file to write (default: CAMPAIGN/report.html)")
     r.set_defaults(func=cmd_report)
 
-    b = sub.add_parser("bugs", help="list the distinct bugs of a campaign")
+    b = sub.add_parser("bugs", help="list the distinct compiler bugs of a campaign (or its other issues)")
     b.add_argument("campaign")
+    which = b.add_mutually_exclusive_group()
+    which.add_argument("--baseline", action="store_true",
+                       help="list the baseline issues instead: other compilers agree against the baseline")
+    which.add_argument("--exporter", action="store_true",
+                       help="list dlcfuzz's exporter issues instead (e.g. eager torch against the baseline)")
+    which.add_argument("--unclassified", action="store_true",
+                       help="errors no unsupported rule matched, by frequency (to review the decline rules)")
     b.set_defaults(func=cmd_bugs)
     return p
 

@@ -330,7 +330,7 @@ class Migration(Driver):
                          model_file="call.pt" if f.backend in TORCH_FRONTENDS else "model.onnx",
                          chebyshev=CHEBYSHEV | self.cfg.tolerances)
             new_bugs.append((sig, f.oracle, f.kind, f.backend, f.variant, f.phase, head,
-                             int(f.reference_suspect), str(folder.relative_to(self.cfg.out))))
+                             f.category, str(folder.relative_to(self.cfg.out))))
         covered = [(b, "\n".join(o.covered)) for b, vs in outcomes.items() for o in vs.values() if o.covered]
         with self.lock:
             self.store.commit(record, outcome_rows(outcomes), rows, new_bugs, frontend_coverage=covered)

@@ -5,10 +5,19 @@
 - crash: an exception, a signal, a timeout or a memory blow-up in import/compile/run, unless
   ``unsupported.is_unsupported`` says the compiler merely declined the operator or dtype;
 - differential: a variant's outputs differ from the baseline (the reference evaluator, or ORT
-  without optimizations when the reference itself failed).  When every variant of the backend
-  and at least one other backend agree with each other against the baseline, the finding is
-  marked ``reference_suspect``: the reference is the likelier culprit;
-- metamorphic: a variant's outputs differ from the backend's first successful variant.
+  without optimizations where the reference is not trusted or failed);
+- metamorphic: a variant's outputs differ from the backend's anchor variant (its uncompiled one,
+  else its first successful one).
+
+Each finding has a *category*, whose fault it is (``CATEGORIES``); only ``COMPILER`` findings are a
+compiler team's bugs:
+
+- ``BASELINE``: every variant of the backend and at least one other compiler agree with each
+  other against the baseline (two independent compilers outvote it);
+- ``EXPORTER``: a backend's *uncompiled* variant (``Variant.options["uncompiled"]``, e.g. Inductor's
+  eager torch: dlcfuzz's own exporter plus the library's kernels, no compiler) disagrees with the
+  baseline, or fails.  That backend's compiled variants are judged against that variant only: an
+  Inductor bug is compiled vs eager.
 
 ``judge_migrated`` judges a single-operator test migrated from a library's tests (OPERA §III-C):
 a crash that is not "unsupported", or outputs whose Chebyshev distance to the library's own
@@ -32,6 +41,10 @@ from dlcfuzz.oracle.unsupported import is_unsupported
 
 CRASH, DIFFERENTIAL, METAMORPHIC, DISRUPTIVE = "crash", "differential", "metamorphic", "disruptive"
 INCONSISTENT = "inconsistent"  # an invalid model accepted, with outputs its variants disagree on
+# whose fault a finding is: the compiler's (listed as its bug), the baseline's, or dlcfuzz's exporter's
+COMPILER, BASELINE, EXPORTER = "compiler", "baseline", "exporter"
+CATEGORIES = (COMPILER, BASELINE, EXPORTER)
+VALUE_KINDS = ("value", "shape", "dtype")
 
 
 @dataclass
@@ -46,8 +59,14 @@ class Finding:
     traceback: str = ""
     other: str = ""  # the variant or baseline it was compared with
     output: int = -1  # index of the differing output
-    reference_suspect: bool = False
+    category: str = COMPILER
+    # e.g. "first_diverging": {node, op, output, kind, dtype, detail}, where a value divergence starts
     details: dict = field(default_factory=dict)
+
+    @property
+    def diverges(self) -> bool:
+        """A value, shape or dtype divergence between outputs (not a crash, not a disruptive finding)."""
+        return self.oracle in (DIFFERENTIAL, METAMORPHIC) and self.kind in VALUE_KINDS
 
 
 @dataclass
@@ -63,57 +82,68 @@ def _crash(backend: str, variant: str, o: Outcome) -> Finding:
 
 
 def _failed(backend: str, variant: str, o: Outcome, findings: list[Finding],
-            unsupported: list[tuple[str, str, str]]) -> None:
+            unsupported: list[tuple[str, str, str]], category: str = COMPILER) -> None:
     """A variant that did not run: an error meaning "unsupported" is counted apart, anything else
     (exception, signal, hang, memory blow-up) is a crash finding."""
     if o.status == "error" and is_unsupported(backend, o.phase, o.error_type, o.message):
         unsupported.append((backend, variant, f"{o.error_type}: {o.message}"[:300]))
     else:
-        findings.append(_crash(backend, variant, o))
+        f = _crash(backend, variant, o)
+        f.category = category
+        findings.append(f)
 
 
 def judge(outcomes: dict[str, dict[str, Outcome]], baseline: list[np.ndarray] | None,
           tolerances: dict[str, tuple[float, float]] | None = None,
-          reduced: Collection[tuple[str, str]] = ()) -> Verdict:
+          reduced: Collection[tuple[str, str]] = (), uncompiled: Collection[tuple[str, str]] = (),
+          baseline_name: str = "baseline") -> Verdict:
     """Findings for one test.  ``outcomes``: backend -> variant -> outcome (variants in order);
-    ``reduced``: (backend, variant) pairs that compute in reduced precision on purpose."""
+    ``reduced``: (backend, variant) pairs that compute in reduced precision on purpose;
+    ``uncompiled``: (backend, variant) pairs that run the model without the compiler under test
+    (their findings are the exporter's, and the backend's other variants are judged against them);
+    ``baseline_name``: what computed ``baseline`` (named in the findings)."""
     loose = (tolerances or {}) | REDUCED_PRECISION
     findings: list[Finding] = []
     unsupported: list[tuple[str, str, str]] = []
     agree_with_baseline: dict[str, bool] = {}
     diff_findings: list[Finding] = []
     for backend, variants in outcomes.items():
-        first_ok: tuple[str, Outcome] | None = None
+        ran = {v: o for v, o in variants.items() if o.status == OK}
+        anchor = next((v for v in ran if (backend, v) in uncompiled), next(iter(ran), None))
+        exporter_anchor = anchor is not None and (backend, anchor) in uncompiled
         all_disagree = True
         for variant, o in variants.items():
             if o.status == "skipped":
                 continue
+            own = EXPORTER if (backend, variant) in uncompiled else COMPILER
             if o.status != OK:
-                _failed(backend, variant, o, findings, unsupported)
+                _failed(backend, variant, o, findings, unsupported, own)
                 continue
             outs = o.outputs or []
-            if baseline is not None:
-                m = compare(baseline, outs, loose if (backend, variant) in reduced else tolerances)
+            tol = loose if (backend, variant) in reduced else tolerances
+            if baseline is not None and (variant == anchor or not exporter_anchor):
+                m = compare(baseline, outs, tol)
                 if m is not None:
-                    diff_findings.append(_mismatch(DIFFERENTIAL, backend, variant, "baseline", m))
+                    f = _mismatch(DIFFERENTIAL, backend, variant, baseline_name, m)
+                    f.category = own
+                    diff_findings.append(f)
                 else:
                     all_disagree = False
-            if first_ok is None:
-                first_ok = (variant, o)
-            else:
-                pair_reduced = (backend, variant) in reduced or (backend, first_ok[0]) in reduced
-                m = compare(first_ok[1].outputs or [], outs, loose if pair_reduced else tolerances)
+            if variant != anchor:
+                pair_reduced = (backend, variant) in reduced or (backend, anchor) in reduced
+                m = compare(ran[anchor].outputs or [], outs, loose if pair_reduced else tolerances)
                 if m is not None:
-                    findings.append(_mismatch(METAMORPHIC, backend, variant, first_ok[0], m))
-        if first_ok is not None and baseline is not None:
+                    findings.append(_mismatch(METAMORPHIC, backend, variant, anchor, m))
+        if anchor is not None and baseline is not None:
             agree_with_baseline[backend] = not all_disagree
     for f in diff_findings:
-        # the backend's own variants all disagree with the baseline; does another backend side with it?
+        # the backend's own variants all disagree with the baseline: if another compiler sides with
+        # them, two independent implementations outvote the baseline
         if not agree_with_baseline.get(f.backend, True):
             mine = outcomes[f.backend][f.variant].outputs or []
-            f.reference_suspect = any(
-                o.status == OK and compare(mine, o.outputs or [], tolerances) is None
-                for b, vs in outcomes.items() if b != f.backend for o in vs.values())
+            if any(o.status == OK and compare(mine, o.outputs or [], tolerances) is None
+                   for b, vs in outcomes.items() if b != f.backend for o in vs.values()):
+                f.category = BASELINE
         findings.append(f)
     return Verdict(findings, unsupported)
 
@@ -154,7 +184,7 @@ def judge_invalid(outcomes: dict[str, dict[str, Outcome]], violation: dict, conf
 def judge_migrated(outcomes: dict[str, dict[str, Outcome]], expected: list[np.ndarray],
                    tolerances: dict[str, float] | None = None, model_of: dict[str, str] | None = None) -> Verdict:
     """Findings for one migrated test: crashes, and outputs inconsistent with the library's (``expected``).
-    A finding is ``reference_suspect`` when another frontend that read the same model (``model_of``:
+    A finding is the ``BASELINE``'s when another frontend that read the same model (``model_of``:
     backend -> which model it was given, e.g. the torch call or its ONNX export) matches its outputs:
     then the library's output or that model, not the frontend, is the likelier culprit."""
     model_of = model_of or {}
@@ -170,10 +200,11 @@ def judge_migrated(outcomes: dict[str, dict[str, Outcome]], expected: list[np.nd
             m = chebyshev(expected, o.outputs or [], tolerances)
             if m is not None:
                 f = _mismatch(DIFFERENTIAL, backend, variant, "baseline", m)
-                f.reference_suspect = any(
+                if any(
                     ot.status == OK and chebyshev(o.outputs or [], ot.outputs or [], tolerances) is None
                     for b, vs in outcomes.items() if b != backend and model_of.get(b) == model_of.get(backend)
-                    for ot in vs.values())
+                    for ot in vs.values()):
+                    f.category = BASELINE
                 findings.append(f)
     return Verdict(findings, unsupported)
 
@@ -184,9 +215,13 @@ def _mismatch(oracle: str, backend: str, variant: str, other: str, m: Mismatch) 
 
 
 __all__ = [
+    "BASELINE",
+    "CATEGORIES",
+    "COMPILER",
     "CRASH",
     "DIFFERENTIAL",
     "DISRUPTIVE",
+    "EXPORTER",
     "INCONSISTENT",
     "METAMORPHIC",
     "Finding",

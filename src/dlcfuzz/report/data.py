@@ -42,7 +42,7 @@ class BugRow:
     variant: str
     phase: str
     title: str
-    reference_suspect: bool
+    category: str  # whose fault: compiler, baseline or exporter (oracle.CATEGORIES)
     first_test: int
     hits: int
     dir: str
@@ -149,7 +149,7 @@ def _load(folder: Path, db: sqlite3.Connection) -> CampaignData:
         for r in rows:
             keys = r.keys()
             b = BugRow(r["signature"], r["oracle"], r["kind"], r["backend"], r["variant"], r["phase"], r["title"],
-                       bool(r["reference_suspect"]), r["first_test"], r["hits"], r["dir"] or f"bugs/{r['signature']}",
+                       _category(r), r["first_test"], r["hits"], r["dir"] or f"bugs/{r['signature']}",
                        r["first_seen"])
             bundle = folder / b.dir
             b.known = _read_json(bundle / "known.json")
@@ -179,6 +179,14 @@ def _load(folder: Path, db: sqlite3.Connection) -> CampaignData:
     data = CampaignData(folder, config, meta, tests, bugs, coverage, outcomes, known_findings, instances)
     data.versions = _versions(data)
     return data
+
+
+def _category(row: sqlite3.Row) -> str:
+    """A bug's category; campaigns stored before categories flagged baseline suspects instead."""
+    keys = row.keys()
+    if "category" in keys:
+        return str(row["category"])
+    return "baseline" if "reference_suspect" in keys and row["reference_suspect"] else "compiler"
 
 
 def _versions(data: CampaignData) -> dict[str, str]:

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from dlcfuzz.backends.base import Backend, Test, Variant
-from dlcfuzz.oracle import CRASH, Finding
+from dlcfuzz.oracle import CRASH, DIFFERENTIAL, Finding
 from dlcfuzz.oracle.compare import TOLERANCES
 from dlcfuzz.run.bugreport import write_report
 
@@ -156,12 +156,14 @@ def write_bundle(folder: Path, signature: str, title: str, f: Finding, test: Tes
         (folder / "error.log").write_text(f"{f.error_type}: {f.message}\n\n{f.traceback}")
     info = asdict(f) | {"signature": signature, "title": title, "compiler_version": version}
     (folder / "finding.json").write_text(json.dumps(info, indent=1, default=str))
-    names = [f.variant] + ([f.other] if f.other and f.other != "baseline" else [])
+    # a differential finding's "other" names its baseline, whose outputs expected.npz holds
+    other = f.other if f.oracle != DIFFERENTIAL else ""
+    names = [f.variant] + ([other] if other else [])
     sources = {n: backend.repro_source(variants[n]) for n in names}
     repro = _REPRO.format(signature=signature, model_file=model_file, title=title.replace('"""', "'''"),
                           package=backend.pip,
                           backend=backend.name, version=version, oracle=f.oracle, kind=f.kind, variant=f.variant,
-                          other=f.other if f.other != "baseline" else "",
+                          other=other,
                           error_type=f.error_type if f.kind == "exception" else "",
                           hang_seconds=hang_seconds if f.kind == "timeout" else 0,
                           tolerances=TOLERANCES, chebyshev=chebyshev, sources=sources)

@@ -32,12 +32,13 @@ from dlcfuzz.gen.guided import STRATEGIES as GUIDED
 from dlcfuzz.gen.guided import Coverage
 from dlcfuzz.ir import Graph
 from dlcfuzz.ir.hints import random_array
+from dlcfuzz.oracle import BASELINE, Finding, Verdict, all_finite, judge, judge_invalid
 from dlcfuzz.oracle import CRASH as ORACLE_CRASH
-from dlcfuzz.oracle import Finding, Verdict, all_finite, judge, judge_invalid
 from dlcfuzz.oracle.unsupported import is_unsupported
 from dlcfuzz.run.bundle import write_bundle
 from dlcfuzz.run.dedup import graph_signature, producer, title
 from dlcfuzz.run.known import KNOWN, NEW, KnownBugs, Reporting
+from dlcfuzz.run.localize import localize
 from dlcfuzz.run.reduce import Case, ReduceError, reduce_case, write_reduction
 from dlcfuzz.run.store import Store, TestRecord
 from dlcfuzz.run.worker import PhaseLimits, WorkerDied, WorkerPool
@@ -47,7 +48,7 @@ from dlcfuzz.spec import OpSpec
 from dlcfuzz.values import synthesize
 
 REFERENCE = "reference"
-FALLBACK = ("ort", "disable_all")  # the baseline when the reference evaluator itself fails
+FALLBACK = ("ort", "disable_all")  # the baseline where the reference evaluator is not trusted, or fails
 
 
 @dataclass
@@ -139,6 +140,8 @@ class Tester:
                  reduced: set[tuple[str, str]], pool: WorkerPool, coverage: Coverage | None, gen=None) -> None:
         self.cfg = cfg
         self.backends, self.variants, self.reduced = backends, variants, reduced
+        # variants that run the model without the compiler under test (e.g. eager torch)
+        self.uncompiled = {(b, n) for b, vs in variants.items() for n, v in vs.items() if v.options.get("uncompiled")}
         self.pool = pool
         self.coverage = coverage
         self.gen = gen or make_generator(cfg.strategy, cfg.specs, cfg.limits, cfg.ops, _profile(cfg), coverage,
@@ -169,43 +172,51 @@ class Tester:
             return self._run_invalid(test_id, seed, graph, model, violation, covered, t_start, t_generate)
 
         # inputs whose baseline outputs are finite (bounded retries); the baseline is the reference
-        # evaluator, or ORT without optimizations where the reference is unreliable or absent
+        # evaluator where it is trusted for every node of the graph, else (or where it fails) ORT
+        # without optimizations, whether or not ORT is under test
         t0 = time.perf_counter()
-        judge_by = self._baseline_backend(ops, graph)
-        reference: Outcome | None = None
         attempts = 0
         test = Test(model, graph_json, {})
+        judge_by, reference, declined = None, None, []
         for attempt in range(cfg.input_attempts):
             attempts = attempt + 1
             test = Test(model, graph_json, synthesize(graph, np.random.default_rng([seed, attempt]), attempt))
-            if judge_by is None:
-                break
-            reference = self.pool.run(judge_by[0], test, [judge_by[1]])[judge_by[1]]
-            if reference.status != OK or all_finite(reference.outputs or []):
+            judge_by, reference, declined = self._baseline(test, ops, graph)
+            if reference is None or all_finite(reference.outputs or []):
                 break
         t_inputs = time.perf_counter() - t0
         outcomes, late, compiler_s = self._run_backends(test, ops, graph)
 
         # oracles
         t0 = time.perf_counter()
-        baseline, baseline_name = None, "none"
-        if reference is not None and reference.status == OK:
-            baseline, baseline_name = reference.outputs, "/".join(judge_by)
-        elif judge_by == (REFERENCE, "default"):  # the reference failed: ORT can still judge
-            fb = outcomes.get(FALLBACK[0], {}).get(FALLBACK[1])
-            if fb is not None and fb.status == OK:
-                baseline, baseline_name = fb.outputs, "/".join(FALLBACK)
+        baseline = reference.outputs if reference is not None else None
+        baseline_name = "/".join(judge_by) if judge_by is not None else "none"
         finite = baseline is not None and all_finite(baseline)
-        verdict = judge(outcomes, baseline if finite else None, cfg.tolerances, self.reduced)
-        if reference is not None and reference.status != OK and judge_by[0] == REFERENCE:
-            # the reference evaluator's own failures, kept apart
-            verdict.findings += judge({REFERENCE: {"default": reference}}, None).findings
+        verdict = judge(outcomes, baseline if finite else None, cfg.tolerances, self.reduced, self.uncompiled,
+                        baseline_name)
+        verdict.unsupported += declined  # a baseline that cannot run the model is no compiler's bug
+        localize(graph, test, verdict.findings, self.pool.run, judge_by, cfg.tolerances, self.reduced)
         verdict.findings += late
         valid = baseline is not None
         t_oracle = time.perf_counter() - t0
         record = TestRecord(test_id, seed, sorted(ops), baseline_name, finite, attempts, valid,
                             time.perf_counter() - t_start, t_generate, t_inputs, compiler_s, t_oracle)
         return Executed(record, graph, test, outcomes, verdict, baseline, reference, covered)
+
+    def _baseline(self, test: Test, ops: set[str], graph: Graph
+                  ) -> tuple[tuple[str, str] | None, Outcome | None, list[tuple[str, str, str]]]:
+        """(which baseline ran, its outcome, the baselines that failed before it): the first of the
+        reference evaluator (where it is trusted for the graph) and ORT without optimizations that runs."""
+        chain = [FALLBACK]
+        if REFERENCE in self.backends and self.backends[REFERENCE].supports(ops, graph):
+            chain.insert(0, (REFERENCE, "default"))
+        failed: list[tuple[str, str, str]] = []
+        for backend, variant in chain:
+            o = self.pool.run(backend, test, [variant])[variant]
+            if o.status == OK:
+                return (backend, variant), o, failed
+            failed.append((backend, variant, f"baseline failed: {o.error_type or o.status}: {o.message}"[:300]))
+        return None, None, failed
 
     def _run_backends(self, test: Test, ops: set[str], graph: Graph, invalid: bool = False):
         """Every backend under test on ``test``, in its workers: (outcomes, unconfirmed crashes,
@@ -235,13 +246,6 @@ class Tester:
         record = TestRecord(test_id, seed, sorted({n.op for n in graph.nodes}), "invalid", False, 1, False,
                             time.perf_counter() - t_start, t_generate, 0.0, compiler_s, time.perf_counter() - t0)
         return Executed(record, graph, test, outcomes, verdict, None, None, covered)
-
-    def _baseline_backend(self, ops: set[str], graph: Graph) -> tuple[str, str] | None:
-        if REFERENCE in self.backends and self.backends[REFERENCE].supports(ops, graph):
-            return REFERENCE, "default"
-        if FALLBACK[0] in self.backends:
-            return FALLBACK
-        return None
 
 
 @dataclass
@@ -376,8 +380,9 @@ class Campaign(Driver):
                              self.variants[f.backend], ex.baseline, actual, int(cfg.phases.compile + cfg.phases.run),
                              src.artifacts if src is not None else None)
                 new_bugs.append((sig, f.oracle, f.kind, f.backend, f.variant, f.phase, head,
-                                 int(f.reference_suspect), str(folder.relative_to(cfg.out))))
-                if cfg.reduce_seconds and f.kind != "unconfirmed":
+                                 f.category, str(folder.relative_to(cfg.out))))
+                # a baseline issue is no compiler's to reduce (and needs other compilers to show)
+                if cfg.reduce_seconds and f.kind != "unconfirmed" and f.category != BASELINE:
                     to_reduce.append((folder, Case(graph, test.inputs, f, sig, cfg.tolerances)))
         with self.lock:
             self.store.commit(record, outcome_rows(outcomes), rows, new_bugs, ex.covered)

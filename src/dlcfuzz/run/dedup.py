@@ -4,8 +4,12 @@ A signature hashes: backend, oracle, kind, phase, the exception type, the messag
 (numbers, hex addresses, node/value names, paths stripped; first line only for
 messages that carry a backtrace), and the innermost frames inside the compiler's own code
 (Python frames from the traceback, or from faulthandler's dump for a fatal signal).  For value
-mismatches, which carry no stack, it uses the operator type that produced the differing output
-and its dtype instead.  Disruptive findings (invalid models on purpose) get their own
+mismatches, which carry no stack, it uses the *first diverging operator* (``run/localize.py``:
+the first node, in topological order, whose output differs) and the kind and dtype class of its
+difference, and not the oracle: one divergence seen by the differential and the metamorphic
+oracle, or in int32 and uint32, is one bug.  A baseline issue (other compilers agree against the
+baseline) is keyed on the baseline and that operator alone, whichever backends saw it.
+Disruptive findings (invalid models on purpose) get their own
 namespace: backend, symptom, phase, the operator and the kind of constraint the model breaks
 (dtype, arity, ...: not its exact value), plus the compiler frames for crashes.
 
@@ -22,11 +26,14 @@ import re
 from collections.abc import Iterable
 
 from dlcfuzz.ir import Graph
-from dlcfuzz.oracle import CRASH, DISRUPTIVE, Finding
+from dlcfuzz.oracle import BASELINE, CRASH, DISRUPTIVE, Finding
 
 _FRAME = re.compile(r'File "([^"]+)", line \d+, in (\S+)')
 _NORMALIZE = [
     (re.compile(r"0x[0-9a-fA-F]+"), "ADDR"),
+    # dimension lists: OpenVINO prints f32[4,2] for a static variant and f32[?,?] for a dynamic one
+    (re.compile(r"[\[{(]\s*(?:-?\d+|\?|\.\.\.?|-?\d+\s*\.\.\s*-?\d+)(?:\s*,\s*(?:-?\d+|\?|\.\.\.?|"
+                r"-?\d+\s*\.\.\s*-?\d+))*\s*[\]})]"), "[DIMS]"),
     (re.compile(r"(/[\w.\-]+)+/?"), "PATH"),
     (re.compile(r"\b[nv]\d+\b"), "NAME"),  # dlcfuzz node and value names
     (re.compile(r"\b\w*\d\w*\b"), "N"),  # numbers and identifiers with digits (tmp123, shape dims)
@@ -42,11 +49,24 @@ _BOILERPLATE = re.compile(
     r"|Model wasn't fully converted.*|Traceback \(most recent call last\):|File \".*|\d+: .*|Stack trace:.*)\s*$")
 
 
+# wrappers around the error that was really thrown: what follows the last one is the error
+_WRAPPERS = re.compile(r"CALLBACK HAS THROWN:|Check '.*?' failed at \S+:\s*|^\s*\w+Error: Traceback.*?$", re.M)
+
+
+def innermost(message: str) -> str:
+    """The innermost thrown message: past OpenVINO's pass-name/node-dump wrapper ("... CALLBACK HAS
+    THROWN: <the real error>") and the check-site prefixes that differ between code paths."""
+    parts = _WRAPPERS.split(message or "")
+    tail = parts[-1] if parts else ""
+    return tail if tail.strip() else (message or "")
+
+
 def normalize(message: str, lines: int = 2, names: Iterable[str] = ()) -> str:
-    """The first ``lines`` informative lines of the message, with everything test-specific
+    """The first ``lines`` informative lines of the innermost message, with everything test-specific
     replaced by placeholders: ``names`` (the test's own value, node and input names, which need
-    not contain digits: "X", "data", "conv_out"), numbers, addresses, paths and temporary names."""
-    keep = [ln for ln in (message or "").splitlines() if ln.strip() and not _BOILERPLATE.match(ln)][:lines]
+    not contain digits: "X", "data", "conv_out"), dimension lists, numbers, addresses, paths and
+    temporary names."""
+    keep = [ln for ln in innermost(message).splitlines() if ln.strip() and not _BOILERPLATE.match(ln)][:lines]
     text = " | ".join(ln.strip() for ln in keep)
     text = _names_pattern(tuple(sorted(set(names), key=len, reverse=True))).sub("NAME", text)
     for pat, rep in _NORMALIZE:
@@ -70,6 +90,22 @@ def compiler_frames(traceback: str, n: int = 3) -> list[str]:
     return [f"{path.rsplit('/', 1)[-1]}:{fn}" for path, fn in frames[-n:]]
 
 
+def dtype_class(dtype: str) -> str:
+    """float / int / bool: a divergence in int32 and in uint32 is one bug."""
+    if not dtype:
+        return ""
+    return "bool" if dtype == "bool" else "int" if "int" in dtype else "float"
+
+
+def divergence(f: Finding, producer_op: str = "", dtype: str = "") -> tuple[str, str, str]:
+    """(operator, kind, dtype class) where a value finding's divergence starts: the first diverging
+    operator when it was located, else the producer of the differing graph output."""
+    first = f.details.get("first_diverging") or {}
+    if first.get("op"):
+        return first["op"], first.get("kind", f.kind), dtype_class(first.get("dtype", ""))
+    return producer_op, f.kind, dtype_class(dtype)
+
+
 def signature(f: Finding, producer_op: str = "", dtype: str = "", names: Iterable[str] = ()) -> str:
     """``names``: the test's value, node and input names, which stand for nothing across tests."""
     if f.oracle == DISRUPTIVE:
@@ -78,11 +114,12 @@ def signature(f: Finding, producer_op: str = "", dtype: str = "", names: Iterabl
         parts = [f.backend, f.oracle, f.kind, f.phase, v.get("op", ""), v.get("kind", ""),
                  *compiler_frames(f.traceback)]
     elif f.oracle == CRASH:
-        parts = [f.backend, f.oracle, f.kind, f.phase, f.error_type, normalize(f.message, names=names),
+        parts = [f.backend, f.category, f.kind, f.phase, f.error_type, normalize(f.message, names=names),
                  *compiler_frames(f.traceback)]
-    else:  # the variants of one backend that disagree with the baseline the same way are one bug
-        other = f.other if f.oracle == "metamorphic" else ""
-        parts = [f.backend, f.oracle, f.kind, other, producer_op, dtype]
+    elif f.category == BASELINE:  # the baseline's fault, whichever backends outvoted it
+        parts = [BASELINE, f.other, *divergence(f, producer_op, dtype)]
+    else:  # the variants of one backend that diverge at the same operator the same way are one bug
+        parts = [f.backend, "divergence", f.category, *divergence(f, producer_op, dtype)]
     return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:16]
 
 
@@ -98,13 +135,13 @@ def producer(graph: Graph, output: int) -> tuple[str, str]:
 
 
 def graph_signature(f: Finding, graph: Graph) -> str:
-    """The signature of a finding on a dlcfuzz graph: the producer of the differing output, and the
-    graph's own value and node names stripped from messages."""
+    """The signature of a finding on a dlcfuzz graph: where a divergence starts, and the graph's own
+    value and node names stripped from messages."""
     return signature(f, *producer(graph, f.output), names=[*graph.values, *(n.name for n in graph.nodes if n.name)])
 
 
 def title(f: Finding, producer_op: str = "") -> str:
-    """A one-line human summary of the bug."""
+    """A one-line human summary of the bug, naming the baseline that judged it."""
     if f.oracle == DISRUPTIVE:
         v = f.details.get("violation", {})
         broken = f"a {v.get('op')} that breaks '{v.get('constraint')}'"
@@ -113,10 +150,15 @@ def title(f: Finding, producer_op: str = "") -> str:
         return f"{f.backend} {f.phase} {f.kind} on {broken}: {f.message.split(' (model breaks')[0]}"[:200]
     if f.oracle == CRASH:
         what = f"{f.error_type}: {normalize(f.message)}" if f.kind == "exception" else f.message
-        return f"{f.backend} {f.phase} {f.kind}: {what}"[:200]
-    where = f" at the output of {producer_op}" if producer_op else ""
-    who = f"{f.backend} {f.variant} vs {f.other}" if f.oracle == "metamorphic" else f"{f.backend} vs the reference"
-    return f"{who}: {f.kind} mismatch{where}"[:200]
+        return f"{f.backend} {f.variant} {f.phase} {f.kind}: {what}"[:200]
+    first = f.details.get("first_diverging") or {}
+    op = first.get("op") or producer_op
+    where = (f" first at {op} ({first.get('node') or first.get('output')})" if first.get("op")
+             else f" at the output of {op}" if op else "")
+    kind = first.get("kind", f.kind)
+    if f.category == BASELINE:
+        return f"{f.other} disagrees with {f.backend} {f.variant} and another compiler: {kind} mismatch{where}"[:200]
+    return f"{f.backend} {f.variant} vs {f.other}: {kind} mismatch{where}"[:200]
 
 
 def _conversion(f: Finding, reported: str) -> str:

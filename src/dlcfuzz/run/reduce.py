@@ -92,9 +92,10 @@ from dlcfuzz.oracle import (
     judge,
     judge_invalid,
 )
-from dlcfuzz.oracle.compare import REDUCED_PRECISION, compare
+from dlcfuzz.oracle.compare import REDUCED_PRECISION
 from dlcfuzz.run.bugreport import write_report
 from dlcfuzz.run.dedup import graph_signature, normalize
+from dlcfuzz.run.localize import exposed, first_divergence, localize
 from dlcfuzz.run.worker import PhaseLimits, WorkerDied, WorkerPool
 from dlcfuzz.solve import Limits
 from dlcfuzz.solve.types import input_type_vars
@@ -552,6 +553,7 @@ class _Reducer:
             raise ReduceError(f"bug {self.sig}: {str(e).splitlines()[0]}") from None
         order = [n for n, _ in variants]
         self.reduced = {(f.backend, n) for n, o in variants if o.get("reduced_precision")}
+        self.uncompiled = {(f.backend, n) for n, o in variants if o.get("uncompiled")}
         wanted = {f.variant}
         if f.oracle in (METAMORPHIC,) or (f.oracle == DISRUPTIVE and f.kind == INCONSISTENT):
             wanted.add(f.other)
@@ -582,14 +584,16 @@ class _Reducer:
                                     f"{o.message}; not reproduced in a fresh process", o.error_type, o.traceback))
         return got, late
 
-    def _baseline(self, g: Graph, test: Test, ort: Outcome | None) -> list[np.ndarray] | None:
+    def _baseline(self, g: Graph, test: Test, ort: Outcome | None
+                  ) -> tuple[list[np.ndarray] | None, tuple[str, str] | None]:
+        """(the baseline's outputs, which baseline ran) as the campaign chooses it."""
         if ReferenceBackend().supports({n.op for n in g.nodes}, g):
             ref = self.pool.run(REFERENCE, test, ["default"])["default"]
             if ref.status == OK:
-                return ref.outputs
+                return ref.outputs, (REFERENCE, "default")
         if ort is None:
             ort = self.pool.run(FALLBACK[0], test, [FALLBACK[1]])[FALLBACK[1]]
-        return ort.outputs if ort.status == OK else None
+        return (ort.outputs, FALLBACK) if ort.status == OK else (None, None)
 
     def check(self, g: Graph, feeds: dict[str, np.ndarray], fresh: bool = False) -> _Trial:
         """Whether the candidate gives the signature (cached by model and inputs)."""
@@ -619,9 +623,9 @@ class _Reducer:
             ort = self.pool.run(VALIDITY[0], test, [VALIDITY[1]])[VALIDITY[1]]
             if ort.status != OK or not _declared(g, ort.outputs or []):
                 return _Trial(False, "run")
-        baseline = None
+        baseline, judged_by = None, None
         if self.f.oracle == DIFFERENTIAL:
-            baseline = self._baseline(g, test, ort)
+            baseline, judged_by = self._baseline(g, test, ort)
             if baseline is None or not all_finite(baseline):
                 return _Trial(False, "baseline")
         outcomes, late = self._run_backend(test, fresh)
@@ -629,8 +633,13 @@ class _Reducer:
             confirmed = checker_error(to_onnx(g)) is not None
             verdict = judge_invalid({self.f.backend: outcomes}, self.violation, confirmed, self.tol, self.reduced)
         else:
-            verdict = judge({self.f.backend: outcomes}, baseline, self.tol, self.reduced)
+            verdict = judge({self.f.backend: outcomes}, baseline, self.tol, self.reduced, self.uncompiled,
+                            self.f.other)
         findings = verdict.findings + late
+        if any(f.diverges and graph_signature(f, g) != self.sig for f in findings):
+            # where the divergence starts, as the campaign signed it (only needed while the diverging
+            # node is not yet the producer of the differing output)
+            localize(g, test, findings, self.pool.run, judged_by, self.tol, self.reduced)
         for f in findings:
             if graph_signature(f, g) == self.sig:
                 return _Trial(True, "", f.output, baseline, outcomes, findings)
@@ -702,17 +711,17 @@ class _Reducer:
         names = [o for n in nodes for o in n.outputs]
         if not names:
             return {}
-        exposed = _copy(g)
-        exposed.nodes = [Node(n.op, list(n.inputs), list(n.outputs), dict(n.attrs), n.name) for n in nodes]
+        visible = _copy(g)
+        visible.nodes = [Node(n.op, list(n.inputs), list(n.outputs), dict(n.attrs), n.name) for n in nodes]
         for o in tainted:
-            exposed.values.pop(o, None)
-        exposed.outputs = names
+            visible.values.pop(o, None)
+        visible.outputs = names
         try:
-            test = Test(to_bytes(exposed), exposed.to_json(), feeds)
+            test = Test(to_bytes(visible), visible.to_json(), feeds)
         except (ValueError, KeyError, TypeError):
             return {}
         order = [FALLBACK]
-        if ReferenceBackend().supports({n.op for n in nodes}, exposed):
+        if ReferenceBackend().supports({n.op for n in nodes}, visible):
             order.insert(0, (REFERENCE, "default"))
         for backend, variant in order:
             o = self.pool.run(backend, test, [variant])[variant]
@@ -938,10 +947,9 @@ class _Reducer:
         f = self.f
         if f.oracle not in (DIFFERENTIAL, METAMORPHIC) and f.kind != INCONSISTENT:
             return None
-        exposed = _copy(g)
-        exposed.outputs = [o for n in g.nodes for o in n.outputs]
+        every = exposed(g)
         try:
-            test = Test(to_bytes(exposed), exposed.to_json(), feeds)
+            test = Test(to_bytes(every), every.to_json(), feeds)
         except (ValueError, KeyError, TypeError):
             return None
         got = self.pool.run(f.backend, test, self.variants)
@@ -949,22 +957,27 @@ class _Reducer:
         if actual is None or actual.status != OK:
             return None
         if f.oracle == DIFFERENTIAL:
-            expected = self._baseline(exposed, test, None)
+            expected = self._baseline(every, test, None)[0]
         else:
             other = got.get(f.other)
             expected = other.outputs if other is not None and other.status == OK else None
-        if expected is None or len(expected) != len(actual.outputs or []):
+        if expected is None:
             return None
         pairs = {(f.backend, f.variant), (f.backend, f.other)}
         tol = (self.tol | REDUCED_PRECISION) if pairs & self.reduced else self.tol
-        k = 0
-        for n in g.nodes:
-            for o in n.outputs:
-                m = compare([expected[k]], [actual.outputs[k]], tol)
-                k += 1
-                if m is not None:
-                    return {"node": n.name, "op": n.op, "output": o, "detail": m.detail}
-        return None
+        return first_divergence(every, expected, actual.outputs or [], tol)
+
+    def downstream(self, g: Graph, feeds: dict[str, np.ndarray]) -> tuple[Graph, dict[str, np.ndarray]]:
+        """Drops everything downstream of the first diverging operator the campaign located, which
+        becomes the one output, and keeps that operator through the later stages."""
+        first = (self.f.details.get("first_diverging") or {}) if self.f.diverges else {}
+        name = first.get("output")
+        if not name or name not in g.values or g.outputs == [name]:
+            return g, feeds
+        if self.accept(_without_outputs(g, feeds, [name], first.get("node", "")), "downstream"):
+            self.protect = first.get("node", "")
+            return self.history[-1]
+        return g, feeds
 
     # -- the whole reduction ------------------------------------------------------------------------
     def run(self, verify: bool) -> ReductionResult:
@@ -979,7 +992,7 @@ class _Reducer:
         if verify:
             self.verify(g0, feeds0)
         self.history.append((g0, feeds0))
-        g, feeds = g0, feeds0
+        g, feeds = self.downstream(g0, feeds0)
         for _ in range(4):
             before = sum(self.stages.values())
             g, feeds = self.ddmin(g, feeds)

@@ -26,7 +26,7 @@ CREATE TABLE IF NOT EXISTS outcomes (
     phase TEXT NOT NULL, error TEXT NOT NULL, unsupported INTEGER NOT NULL, seconds REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS bugs (
     signature TEXT PRIMARY KEY, oracle TEXT NOT NULL, kind TEXT NOT NULL, backend TEXT NOT NULL,
-    variant TEXT NOT NULL, phase TEXT NOT NULL, title TEXT NOT NULL, reference_suspect INTEGER NOT NULL,
+    variant TEXT NOT NULL, phase TEXT NOT NULL, title TEXT NOT NULL, category TEXT NOT NULL,
     first_test INTEGER NOT NULL, hits INTEGER NOT NULL, dir TEXT NOT NULL, first_seen REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS coverage (criterion TEXT NOT NULL, key TEXT NOT NULL, test_id INTEGER NOT NULL,
     PRIMARY KEY (criterion, key));
@@ -67,10 +67,18 @@ class Store:
             (folder / "bugs").mkdir(exist_ok=True)
             self.db = sqlite3.connect(folder / "campaign.sqlite", isolation_level=None, check_same_thread=False)
             self.db.executescript(SCHEMA)
+            self._upgrade()
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=FULL")
         except (OSError, sqlite3.Error) as e:
             raise StoreError(f"cannot use campaign folder {folder}: {e}") from None
+
+    def _upgrade(self) -> None:
+        """Campaigns stored before bugs had a category flagged baseline suspects as reference_suspect."""
+        columns = {r[1] for r in self.db.execute("PRAGMA table_info(bugs)")}
+        if "category" not in columns:
+            self.db.execute("ALTER TABLE bugs ADD COLUMN category TEXT NOT NULL DEFAULT 'compiler'")
+            self.db.execute("UPDATE bugs SET category = 'baseline' WHERE reference_suspect = 1")
 
     # -- campaign identity ------------------------------------------------------------------------
     def bind(self, config: dict[str, Any]) -> bool:
@@ -106,7 +114,8 @@ class Store:
                coverage: list[tuple[str, str]] = (), frontend_coverage: list[tuple[str, str]] = ()) -> None:
         """outcomes: (backend, variant, status, phase, error, unsupported, seconds);
         findings: (signature, oracle, kind, backend, variant, phase, message);
-        new_bugs: (signature, oracle, kind, backend, variant, phase, title, reference_suspect, dir);
+        new_bugs: (signature, oracle, kind, backend, variant, phase, title, category, dir), category being
+        whose fault the bug is (``oracle.CATEGORIES``);
         coverage: (criterion, key) the test's graph covered first;
         frontend_coverage: (backend, newline-joined "file:line") the statements a frontend ran to import the test."""
         now = time.time()
@@ -120,7 +129,9 @@ class Store:
             db.executemany("INSERT OR IGNORE INTO coverage VALUES (?,?,?)", [(*c, t.id) for c in coverage])
             db.executemany("INSERT INTO frontend_coverage VALUES (?,?,?)", [(t.id, *c) for c in frontend_coverage])
             for b in new_bugs:
-                db.execute("INSERT OR IGNORE INTO bugs VALUES (?,?,?,?,?,?,?,?,?,0,?,?)", (*b[:8], t.id, b[8], now))
+                db.execute("INSERT OR IGNORE INTO bugs (signature, oracle, kind, backend, variant, phase, title, "
+                           "category, first_test, hits, dir, first_seen) VALUES (?,?,?,?,?,?,?,?,?,0,?,?)",
+                           (*b[:8], t.id, b[8], now))
             for f in findings:
                 db.execute("INSERT INTO findings VALUES (?,?,?,?,?,?,?,?)", (t.id, *f))
                 db.execute("UPDATE bugs SET hits = hits + 1 WHERE signature = ?", (f[0],))
@@ -134,12 +145,21 @@ class Store:
         """The generation coverage of every committed test: (criterion, key)."""
         return list(self.db.execute("SELECT criterion, key FROM coverage"))
 
-    def bugs(self) -> list[sqlite3.Row]:
+    def bugs(self, category: str | None = None) -> list[sqlite3.Row]:
+        """The distinct bugs in the order found (of one category, if given), each with ``variants``:
+        every variant of its backend it was seen in."""
         self.db.row_factory = sqlite3.Row
         try:
-            return list(self.db.execute("SELECT * FROM bugs ORDER BY first_seen"))
+            where, args = ("WHERE category = ?", (category,)) if category else ("", ())
+            return list(self.db.execute(
+                "SELECT bugs.*, (SELECT GROUP_CONCAT(DISTINCT variant) FROM findings f "
+                f"WHERE f.signature = bugs.signature) AS variants FROM bugs {where} ORDER BY first_seen", args))
         finally:
             self.db.row_factory = None
+
+    def categories(self) -> dict[str, int]:
+        """Distinct bugs per category."""
+        return dict(self.db.execute("SELECT category, COUNT(*) FROM bugs GROUP BY category"))
 
     def summary(self) -> dict[str, Any]:
         q = self.db.execute
