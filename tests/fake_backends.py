@@ -305,3 +305,40 @@ class FlakyPattern(PlantedPattern):
         if switch and os.path.exists(switch) and len(onnx.load_model_from_string(imported).graph.node) <= 2:
             return OrtBackend.compile(self, imported, variant)
         return super().compile(imported, variant)
+
+
+class WrongSigmoid(OrtBackend):
+    """ORT computing every Sigmoid as HardSigmoid (same dtypes, other values), in every variant and
+    in its repro source: one wrong operator, whatever the graph computes downstream of it."""
+
+    name = "wrongsigmoid"
+
+    def load(self, test: Test) -> bytes:
+        return super().load(Test(hard_sigmoid(test.model), test.graph_json, test.inputs))
+
+    def repro_source(self, variant: Variant) -> str:
+        head = "def run_model(model_path, inputs):"
+        return super().repro_source(variant).replace(head, f'''{HARD_SIGMOID_SOURCE}
+
+def run_model(model_path, inputs):
+    path = model_path + ".hard.onnx"
+    with open(model_path, "rb") as f, open(path, "wb") as g:
+        g.write(hard_sigmoid(f.read()))
+    return _run_model(path, inputs)
+
+
+def _run_model(model_path, inputs):''')
+
+
+HARD_SIGMOID_SOURCE = '''
+def hard_sigmoid(model_bytes):
+    import onnx
+
+    m = onnx.load_model_from_string(model_bytes)
+    for n in m.graph.node:
+        if n.op_type == "Sigmoid":
+            n.op_type = "HardSigmoid"
+    return m.SerializeToString()
+'''
+exec(HARD_SIGMOID_SOURCE, _namespace)
+hard_sigmoid = _namespace["hard_sigmoid"]

@@ -33,6 +33,24 @@ def _core():
     return ov.Core()
 
 
+class DroppedInput(Exception):
+    """The compiled model lacks a graph input: whatever the input holds, the outputs cannot depend on it."""
+
+
+def parameter_names(model: Any, graph_inputs: list[str]) -> list[str]:
+    """The graph input that each of the model's Parameters holds, in Parameter order: by tensor name,
+    and by position for a Parameter that lost its name (a Dropout reading an input renames it to its
+    output).  A graph input without a Parameter is an error of its own (``DroppedInput``)."""
+    params = [set(p.get_names()) for p in model.inputs]
+    named = {n for names in params for n in names}
+    dropped = [n for n in graph_inputs if n not in named]
+    if len(params) < len(graph_inputs):
+        raise DroppedInput(f"OpenVINO's model has {len(params)} inputs for the graph's {len(graph_inputs)}: "
+                           f"it dropped {', '.join(dropped) or 'an input'}")
+    unnamed = iter(dropped)
+    return [next((n for n in graph_inputs if n in names), None) or next(unnamed) for names in params]
+
+
 class OpenVinoBackend(Backend):
     """OpenVINO's CPU plugin at full float precision, at the machine's default precision, and with dynamic shapes."""
 
@@ -47,10 +65,9 @@ class OpenVinoBackend(Backend):
     def load(self, test: Test) -> tuple[Any, list[str]]:
         import onnx
 
-        # Inputs are fed by position (the frontend makes one Parameter per graph input, in order):
-        # OpenVINO can lose an input's tensor name (e.g. Dropout reading it renames it to its output).
         names = [i.name for i in onnx.load_model_from_string(test.model).graph.input]
-        return _core().read_model(test.model), names
+        model = _core().read_model(test.model)
+        return model, parameter_names(model, names)
 
     def compile(self, imported: tuple[Any, list[str]], variant: Variant) -> tuple[Any, list[str]]:
         model, names = imported
@@ -62,7 +79,7 @@ class OpenVinoBackend(Backend):
         return _core().compile_model(model, DEVICE, dict(variant.options["config"])), names
 
     def run(self, compiled: tuple[Any, list[str]], inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
-        model, names = compiled
+        model, names = compiled  # names: the graph input each Parameter holds, in Parameter order
         result = model.create_infer_request().infer([inputs[n] for n in names])
         # Outputs come in graph-output order; return OpenVINO's dtypes as they are (a changed dtype is a finding).
         return [np.array(result[o]) for o in model.outputs]
@@ -77,10 +94,16 @@ import openvino as ov
 
 
 def run_model(model_path, inputs):
-    names = [i.name for i in onnx.load(model_path).graph.input]  # fed by position, as dlcfuzz does
+    graph_inputs = [i.name for i in onnx.load(model_path).graph.input]
     core = ov.Core()
     with open(model_path, "rb") as f:  # from bytes, as dlcfuzz reads it: OpenVINO can differ from a path
         model = core.read_model(f.read())
+    # each Parameter is fed the graph input of its name (by position where OpenVINO lost the name)
+    params = [set(p.get_names()) for p in model.inputs]
+    if len(params) < len(graph_inputs):
+        raise RuntimeError(f"OpenVINO's model has {{len(params)}} inputs for the graph's {{len(graph_inputs)}}")
+    unnamed = iter(n for n in graph_inputs if not any(n in p for p in params))
+    names = [next((n for n in graph_inputs if n in p), None) or next(unnamed) for p in params]
 {reshape}    compiled = core.compile_model(model, "{DEVICE}", {variant.options["config"]!r})
     result = compiled.create_infer_request().infer([inputs[n] for n in names])
     return [np.array(result[o]) for o in compiled.outputs]

@@ -1,0 +1,146 @@
+"""Triage: one listed bug per root cause, and only compiler bugs in the compiler's list.
+
+Real ONNX Runtime and OpenVINO on tiny models; the judge tests feed synthetic outcomes to the pure
+oracle (no compiler is claimed there)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+import pytest
+from onnx import TensorProto, checker, helper
+
+from dlcfuzz.backends.base import OK, Outcome
+from dlcfuzz.oracle import BASELINE, COMPILER, CRASH, DIFFERENTIAL, EXPORTER, METAMORPHIC, Finding, judge
+from dlcfuzz.oracle.unsupported import is_unsupported
+from dlcfuzz.run.campaign import Campaign, CampaignConfig
+from dlcfuzz.run.dedup import normalize, signature
+from dlcfuzz.spec import REGISTRY
+
+# the same OpenVINO plugin failure in its static and its dynamic-shape variant (campaign messages)
+STATIC = ("Exception from src/inference/src/cpp/core.cpp:117:\n"
+          "Exception from src/core/src/pass/graph_rewrite.cpp:298:\n"
+          "[GRUCellDecomposition] END: node: opset3::GRUCell GRUCell_241260 (opset1::Squeeze Squeeze_241253[0]:"
+          "f32[4,2], opset1::Parameter Parameter_241251[0]:f32[4,6]) -> (f32[4,6]) CALLBACK HAS THROWN: Exception "
+          "from src/common/transformations/src/transformations/utils/utils.cpp:294:\nUnsupported activation function")
+DYNAMIC = STATIC.replace("f32[4,2]", "f32[?,?]").replace("f32[4,6]", "f32[?,?]").replace("241", "248")
+
+
+def test_crash_messages_of_static_and_dynamic_variants_are_one_bug() -> None:
+    assert normalize(STATIC) == normalize(DYNAMIC) == "Unsupported activation function"
+    a = Finding(CRASH, "exception", "openvino", "f32", "compile", STATIC, "RuntimeError")
+    b = Finding(CRASH, "exception", "openvino", "f32-dynamic", "compile", DYNAMIC, "RuntimeError")
+    assert signature(a) == signature(b)
+    other = Finding(CRASH, "exception", "openvino", "f32", "compile", STATIC.replace("activation", "rank"),
+                    "RuntimeError")
+    assert signature(other) != signature(a)
+
+
+def test_dimension_lists_are_normalized_with_unknown_dims() -> None:
+    assert normalize("shapes [2,3] and {?,4} and (1, ?, 5) differ") == "shapes [DIMS] and [DIMS] and [DIMS] differ"
+
+
+@pytest.mark.parametrize("backend, phase, message", [
+    ("openvino", "compile", "Unexpected: CPU plug-in doesn't support Broadcast operation with dynamic rank. Op"),
+    ("openvino", "compile", "CALLBACK HAS THROWN: Exception from utils.cpp:294:\nUnsupported activation function"),
+    ("tvm", "import", "TopK sorted must be 1 for Relax frontend"),
+    ("tvm", "import", "Dynamic pads are not supported yet."),
+])
+def test_documented_declines_are_not_bugs(backend: str, phase: str, message: str) -> None:
+    assert is_unsupported(backend, phase, "ValueError" if backend == "tvm" else "RuntimeError", message)
+
+
+def test_a_real_failure_is_not_a_decline() -> None:
+    assert not is_unsupported("tvm", "import", "IndexError", "Index 1 out of bounds 1")
+    assert not is_unsupported("tvm", "import", "ValueError", "Cannot broadcast 3 and 4")
+
+
+def _ok(*values: float) -> Outcome:
+    return Outcome(OK, "run", [np.array(values, np.float32)])
+
+
+def test_compiled_variants_are_judged_against_the_uncompiled_one() -> None:
+    base = [np.array([1.0, 2.0], np.float32)]
+    outcomes = {"inductor": {"eager": _ok(1, 5), "inductor": _ok(1, 5), "inductor-dynamic": _ok(9, 9)}}
+    v = judge(outcomes, base, uncompiled={("inductor", "eager")}, baseline_name="reference/default")
+    got = sorted((f.oracle, f.variant, f.category) for f in v.findings)
+    # eager against the baseline is the exporter's; compiled code is judged against eager only
+    assert got == [(DIFFERENTIAL, "eager", EXPORTER), (METAMORPHIC, "inductor-dynamic", COMPILER)]
+    diff = next(f for f in v.findings if f.oracle == DIFFERENTIAL)
+    assert diff.other == "reference/default"
+
+
+def test_two_compilers_agreeing_against_the_baseline_make_a_baseline_issue() -> None:
+    base = [np.array([1.0, 2.0], np.float32)]
+    outcomes = {"ort": {"basic": _ok(3, 3), "all": _ok(3, 3)}, "openvino": {"f32": _ok(3, 3)},
+                "tvm": {"O3": _ok(1, 2)}}
+    v = judge(outcomes, base, baseline_name="reference/default")
+    assert {f.category for f in v.findings} == {BASELINE}
+    assert {f.backend for f in v.findings} == {"ort", "openvino"}
+    for f in v.findings:  # the first diverging operator located in each
+        f.details["first_diverging"] = {"op": "Concat", "kind": "value", "dtype": "float32"}
+    # one baseline issue, whichever backends saw it
+    assert len({signature(f) for f in v.findings}) == 1
+
+
+def test_one_divergence_under_two_oracles_and_two_int_dtypes_is_one_bug() -> None:
+    where = {"op": "Cast", "kind": "value", "dtype": "int32"}
+    diff = Finding(DIFFERENTIAL, "value", "tvm", "O3-native", "run", "1/4 differ", other="reference/default",
+                   details={"first_diverging": where})
+    meta = Finding(METAMORPHIC, "value", "tvm", "O3-native", "run", "1/4 differ", other="O0-generic",
+                   details={"first_diverging": where | {"dtype": "uint32"}})
+    assert signature(diff) == signature(meta)
+    elsewhere = Finding(DIFFERENTIAL, "value", "tvm", "O3-native", "run", "", other="reference/default",
+                        details={"first_diverging": where | {"op": "Floor"}})
+    assert signature(elsewhere) != signature(diff)
+
+
+def test_openvino_dropping_an_input_is_a_finding_of_its_own() -> None:
+    """OpenVINO's ONNX frontend drops an LSTM's peephole input P (ONNX: "P: The weight tensor for
+    peepholes"): the outputs cannot depend on it, so feeding by position would shift every input."""
+    pytest.importorskip("openvino", reason="openvino is not installed")
+    import openvino as ov
+
+    from dlcfuzz.backends.openvino import DroppedInput, parameter_names
+
+    seq, batch, size, hidden = 2, 1, 3, 2
+    f = TensorProto.FLOAT
+    inputs = [helper.make_tensor_value_info("X", f, [seq, batch, size]),
+              helper.make_tensor_value_info("W", f, [1, 4 * hidden, size]),
+              helper.make_tensor_value_info("R", f, [1, 4 * hidden, hidden]),
+              helper.make_tensor_value_info("B", f, [1, 8 * hidden]),
+              helper.make_tensor_value_info("P", f, [1, 3 * hidden])]
+    node = helper.make_node("LSTM", ["X", "W", "R", "B", "", "", "", "P"], ["Y"], hidden_size=hidden)
+    graph = helper.make_graph([node], "g", inputs, [helper.make_tensor_value_info("Y", f, [seq, 1, batch, hidden])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    checker.check_model(model)
+    ov_model = ov.Core().read_model(model.SerializeToString())
+    with pytest.raises(DroppedInput, match="dropped P"):
+        parameter_names(ov_model, ["X", "W", "R", "B", "P"])
+    # without the peephole every input is found by its name, whatever the order of the names given
+    assert parameter_names(ov_model, ["B", "X", "W", "R"]) == ["X", "W", "R", "B"]
+
+
+def test_a_wrong_operator_is_one_bug_named_after_it_whatever_follows(tmp_path: Path) -> None:
+    """A backend that computes Sigmoid wrong: every graph with a Sigmoid anywhere diverges at the
+    graph outputs of whatever follows it (Tanh, Add, Abs ...), and all of it is one bug, signed and
+    titled by Sigmoid; its reduction keeps the Sigmoid and drops what follows."""
+    ops = [REGISTRY[o] for o in ("Sigmoid", "Tanh", "Add", "Mul", "Abs", "Neg")]
+    out = tmp_path / "c"
+    cfg = CampaignConfig(out, ["tests.fake_backends:WrongSigmoid"], ops, budget_seconds=240, max_tests=16,
+                         ops=(3, 5), reduce_seconds=30)
+    Campaign(cfg).run()
+    db = sqlite3.connect(out / "campaign.sqlite")
+    bugs = db.execute("SELECT title, dir FROM bugs WHERE kind = 'value'").fetchall()
+    downstream = db.execute("SELECT COUNT(*) FROM tests WHERE ops LIKE '%Sigmoid%' AND n_ops > 1").fetchone()[0]
+    db.close()
+    assert downstream >= 3  # enough graphs with Sigmoid among other operators to have split the bug before
+    assert len(bugs) == 1, bugs
+    title, folder = bugs[0]
+    assert "first at Sigmoid" in title, title
+    reduction = json.loads((out / folder / "reduction.json").read_text())
+    assert reduction["nodes_after"][-1] == "Sigmoid", reduction
+    assert reduction["first_diverging"]["op"] == "Sigmoid"
