@@ -1,0 +1,139 @@
+"""How many of a campaign's listed bugs the other compilers back up: re-runs every listed bug's case
+(the reduced one where the campaign reduced it) on every installed compiler and on the baseline.
+
+    python benchmarks/precision.py CAMPAIGN [--backends tvm,openvino,ort,inductor] [--category compiler]
+
+Per backend it prints:
+- listed: the bugs listed in the category;
+- contradicted: at least one *other* compiler ran the case and contradicts the accused one (a value
+  bug: its outputs match the baseline; a crash: it runs the model) — evidence the bug is real;
+- against baseline: at least one other compiler agrees with the accused one's outputs against the
+  baseline (the baseline is the likelier culprit: such a bug should not be listed);
+- unconfirmed: no other compiler could run the case (a single-compiler claim, resting on the baseline);
+- duplicate clusters: bugs that share their first diverging operator and kind (value bugs), or their
+  normalized message (crashes), with more than one member.
+A listed bug whose own backend no longer shows it is counted as "gone" (flaky, or fixed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sqlite3
+import tempfile
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import numpy as np
+
+from dlcfuzz.backends import DEFAULT, load_backend
+from dlcfuzz.backends.base import OK, Outcome, Test
+from dlcfuzz.backends.reference import ReferenceBackend
+from dlcfuzz.ir import Graph
+from dlcfuzz.oracle.compare import compare
+from dlcfuzz.run.dedup import normalize
+from dlcfuzz.run.worker import PhaseLimits, WorkerPool
+
+BASELINES = (("reference", "default"), ("ort", "disable_all"))
+
+
+def case_of(bundle: Path) -> tuple[Test, Graph | None]:
+    """The bug's case: reduced/ where the campaign reduced it, else the original."""
+    folder = bundle / "reduced" if (bundle / "reduced" / "model.onnx").is_file() else bundle
+    graph_json = (folder / "graph.json").read_text() if (folder / "graph.json").is_file() else ""
+    with np.load(folder / "inputs.npz") as z:
+        inputs = {k: z[k] for k in z.files}
+    graph = Graph.from_json(graph_json) if graph_json else None
+    return Test((folder / "model.onnx").read_bytes(), graph_json, inputs), graph
+
+
+def first_ok(outcomes: dict[str, Outcome]) -> Outcome | None:
+    return next((o for o in outcomes.values() if o.status == OK), None)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("campaign")
+    p.add_argument("--backends", default=",".join(DEFAULT))
+    p.add_argument("--category", default="compiler", help="which list to check (compiler, baseline, exporter)")
+    a = p.parse_args()
+    folder = Path(a.campaign)
+    db = sqlite3.connect(folder / "campaign.sqlite")
+    db.row_factory = sqlite3.Row
+    columns = {r[1] for r in db.execute("PRAGMA table_info(bugs)")}
+    where = "WHERE category = ?" if "category" in columns else "WHERE ? = ?"
+    args = (a.category,) if "category" in columns else (1, 1)
+    bugs = list(db.execute(f"SELECT * FROM bugs {where} ORDER BY first_seen", args))
+    installed = [b for b in a.backends.split(",") if load_backend(b).available()[0]]
+    stats: dict[str, Counter] = defaultdict(Counter)
+    clusters: dict[tuple[str, str], list[str]] = defaultdict(list)
+    with tempfile.TemporaryDirectory() as logs:
+        pool = WorkerPool(PhaseLimits(compile=60, run=20), log_dir=Path(logs))
+        try:
+            variants = {b: [n for n, _ in pool.describe(b)[1]] for b in installed}
+            for bug in bugs:
+                bundle = folder / bug["dir"]
+                info = json.loads((bundle / "finding.json").read_text())
+                test, graph = case_of(bundle)
+                ops = {n.op for n in graph.nodes} if graph is not None else set()
+                accused = bug["backend"]
+                s = stats[accused]
+                s["listed"] += 1
+                first = (info.get("details") or {}).get("first_diverging") or {}
+                key = (f"{first.get('op', '?')}/{first.get('kind', bug['kind'])}" if bug["oracle"] != "crash"
+                       else normalize(info.get("message", ""), lines=1))
+                clusters[(accused, key)].append(bug["signature"])
+                baseline = None
+                for name, variant in BASELINES:
+                    if name == "reference" and graph is not None and not ReferenceBackend().supports(ops, graph):
+                        continue
+                    o = pool.run(name, test, [variant])[variant]
+                    if o.status == OK:
+                        baseline = o.outputs
+                        break
+                runs = {b: pool.run(b, test, variants[b]) for b in installed if b in variants}
+                mine = runs.get(accused, {}).get(bug["variant"])
+                if bug["oracle"] == "crash":
+                    if mine is not None and mine.status == OK:
+                        s["gone"] += 1
+                    others = [first_ok(runs[b]) for b in runs if b != accused]
+                    if any(o is not None for o in others):
+                        s["contradicted"] += 1
+                    else:
+                        s["unconfirmed"] += 1
+                    continue
+                if mine is None or mine.status != OK or baseline is None:
+                    s["gone"] += 1
+                    continue
+                if compare(baseline, mine.outputs or []) is None and bug["oracle"] == "differential":
+                    s["gone"] += 1
+                others = [first_ok(runs[b]) for b in runs if b != accused]
+                others = [o for o in others if o is not None]
+                if not others:
+                    s["unconfirmed"] += 1
+                elif any(compare(mine.outputs or [], o.outputs or []) is None
+                         and compare(baseline, o.outputs or []) is not None for o in others):
+                    s["against baseline"] += 1
+                elif any(compare(baseline, o.outputs or []) is None for o in others):
+                    s["contradicted"] += 1
+                else:
+                    s["unconfirmed"] += 1
+        finally:
+            pool.close()
+    for (backend, _key), members in clusters.items():
+        if len(members) > 1:
+            stats[backend]["duplicate clusters"] += 1
+            stats[backend]["in duplicate clusters"] += len(members)
+    cols = ("listed", "contradicted", "against baseline", "unconfirmed", "gone", "duplicate clusters",
+            "in duplicate clusters")
+    print(f"{a.category} bugs of {folder}, re-run on {', '.join(installed)}")
+    print(f"{'backend':<12}" + "".join(f"{c:>22}" for c in cols))
+    total: Counter = Counter()
+    for backend in sorted(stats):
+        total.update(stats[backend])
+        print(f"{backend:<12}" + "".join(f"{stats[backend][c]:>22}" for c in cols))
+    print(f"{'all':<12}" + "".join(f"{total[c]:>22}" for c in cols))
+
+
+if __name__ == "__main__":
+    main()
