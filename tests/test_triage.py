@@ -144,3 +144,27 @@ def test_a_wrong_operator_is_one_bug_named_after_it_whatever_follows(tmp_path: P
     reduction = json.loads((out / folder / "reduction.json").read_text())
     assert reduction["nodes_after"][-1] == "Sigmoid", reduction
     assert reduction["first_diverging"]["op"] == "Sigmoid"
+
+
+def test_integers_rounded_from_floats_may_move_by_one_unit() -> None:
+    from dlcfuzz.ir import Graph, Node, TensorType, Value
+    from dlcfuzz.oracle.compare import compare
+    from dlcfuzz.run.localize import rounded_outputs
+
+    g = Graph(opset=17)
+    g.add_value(Value("x", TensorType((3,), "float32"), "input"))
+    g.add_value(Value("i", TensorType((3,), "int32"), "input"))
+    g.add_value(Value("n", TensorType((), "int64"), "input"))
+    g.add_value(Value("c", TensorType((3,), "int32"), "node"))
+    g.add_value(Value("s", TensorType((3,), "int32"), "node"))
+    g.add_value(Value("w", TensorType((4,), "int32"), "node"))
+    g.add_node(Node("Cast", ["x"], ["c"], {"to": 6}))
+    g.add_node(Node("Neg", ["i"], ["s"]))
+    g.add_node(Node("HannWindow", ["n"], ["w"], {"output_datatype": 6}))
+    g.outputs = ["c", "s", "w"]
+    # a Cast of a float and a window function round floats; Neg of an int input is exact
+    assert rounded_outputs(g) == [0, 2]
+    e = [np.array([1, 2, 3], np.int32)]
+    assert compare(e, [np.array([2, 2, 3], np.int32)], rounded=[0]) is None
+    assert compare(e, [np.array([3, 2, 3], np.int32)], rounded=[0]) is not None
+    assert compare(e, [np.array([2, 2, 3], np.int32)]) is not None

@@ -11,6 +11,9 @@ import numpy as np
 
 from dlcfuzz.ir.dtypes import DTYPES, np_dtype
 
+# operators whose integer outputs are float results cast to the output type
+COMPUTES_IN_FLOAT = frozenset({"BlackmanWindow", "HannWindow", "HammingWindow"})
+
 
 class GraphError(ValueError):
     """A graph breaks a structural rule (dangling input, cycle, type mismatch...)."""
@@ -100,6 +103,18 @@ class Graph:
                 if name:
                     users.setdefault(name, []).append(i)
         return users
+
+    def rounded_from_floats(self) -> set[str]:
+        """Integer values computed from float math (a float value upstream, or an operator that
+        computes in float: ONNX's window functions compute the window, then cast it to
+        ``output_datatype``): one ulp of float difference upstream can move them by one unit."""
+        floaty = {n for n, v in self.values.items() if v.type.dtype.startswith("float")}
+        out: set[str] = set()
+        for n in self.toposort():
+            if n.op in COMPUTES_IN_FLOAT or any(x in floaty or x in out for x in n.inputs if x):
+                out.update(o for o in n.outputs if o in self.values and not self.values[o].type.dtype.startswith(
+                    ("float", "bool")))
+        return out
 
     def set_leaf_outputs(self) -> None:
         """Make every node output that no node reads a graph output (Isra's convention)."""

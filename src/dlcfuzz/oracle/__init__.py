@@ -96,12 +96,13 @@ def _failed(backend: str, variant: str, o: Outcome, findings: list[Finding],
 def judge(outcomes: dict[str, dict[str, Outcome]], baseline: list[np.ndarray] | None,
           tolerances: dict[str, tuple[float, float]] | None = None,
           reduced: Collection[tuple[str, str]] = (), uncompiled: Collection[tuple[str, str]] = (),
-          baseline_name: str = "baseline") -> Verdict:
+          baseline_name: str = "baseline", rounded: Collection[int] = ()) -> Verdict:
     """Findings for one test.  ``outcomes``: backend -> variant -> outcome (variants in order);
     ``reduced``: (backend, variant) pairs that compute in reduced precision on purpose;
     ``uncompiled``: (backend, variant) pairs that run the model without the compiler under test
     (their findings are the exporter's, and the backend's other variants are judged against them);
-    ``baseline_name``: what computed ``baseline`` (named in the findings)."""
+    ``baseline_name``: what computed ``baseline`` (named in the findings); ``rounded``: the integer
+    outputs computed from float math (``Graph.rounded_from_floats``), compared with one unit of slack."""
     loose = (tolerances or {}) | REDUCED_PRECISION
     findings: list[Finding] = []
     unsupported: list[tuple[str, str, str]] = []
@@ -122,7 +123,7 @@ def judge(outcomes: dict[str, dict[str, Outcome]], baseline: list[np.ndarray] | 
             outs = o.outputs or []
             tol = loose if (backend, variant) in reduced else tolerances
             if baseline is not None and (variant == anchor or not exporter_anchor):
-                m = compare(baseline, outs, tol)
+                m = compare(baseline, outs, tol, rounded)
                 if m is not None:
                     f = _mismatch(DIFFERENTIAL, backend, variant, baseline_name, m)
                     f.category = own
@@ -131,7 +132,7 @@ def judge(outcomes: dict[str, dict[str, Outcome]], baseline: list[np.ndarray] | 
                     all_disagree = False
             if variant != anchor:
                 pair_reduced = (backend, variant) in reduced or (backend, anchor) in reduced
-                m = compare(ran[anchor].outputs or [], outs, loose if pair_reduced else tolerances)
+                m = compare(ran[anchor].outputs or [], outs, loose if pair_reduced else tolerances, rounded)
                 if m is not None:
                     findings.append(_mismatch(METAMORPHIC, backend, variant, anchor, m))
         if anchor is not None and baseline is not None:
@@ -141,7 +142,7 @@ def judge(outcomes: dict[str, dict[str, Outcome]], baseline: list[np.ndarray] | 
         # them, two independent implementations outvote the baseline
         if not agree_with_baseline.get(f.backend, True):
             mine = outcomes[f.backend][f.variant].outputs or []
-            if any(o.status == OK and compare(mine, o.outputs or [], tolerances) is None
+            if any(o.status == OK and compare(mine, o.outputs or [], tolerances, rounded) is None
                    for b, vs in outcomes.items() if b != f.backend for o in vs.values()):
                 f.category = BASELINE
         findings.append(f)

@@ -9,11 +9,13 @@ reason to lose more.  NaNs compare equal to NaNs and infinities to infinities of
 the inputs are chosen to keep outputs finite, and a compiler that produces NaN where the
 reference does not is still caught.  A variant whose options set ``reduced_precision`` is
 compared with ``REDUCED_PRECISION`` (rtol 0.1, atol 0.05): bf16 keeps 8 significant bits.
+Integer outputs computed from float math (a Cast of a float, a window function with an integer
+``output_datatype``) may move by one unit: one ulp upstream flips a rounding.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 import numpy as np
@@ -41,9 +43,11 @@ class Mismatch:
 
 
 def _first_mismatch(expected: list[np.ndarray], actual: list[np.ndarray], float_kinds: str,
-                    floats: Callable[[int, np.ndarray, np.ndarray], Mismatch | None]) -> Mismatch | None:
+                    floats: Callable[[int, np.ndarray, np.ndarray], Mismatch | None],
+                    rounded: Collection[int] = ()) -> Mismatch | None:
     """The first output whose count, shape, dtype or values differ; ``floats`` judges the values of
-    non-empty outputs whose dtype kind is in ``float_kinds``, every other dtype must match exactly."""
+    non-empty outputs whose dtype kind is in ``float_kinds``, every other dtype must match exactly,
+    except the ``rounded`` outputs (integers computed from float math), which may move by one unit."""
     if len(expected) != len(actual):
         return Mismatch(-1, "shape", f"{len(actual)} outputs, expected {len(expected)}")
     for i, (e, a) in enumerate(zip(expected, actual, strict=True)):
@@ -58,6 +62,11 @@ def _first_mismatch(expected: list[np.ndarray], actual: list[np.ndarray], float_
             m = floats(i, e, a)
             if m is not None:
                 return m
+        elif i in rounded and e.dtype.kind in "iu":
+            bad = np.abs(e.astype(np.float64) - a.astype(np.float64)) > 1
+            if bad.any():
+                return Mismatch(i, "value", f"{int(bad.sum())}/{e.size} elements differ by more than one unit "
+                                "(integers computed from floats)", 1.0)
         elif not np.array_equal(e, a):
             bad = e != a
             return Mismatch(i, "value", f"{int(bad.sum())}/{e.size} elements differ (exact comparison)", 1.0)
@@ -65,8 +74,9 @@ def _first_mismatch(expected: list[np.ndarray], actual: list[np.ndarray], float_
 
 
 def compare(expected: list[np.ndarray], actual: list[np.ndarray],
-            tolerances: dict[str, tuple[float, float]] | None = None) -> Mismatch | None:
-    """The first output that differs beyond tolerance, or None."""
+            tolerances: dict[str, tuple[float, float]] | None = None, rounded: Collection[int] = ()) -> Mismatch | None:
+    """The first output that differs beyond tolerance, or None.  ``rounded``: indices of integer
+    outputs computed from float math, which one ulp upstream can move by one unit."""
     tol = TOLERANCES | (tolerances or {})
 
     def floats(i: int, e: np.ndarray, a: np.ndarray) -> Mismatch | None:
@@ -80,7 +90,7 @@ def compare(expected: list[np.ndarray], actual: list[np.ndarray],
         return Mismatch(i, "value", f"{int(bad.sum())}/{e.size} elements differ "
                         f"(max abs diff {worst:.4g}, rtol {rtol}, atol {atol})", worst)
 
-    return _first_mismatch(expected, actual, "f", floats)
+    return _first_mismatch(expected, actual, "f", floats, rounded)
 
 
 # OPERA's inconsistency oracle: the Chebyshev distance (max absolute difference) between the library's

@@ -38,7 +38,7 @@ from dlcfuzz.oracle.unsupported import is_unsupported
 from dlcfuzz.run.bundle import write_bundle
 from dlcfuzz.run.dedup import graph_signature, producer, title
 from dlcfuzz.run.known import KNOWN, NEW, KnownBugs, Reporting
-from dlcfuzz.run.localize import localize
+from dlcfuzz.run.localize import localize, rounded_outputs
 from dlcfuzz.run.reduce import Case, ReduceError, reduce_case, write_reduction
 from dlcfuzz.run.store import Store, TestRecord
 from dlcfuzz.run.worker import PhaseLimits, WorkerDied, WorkerPool
@@ -193,7 +193,7 @@ class Tester:
         baseline_name = "/".join(judge_by) if judge_by is not None else "none"
         finite = baseline is not None and all_finite(baseline)
         verdict = judge(outcomes, baseline if finite else None, cfg.tolerances, self.reduced, self.uncompiled,
-                        baseline_name)
+                        baseline_name, rounded_outputs(graph))
         verdict.unsupported += declined  # a baseline that cannot run the model is no compiler's bug
         localize(graph, test, verdict.findings, self.pool.run, judge_by, cfg.tolerances, self.reduced)
         verdict.findings += late
