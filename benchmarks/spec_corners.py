@@ -6,9 +6,9 @@ one element in all), which is as far as the Limits reach (no size-0 dims, no att
 
 Per corner and operator: graphs generated, graphs the ONNX checker (full) rejects (a spec bug),
 graphs ORT rejects although the checker accepts them (ORT's limit, or a model outside the operator
-text: read the text), graphs where ORT and the reference disagree or only the reference fails; each
-finding is listed with its node's attributes and input shapes.  ORT runs without graph
-optimizations, both in worker processes.
+text: read the text), graphs where ORT and the reference disagree or only the reference fails ("[refused]": a
+``backends/reference.py`` rule already takes ORT as the baseline there); each finding is listed
+with its node's attributes and input shapes.  ORT runs without graph optimizations, both in worker processes.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import numpy as np
 
 from dlcfuzz.backends.base import OK, Test
 from dlcfuzz.backends.ort import full_profile
+from dlcfuzz.backends.reference import ReferenceBackend
 from dlcfuzz.export.onnx import checker_error, to_onnx
 from dlcfuzz.gen.isra import IsraGenerator
 from dlcfuzz.oracle.compare import compare
@@ -74,8 +75,10 @@ def main() -> None:
                         break
                     tot["graphs"] += 1
                     model = to_onnx(g)
+                    trusted = "" if ReferenceBackend().supports({n.op for n in g.nodes}, g) else " [refused]"
                     attrs = {k: v for k, v in node.attrs.items() if not isinstance(v, np.ndarray)}
-                    where = f"{corner} {op}: {attrs} {[g.values[x].type.shape if x else None for x in node.inputs]}"
+                    shapes = [g.values[x].type.shape if x else None for x in node.inputs]
+                    where = f"{corner} {op}{trusted}: {attrs} {shapes}"
                     if (err := checker_error(model)) is not None:
                         tot["checker rejects"] += 1
                         findings.append(f"CHECKER {where}: {err[:150]}")

@@ -87,7 +87,11 @@ RULES: tuple[Rule, ...] = (
     Rule("RNN", "ignores sequence_lens and clip, raises on non-default activations (Elu ...): 12/18, all "
          "with one of them", _rnn_extras),
     Rule("GRU", "ignores sequence_lens, activations and clip (6/8, all with one of them)", _rnn_extras),
-    Rule("LSTM", "ignores sequence_lens, activations and clip (clip: 3/4 elements off)", _rnn_extras),
+    Rule("LSTM", "ignores sequence_lens, activations, clip (clip: 3/4 elements off) and input_forget (2/2 "
+         "size-1 corners of benchmarks/spec_corners.py)",
+         lambda n, g: _rnn_extras(n, g) or bool(n.attrs.get("input_forget"))),
+    Rule("QLinearMatMul", "wrong output shape when a or b is 1-D (keeps the dim numpy's matmul drops; 2/2 "
+         "size-1 corners)", lambda n, g: _x(n, g).rank == 1 or g.values[n.inputs[3]].type.rank == 1),
     Rule("LpNormalization", "p=1 sums x, not |x| (p=1 10/10 vs 0/10)", lambda n, g: n.attrs.get("p") == 1),
     Rule("ReduceSumSquare", "int32 sums into int64 (int32 6/6 vs 0/14)",
          lambda n, g: _x(n, g).dtype == "int32"),
