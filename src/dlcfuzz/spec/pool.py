@@ -35,14 +35,18 @@ def _kernel(c, j: int) -> Int:
     return Int(1, KMAX)
 
 
-def _dilation(c, j: int) -> Int:
+def _dilation(c, j: int, empty_windows: bool) -> Int:
     n, k = c.s[2 + j], c._k[j]
     if k == 1:
         return Int(1, DMAX)
     if is_same(c):  # ORT computes SAME pads from the undilated kernel (output != ceil(n/s))
         return Int(1, 1)
-    if mode(c) == "VALID":  # the dilated kernel fits the input
-        return Int(1, min(DMAX, (n - 1) // (k - 1)))
+    if mode(c) == "VALID" or not empty_windows:  # the dilated kernel fits the (unpadded) input
+        # not empty_windows: a dilated kernel longer than the input can step over it, and a window of
+        # padding only has no value (MaxPool: "the maximum number of elements exclude pad";
+        # AveragePool: "divided by the number of elements (exclude pad ...)"); undilated, every window
+        # with pads < kernel holds an input element, so only dilation is narrowed
+        return Int(1, max(1, min(DMAX, (n - 1) // (k - 1))))
     return Int(1, min(DMAX, (n + 2 * k - 3) // (k - 1)))  # ... or the input with pads < k on both sides
 
 
@@ -98,23 +102,44 @@ CHECKS = {
 }
 
 
-def window_pool(op: str, since: int, out, dilations: int = 1, ceil: int = 1, **extra) -> OpSpec:
+def _same_begin(c, j: int) -> int:
+    """The begin pad auto_pad SAME gives dimension j (the extra one at the end for SAME_UPPER)."""
+    n, s = c.s[2 + j], at(c, "strides", j, 1)
+    total = max(0, (-(-n // s) - 1) * s + eff(c, j) - n)
+    return total // 2 if mode(c) == "SAME_UPPER" else total - total // 2
+
+
+def windows_hold_input(c) -> bool:
+    """Every window has a tap inside the unpadded input (a tap every dilation from its start)."""
+    for j, out in enumerate(pool_dims(c)):
+        n, s, d, k = c.s[2 + j], at(c, "strides", j, 1), at(c, "dilations", j, 1), c._k[j]
+        pb = _same_begin(c, j) if is_same(c) else pad(c, j)[0]
+        for o in range(out):
+            start = o * s - pb
+            if not any(0 <= start + i * d < n for i in range(k)):
+                return False
+    return True
+
+
+def window_pool(op: str, since: int, out, dilations: int = 1, ceil: int = 1, empty_windows: bool = True,
+                **extra) -> OpSpec:
     """A pool with kernel_shape/strides/pads/auto_pad; ``dilations`` and ``ceil_mode`` exist from
-    the given opsets."""
+    the given opsets; ``empty_windows``: whether a window of padding only has a defined value."""
     attrs = {
         "auto_pad": Maybe(Choice(AUTO_PADS)),
         "strides": lambda c: Maybe(ints(nsp(c), 1, SMAX)),
         "_k": lambda c: Seq(nsp(c), lambda j, _: _kernel(c, j)),
         "kernel_shape": lambda c: fixed(c._k),
-        "dilations": lambda c: Maybe(Seq(nsp(c), lambda j, _: _dilation(c, j))) if c.cfg.opset >= dilations
-        else fixed(None),
+        "dilations": lambda c: Maybe(Seq(nsp(c), lambda j, _: _dilation(c, j, empty_windows)))
+        if c.cfg.opset >= dilations else fixed(None),
         "_pad": pad_flag,
         "pads": lambda c: pad_seq(c, [k - 1 for k in c._k], _lens, c.cfg.max_numel // (c.s[0] * c.s[1]))
         if c._pad else fixed(None),
         "ceil_mode": lambda c: _ceil_mode(c) if c.cfg.opset >= ceil else fixed(None),
         **extra,
     }
-    return OpSpec(op, "pool", [In("X", rank=(3, 5), room=2)], out, attrs=attrs, checks=dict(CHECKS), since=since)
+    checks = dict(CHECKS) if empty_windows else {**CHECKS, "every window holds an input element": windows_hold_input}
+    return OpSpec(op, "pool", [In("X", rank=(3, 5), room=2)], out, attrs=attrs, checks=checks, since=since)
 
 
 def _same_type(c) -> list[TensorType]:
@@ -132,9 +157,11 @@ def global_pool(op: str, **attrs) -> OpSpec:
 
 
 SPECS: list[OpSpec] = [
-    window_pool("MaxPool", 12, _max_out, dilations=10, ceil=10,
+    window_pool("MaxPool", 12, _max_out, dilations=10, ceil=10, empty_windows=False,
                 storage_order=Maybe(BOOL), _indices=BOOL),  # _indices: the optional int64 Indices output
-    window_pool("AveragePool", 11, _same_type, dilations=19, ceil=10, count_include_pad=Maybe(BOOL)),
+    # count_include_pad is drawn after the window, so every AveragePool keeps an input element per window
+    window_pool("AveragePool", 11, _same_type, dilations=19, ceil=10, empty_windows=False,
+                count_include_pad=Maybe(BOOL)),
     window_pool("LpPool", 11, _same_type, dilations=18, ceil=18, p=Maybe(Int(1, 4))),
     global_pool("GlobalAveragePool"),
     global_pool("GlobalMaxPool"),

@@ -69,12 +69,25 @@ def _q_axis(c):
     return Maybe(axis_dom(c.r)) if c.r >= 1 else _fixed(None)
 
 
+def _unit_ok(c) -> bool:
+    """Whether a 1-element vector scale is valid: ONNX reads any 1-D scale as per axis ("a scalar for
+    per-tensor / per layer quantization, or a 1-D tensor for per-axis quantization"), and per axis
+    the axis must lie in "[-r, r-1] where r = rank(input)" (none does at rank 0; the default axis 1
+    needs rank >= 2) and "the scale must be a 1-D tensor, with the length of the quantization axis"
+    (opset 21): so only along an axis of length 1."""
+    ax = 1 if c.axis is None else c.axis
+    return -c.r <= ax < c.r and c.s[ax % c.r] == 1
+
+
 def _param_checks(k: int) -> dict:
     return {
         "scale and zero point have one shape": lambda c: c.ins[k + 1] is None or c.ins[k].shape == c.ins[k + 1].shape,
         "per axis: scale has the axis's length": lambda c: not c._per_axis or c.ins[k].shape == _param_shape(c),
         "per tensor: scale has one element": lambda c: c._per_axis or c.ins[k].numel == 1,
         "axis in [-r, r-1]": lambda c: c.axis is None or -c.r <= c.axis < c.r,
+        "a 1-D scale (also of one element) is per axis: a valid axis of that length": lambda c: len(c.ins[k].shape) != 1
+        or (-c.r <= (1 if c.axis is None else c.axis) < c.r
+            and c.ins[k].shape[0] == c.s[(1 if c.axis is None else c.axis) % c.r]),
     }
 
 
@@ -112,7 +125,7 @@ QUANTIZE = OpSpec(
     attrs={
         "_per_axis": lambda c: BOOL if c.r >= 1 else _fixed(0),
         "axis": _q_axis,
-        "_unit": BOOL,
+        "_unit": lambda c: BOOL if not c._per_axis and _unit_ok(c) else _fixed(0),  # per tensor: () or (1,)
         "_zt": lambda c: Maybe(Choice(_q_types(c)), 0.2),  # the zero point's type; None: omitted (uint8)
         "output_dtype": _output_dtype,
     },
@@ -135,7 +148,7 @@ DEQUANTIZE = OpSpec(
     attrs={
         "_per_axis": lambda c: BOOL if c.r >= 1 else _fixed(0),
         "axis": _q_axis,
-        "_unit": BOOL,
+        "_unit": lambda c: BOOL if not c._per_axis and _unit_ok(c) else _fixed(0),  # per tensor: () or (1,)
         # ORT (opset 21): QDQ propagation after an int8 DequantizeLinear with a zero point inserts a
         # QuantizeLinear whose output_dtype contradicts its zero point: the session fails
         "_zp": lambda c: _fixed(0) if ort(c) and c.cfg.opset >= 21 and c.x.dtype == "int8" else BOOL,

@@ -1,0 +1,96 @@
+"""The reference evaluator is refused as a baseline exactly where it is wrong: tiny models run on the
+real reference and the real ONNX Runtime (the expected values), with and without the feature a rule
+names; ``ReferenceBackend.supports`` must refuse the first and accept the second."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnxruntime as ort
+from onnx.reference import ReferenceEvaluator
+
+from dlcfuzz.backends.reference import ReferenceBackend
+from dlcfuzz.export.onnx import to_bytes
+from dlcfuzz.ir import CONST_KIND, INPUT_KIND, NODE_KIND, Graph, Node, TensorType, Value
+from dlcfuzz.oracle.compare import compare
+
+
+def _graph(op: str, inputs: list[tuple[str, tuple, str, np.ndarray | None]], outs: list[tuple[str, tuple, str]],
+           opset: int = 17, **attrs) -> Graph:
+    """One node; an input with data is a constant, else a runtime input ("" leaves an optional one out)."""
+    g = Graph(opset=opset)
+    for name, shape, dtype, data in inputs:
+        if name:
+            g.add_value(Value(name, TensorType(shape, dtype), INPUT_KIND if data is None else CONST_KIND, data))
+    for name, shape, dtype in outs:
+        g.add_value(Value(name, TensorType(shape, dtype), NODE_KIND))
+    g.add_node(Node(op, [i[0] for i in inputs], [o[0] for o in outs], attrs))
+    g.outputs = [o[0] for o in outs]
+    return g
+
+
+def _both(g: Graph, feeds: dict[str, np.ndarray]) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    model = to_bytes(g)
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    expected = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"]).run(None, feeds)
+    return expected, [np.asarray(o) for o in ReferenceEvaluator(model).run(None, feeds)]
+
+
+def _trusted(g: Graph) -> bool:
+    return ReferenceBackend().supports({n.op for n in g.nodes}, g)
+
+
+def _rnn(seq_lens: np.ndarray | None) -> Graph:
+    rng = np.random.default_rng(0)
+    w = rng.uniform(-1, 1, (1, 2, 2)).astype(np.float32)
+    r = rng.uniform(-1, 1, (1, 2, 2)).astype(np.float32)
+    inputs = [("X", (3, 2, 2), "float32", None), ("W", (1, 2, 2), "float32", w), ("R", (1, 2, 2), "float32", r)]
+    if seq_lens is not None:
+        inputs += [("", (), "float32", None), ("seq", (2,), "int32", seq_lens)]
+    return _graph("RNN", inputs, [("Y", (3, 1, 2, 2), "float32")], hidden_size=2)
+
+
+def test_rnn_sequence_lens_is_refused_and_plain_rnn_trusted():
+    x = {"X": np.random.default_rng(1).uniform(-1, 1, (3, 2, 2)).astype(np.float32)}
+    with_lens = _rnn(np.array([1, 3], dtype=np.int32))  # batch 0 stops after one step: Y is 0 past it
+    expected, ref = _both(with_lens, x)
+    assert compare(expected, ref) is not None  # the reference runs every step of every batch
+    assert not _trusted(with_lens)
+    plain = _rnn(None)
+    expected, ref = _both(plain, x)
+    assert compare(expected, ref) is None
+    assert _trusted(plain)
+
+
+def _lpnorm(p: int) -> Graph:
+    return _graph("LpNormalization", [("x", (2, 3), "float32", None)], [("y", (2, 3), "float32")], axis=1, p=p)
+
+
+def test_lpnormalization_p1_is_refused_and_p2_trusted():
+    x = {"x": np.array([[1.0, -2.0, 3.0], [-1.0, -1.0, 2.0]], dtype=np.float32)}
+    expected, ref = _both(_lpnorm(1), x)
+    np.testing.assert_allclose(expected[0][0], [1 / 6, -2 / 6, 3 / 6], rtol=1e-6)  # x / sum |x| (ONNX's L1)
+    assert compare(expected, ref) is not None
+    assert not _trusted(_lpnorm(1))
+    expected, ref = _both(_lpnorm(2), x)
+    assert compare(expected, ref) is None
+    assert _trusted(_lpnorm(2))
+
+
+def _reduce_sum_square(dtype: str) -> Graph:
+    return _graph("ReduceSumSquare", [("x", (2, 2), dtype, None)], [("y", (1, 1), dtype)])
+
+
+def test_reduce_sum_square_int32_is_refused_and_int64_trusted():
+    for dtype, wrong in (("int32", True), ("int64", False)):
+        g = _reduce_sum_square(dtype)
+        expected, ref = _both(g, {"x": np.array([[1, 2], [3, 4]], dtype=dtype)})
+        assert expected[0].dtype == np.dtype(dtype) and int(expected[0].item()) == 30
+        assert (compare(expected, ref) is not None) == wrong  # the reference sums int32 into int64
+        assert _trusted(g) != wrong
+
+
+def test_without_the_graph_an_operator_with_any_rule_is_refused():
+    b = ReferenceBackend()
+    assert not b.supports({"LpNormalization", "Add"}) and not b.supports({"GlobalLpPool"})
+    assert b.supports({"Add", "Relu"})
