@@ -8,7 +8,10 @@
   without optimizations when the reference itself failed).  When every variant of the backend
   and at least one other backend agree with each other against the baseline, the finding is
   marked ``reference_suspect``: the reference is the likelier culprit;
-- metamorphic: a variant's outputs differ from the backend's first successful variant.
+- metamorphic: a variant's outputs differ from the backend's first successful variant, or from
+  the variant its options name in ``compare_with`` (e.g. cuda-inductor with cuda-eager: Inductor's
+  GPU code alone; cuda-eager with eager: the cross-device oracle).  When that variant ran and
+  failed, there is nothing to compare with; when it did not run, the first successful one serves.
 
 ``judge_migrated`` judges a single-operator test migrated from a library's tests (OPERA §III-C):
 a crash that is not "unsupported", or outputs whose Chebyshev distance to the library's own
@@ -21,8 +24,9 @@ blow-up, or accepting it with garbage outputs is a finding of the ``disruptive``
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -72,11 +76,21 @@ def _failed(backend: str, variant: str, o: Outcome, findings: list[Finding],
         findings.append(_crash(backend, variant, o))
 
 
+def compare_targets(variants: dict[str, dict[str, Any]]) -> dict[tuple[str, str], str]:
+    """(backend, variant) -> the variant it is compared with, for the variants whose options name
+    one (``compare_with``); ``variants``: backend -> name -> Variant."""
+    return {(b, n): v.options["compare_with"] for b, vs in variants.items() for n, v in vs.items()
+            if v.options.get("compare_with")}
+
+
 def judge(outcomes: dict[str, dict[str, Outcome]], baseline: list[np.ndarray] | None,
           tolerances: dict[str, tuple[float, float]] | None = None,
-          reduced: Collection[tuple[str, str]] = ()) -> Verdict:
+          reduced: Collection[tuple[str, str]] = (),
+          compare_with: Mapping[tuple[str, str], str] | None = None) -> Verdict:
     """Findings for one test.  ``outcomes``: backend -> variant -> outcome (variants in order);
-    ``reduced``: (backend, variant) pairs that compute in reduced precision on purpose."""
+    ``reduced``: (backend, variant) pairs that compute in reduced precision on purpose;
+    ``compare_with``: (backend, variant) -> the variant it is compared with (``compare_targets``)."""
+    compare_with = compare_with or {}
     loose = (tolerances or {}) | REDUCED_PRECISION
     findings: list[Finding] = []
     unsupported: list[tuple[str, str, str]] = []
@@ -98,13 +112,18 @@ def judge(outcomes: dict[str, dict[str, Outcome]], baseline: list[np.ndarray] | 
                     diff_findings.append(_mismatch(DIFFERENTIAL, backend, variant, "baseline", m))
                 else:
                     all_disagree = False
+            other = compare_with.get((backend, variant))
+            if other in variants and other != variant:  # the variant it is paired with ran
+                mate = (other, variants[other]) if variants[other].status == OK else None
+            else:
+                mate = first_ok
             if first_ok is None:
                 first_ok = (variant, o)
-            else:
-                pair_reduced = (backend, variant) in reduced or (backend, first_ok[0]) in reduced
-                m = compare(first_ok[1].outputs or [], outs, loose if pair_reduced else tolerances)
+            if mate is not None and mate[0] != variant:
+                pair_reduced = (backend, variant) in reduced or (backend, mate[0]) in reduced
+                m = compare(mate[1].outputs or [], outs, loose if pair_reduced else tolerances)
                 if m is not None:
-                    findings.append(_mismatch(METAMORPHIC, backend, variant, first_ok[0], m))
+                    findings.append(_mismatch(METAMORPHIC, backend, variant, mate[0], m))
         if first_ok is not None and baseline is not None:
             agree_with_baseline[backend] = not all_disagree
     for f in diff_findings:
@@ -193,6 +212,7 @@ __all__ = [
     "Verdict",
     "all_finite",
     "compare",
+    "compare_targets",
     "judge",
     "judge_invalid",
     "judge_migrated",
