@@ -61,7 +61,7 @@ def cuda_gpus() -> tuple[list[str], str]:
 
 
 def found() -> dict[str, str]:
-    """device -> what was found ("" for the CPU), or why it is missing, for the CLI's first lines."""
+    """device -> what was found ("" for the CPU), or "none: why" where it is missing."""
     gpus, why = cuda_gpus()
     return {"cpu": "", "cuda": ", ".join(gpus) if gpus else f"none: {why}"}
 
