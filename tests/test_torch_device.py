@@ -102,8 +102,8 @@ def test_compile_module_moves_weights_and_turns_tf32_off() -> None:
     from dlcfuzz.export.torch import build_namespace, to_torch_source
     from tests.helpers import generated_case
 
-    g, _, _ = next(c for c in map(lambda s: generated_case(s, ["Conv", "Add"], init_rate=1.0), range(30))
-                   if c[0].initializers)
+    g, _, _ = next(c for c in map(lambda s: generated_case(s, ["Conv", "Add"], init_rate=1.0, dtypes=("float32",)),
+                                  range(30)) if c[0].initializers)
     ns = build_namespace(to_torch_source(g))
     torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
     module = ns["compile_module"](ns["Model"](), {"device": "meta"})
@@ -122,3 +122,23 @@ def test_migrated_calls_run_on_the_inputs_device() -> None:
     for data, arrays in calls:
         module, names = build_module(decode_call(data))
         assert not device_leaks(module, [arrays[n] for n in names])
+
+
+def test_a_variant_on_another_device_leaves_the_shared_import_on_the_cpu() -> None:
+    """InductorBackend.compile moves a copy of the module for a non-CPU variant (here ``meta``, standing in
+    for cuda): the CPU variants compiled from the same import afterwards still run on the CPU."""
+    from dlcfuzz.backends.base import Test, Variant
+    from dlcfuzz.backends.inductor import InductorBackend
+    from dlcfuzz.export.onnx import to_bytes
+    from tests.helpers import generated_case
+
+    g, _, feeds = next(c for c in map(lambda s: generated_case(s, ["Conv", "Add"], init_rate=1.0,
+                                                              dtypes=("float32",)), range(30)) if c[0].initializers)
+    b = InductorBackend()
+    imported = b.load(Test(to_bytes(g), g.to_json(), feeds))
+    before = b.run(b.compile(imported, Variant("eager")), feeds)
+    on_meta = b.compile(imported, Variant("meta-eager", {"device": "meta"}))
+    assert {t.device.type for t in on_meta.fn.buffers()} == {"meta"} and on_meta.device == "meta"
+    assert {t.device.type for t in imported.module.buffers()} == {"cpu"}
+    for x, y in zip(before, b.run(b.compile(imported, Variant("eager")), feeds), strict=True):
+        np.testing.assert_array_equal(x, y)
