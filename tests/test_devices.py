@@ -60,6 +60,12 @@ def test_tvm_cuda_variant_runs_on_cuda(monkeypatch) -> None:
     cuda = m.TvmBackend().variants()[-1]
     assert cuda.name == "default-cuda" and device_of(cuda.options) == "cuda"
     assert all(device_of(v.options) == "cpu" for v in m.TvmBackend().variants()[:-1])
+    import dlcfuzz.backends.tvm_relax as r
+
+    monkeypatch.setattr(r, "has_cuda", lambda: True)
+    relax = r.TvmRelaxBackend().variants()
+    assert relax[-1].name == "original-cuda" and device_of(relax[-1].options) == "cuda"
+    assert all(device_of(v.options) == "cpu" for v in relax[:-1])
 
 
 @pytest.mark.skipif(not NO_GPU, reason="this machine has a GPU: the reasons for skipping do not apply")
