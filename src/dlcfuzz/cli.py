@@ -209,6 +209,43 @@ def _backends(text: str | None) -> list[str]:
     return chosen
 
 
+def _devices(text: str | None) -> tuple[tuple[str, ...], list[str]]:
+    """(the devices asked for (all by default) that exist here, lines saying which asked-for ones are
+    skipped and why); none left is bad input."""
+    from dlcfuzz.backends.devices import DEVICES, describe, parse_devices
+
+    try:
+        asked = parse_devices(text) if text is not None else DEVICES
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    _, skipped = describe(asked)
+    usable = tuple(d for d in asked if not any(line.startswith(f"{d}:") for line in skipped))
+    if not usable:
+        raise UsageError(f"--devices {text}: nothing to run, {'; '.join(skipped)}")
+    return usable, skipped if text is not None else []
+
+
+def _found_devices() -> str:
+    """"devices found: cpu, cuda (NVIDIA H100)" or "devices found: cpu (cuda: none: no CUDA driver ...)"."""
+    from dlcfuzz.backends.devices import found
+
+    here = found()
+    cuda = here["cuda"]
+    return "devices found: cpu" + (f" (cuda: {cuda})" if cuda.startswith("none") else f", cuda ({cuda})")
+
+
+def _variant_devices(variants: dict, live: list[str]) -> str:
+    """"variants by device: cpu: ort 4, tvm 4; cuda: tvm 1" for the backends under test."""
+    from dlcfuzz.backends.devices import DEVICES, device_of
+
+    parts = []
+    for d in DEVICES:
+        counts = [f"{b} {n}" for b in live if (n := sum(device_of(v.options) == d for v in variants[b].values()))]
+        if counts:
+            parts.append(f"{d}: {', '.join(counts)}")
+    return "variants by device: " + "; ".join(parts)
+
+
 def _executor_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--executor", choices=("local", "ray"), default="local",
                    help="local: worker processes on this machine; ray: one Ray actor per job on a Ray cluster, "
@@ -239,12 +276,14 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     if args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
     _check_executor(args)
+    devices, skipped = _devices(args.devices)
     out = Path(args.out)
     phases = PhaseLimits(compile=args.compile_timeout, run=args.run_timeout, memory_mb=args.memory_mb)
     cfg = CampaignConfig(out, backends, specs, args.budget, args.max_tests, args.jobs, args.seed, args.ops,
                          limits, phases, strategy=args.strategy, strategy_options=_strategy_options(args),
                          coverage_from=_campaign_folders(args.coverage_from), known_bugs=_known_bugs(args),
-                         reduce_seconds=args.reduce_budget, executor=args.executor, ray_address=args.ray_address)
+                         reduce_seconds=args.reduce_budget, executor=args.executor, ray_address=args.ray_address,
+                         devices=devices)
     display = _Display()
     try:
         campaign = Campaign(cfg, display.update)
@@ -253,11 +292,17 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     campaign.start_backends()
     for why in campaign.disabled.values():
         print(f"disabled: {why}", file=sys.stderr)
+    for line in skipped:  # cuda asked for where there is none
+        print(f"skipped: {line}", file=sys.stderr)
+    for why in campaign.device_notes.values():  # the device exists, but this backend cannot use it
+        print(f"skipped: {why}: its variants there are skipped", file=sys.stderr)
     live = [b for b in campaign.backends if b != "reference"]
     if not live:
         raise UsageError("no backend under test could start (see the reasons above)")
     print(f"campaign {out}: backends {', '.join(f'{b} {campaign.versions[b]}' for b in live)}"
           + (" (resuming)" if campaign.resumed else ""))
+    display.devices = _variant_devices(campaign.variants, live)
+    print(f"{_found_devices()}; {display.devices}")
     with display:
         progress = campaign.run()
     display.final(progress)
@@ -521,6 +566,7 @@ class _Display:
         self.tty = sys.stdout.isatty()
         self.live = None
         self.last = 0.0
+        self.devices = ""  # which devices the variants run on, shown under the live table
 
     def __enter__(self):
         if self.tty:
@@ -547,7 +593,7 @@ class _Display:
         if self.live is not None:
             from rich.table import Table
 
-            t = Table(title=self.line(p).split(";")[0])
+            t = Table(title=self.line(p).split(";")[0], caption=self.devices or None)
             for col in ("backend", "oracle", "findings", "distinct"):
                 t.add_column(col)
             for (b, o), c in sorted(p.findings.items()):
@@ -618,6 +664,8 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--budget", type=_budget, default=600.0, help="wall-clock budget, e.g. 90s, 10m, 2h")
     f.add_argument("--max-tests", type=int, help="stop after this many tests in the campaign")
     f.add_argument("--jobs", type=int, default=1, help="tests run at once (with --executor ray: Ray actors)")
+    f.add_argument("--devices", help="comma-separated devices whose variants run: cpu, cuda (default: both; "
+                                      "cuda only where a GPU and a backend's CUDA support exist)")
     _executor_options(f)
     f.add_argument("--out", required=True, help="campaign folder (rerun the same command to resume)")
     _generation_options(f, default_ops=(1, 10), strategies=FUZZ_STRATEGIES)

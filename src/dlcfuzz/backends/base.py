@@ -85,7 +85,14 @@ class Backend:
         return version(self.pip.split("==")[0]) if self.pip else "?"
 
     def variants(self) -> list[Variant]:
+        """This machine's variants; one that runs elsewhere than the CPU says so in
+        ``options["device"]`` (see ``backends.devices``)."""
         return [Variant("default")]
+
+    def device_notes(self) -> dict[str, str]:
+        """device -> why this backend has no variants on it here (e.g. a CPU-only build), for the
+        devices it could use; asked in the worker, as variants() is."""
+        return {}
 
     def supports(self, ops: set[str], graph: Any = None) -> bool:
         """Whether the backend can be tried on a graph with these operator types (and, when

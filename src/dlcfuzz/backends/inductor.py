@@ -1,5 +1,6 @@
 """PyTorch: the dlcfuzz graph as a generated torch.nn.Module (``dlcfuzz.export.torch``), run eagerly
-(the torch baseline) and through ``torch.compile`` with TorchInductor on the CPU.
+(the torch baseline) and through ``torch.compile`` with TorchInductor on the CPU and, where torch
+sees a GPU, on CUDA (Triton kernels).
 
 The ONNX bytes are unused: torch has no ONNX frontend, so the import phase builds the module from
 the graph JSON.  Inductor compiles lazily on the first call, so compile() makes that call with
@@ -11,6 +12,7 @@ the test's inputs; run() calls again.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -19,7 +21,7 @@ import numpy as np
 
 from dlcfuzz.backends.base import Backend, Test, Variant
 
-# name -> options of torch_ops.compile_module (no "backend": eager)
+# name -> options of torch_ops.compile_module (no "backend": eager; no "device": the CPU)
 VARIANTS = {
     # torch's own kernels on dlcfuzz's exported module, no compiler: what Inductor is judged against
     # (its disagreement with the ONNX baseline is the exporter's or torch's, not Inductor's)
@@ -28,6 +30,30 @@ VARIANTS = {
     # symbolic shapes: other guards, other kernels (sizes become runtime arguments)
     "inductor-dynamic": {"backend": "inductor", "dynamic": True},
 }
+# with a GPU: torch's CUDA kernels, judged against its CPU kernels (the cross-device oracle), and
+# Inductor's Triton code, judged against those CUDA kernels (so a finding is Inductor's GPU codegen)
+CUDA_VARIANTS = {
+    "cuda-eager": {"device": "cuda", "compare_with": "eager"},
+    "cuda-inductor": {"backend": "inductor", "device": "cuda", "compare_with": "cuda-eager"},
+    "cuda-inductor-dynamic": {"backend": "inductor", "dynamic": True, "device": "cuda", "compare_with": "cuda-eager"},
+}
+
+
+def variants_for(cuda: bool) -> list[Variant]:
+    """The variants on this machine: the CPU ones, and the CUDA ones when ``cuda``."""
+    table = VARIANTS | (CUDA_VARIANTS if cuda else {})
+    return [Variant(name, dict(options)) for name, options in table.items()]
+
+
+def cuda_reason() -> str:
+    """Why torch has no CUDA device here ("" when it has one)."""
+    import torch
+
+    if torch.cuda.is_available():
+        return ""
+    if torch.version.cuda is None:
+        return f"torch {torch.__version__} is a CPU-only build"
+    return f"torch {torch.__version__} (CUDA {torch.version.cuda}) finds no GPU"
 
 
 @dataclass
@@ -43,6 +69,7 @@ class Compiled:
     namespace: dict[str, Any]
     fn: Any
     input_names: list[str]
+    device: str = "cpu"
 
 
 _REPRO_TAIL = '''
@@ -55,11 +82,12 @@ def run_model(model_path, inputs):
 
     parts = onnx_parts(onnx.load(model_path))
     exec(module_source(*parts), globals())
-    fn = compile_module(Model(), OPTIONS)
+    fn = compile_module(Model(), OPTIONS)  # on OPTIONS' device, TF32 off
     args = [inputs[name] for name in parts[0]]
+    device = OPTIONS.get("device", "cpu")
     if OPTIONS.get("backend"):
-        run_module(fn, args)  # torch.compile compiles on the first call
-    return run_module(fn, args)
+        run_module(fn, args, device)  # torch.compile compiles on the first call
+    return run_module(fn, args, device)
 '''
 
 
@@ -70,7 +98,11 @@ class InductorBackend(Backend):
     pip = "torch==2.13.0"
 
     def variants(self) -> list[Variant]:
-        return [Variant(name, dict(options)) for name, options in VARIANTS.items()]
+        return variants_for(cuda=not cuda_reason())
+
+    def device_notes(self) -> dict[str, str]:
+        why = cuda_reason()
+        return {"cuda": f"{self.name}: {why}"} if why else {}
 
     def supports(self, ops: set[str], graph=None) -> bool:
         """Every operator must be in the exporter's op table; given the graph, also every dtype
@@ -95,13 +127,17 @@ class InductorBackend(Backend):
 
     def compile(self, imported: Loaded, variant: Variant) -> Compiled:
         ns = imported.namespace
-        fn = ns["compile_module"](imported.module, variant.options)
+        device = variant.options.get("device", "cpu")
+        # compile_module moves the module to the device in place: other variants share the import
+        module = imported.module if device == "cpu" else copy.deepcopy(imported.module)
+        fn = ns["compile_module"](module, variant.options)
         if variant.options.get("backend"):
-            ns["run_module"](fn, imported.inputs)  # Inductor compiles on the first call
-        return Compiled(ns, fn, imported.input_names)
+            ns["run_module"](fn, imported.inputs, device)  # Inductor compiles on the first call
+        return Compiled(ns, fn, imported.input_names, device)
 
     def run(self, compiled: Compiled, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
-        return compiled.namespace["run_module"](compiled.fn, [inputs[n] for n in compiled.input_names])
+        return compiled.namespace["run_module"](compiled.fn, [inputs[n] for n in compiled.input_names],
+                                                compiled.device)
 
     def repro_source(self, variant: Variant) -> str:
         """torch_ops + the exporter (which reads the ONNX file at model_path into the same Model

@@ -1,7 +1,15 @@
-"""ONNX Runtime (CPU execution provider)."""
+"""ONNX Runtime: the CPU execution provider at each optimization level and, where onnxruntime-gpu
+finds a GPU, the CUDA and TensorRT providers.
+
+ONNX Runtime falls back to the CPU silently (a provider it cannot load is dropped with a warning;
+a provider that fails is replaced by the CPU and the call retried).  A GPU variant therefore turns
+both fallbacks off and checks that its provider heads the session's list: a session that fell back
+raises ``ProviderFallback`` (an error outcome that says so), never passes as a GPU result.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from functools import cache
 
 import numpy as np
@@ -153,39 +161,119 @@ LEVELS = {"disable_all": "ORT_DISABLE_ALL", "basic": "ORT_ENABLE_BASIC", "extend
           "all": "ORT_ENABLE_ALL"}
 
 
+# GPU variants: name -> (providers in priority order, the variant it is compared with).  CUDA against
+# the CPU at the same optimization level (the cross-device oracle); TensorRT (its engines for the
+# subgraphs it takes, CUDA for the rest) against CUDA, so that a finding is TensorRT's
+GPU_VARIANTS = {
+    "cuda": (["CUDAExecutionProvider", PROVIDER], "all"),
+    "tensorrt": (["TensorrtExecutionProvider", "CUDAExecutionProvider", PROVIDER], "cuda"),
+}
+
+
+class ProviderFallback(RuntimeError):
+    """The session does not run on the provider the variant asked for."""
+
+
+def make_session(model, level, providers):
+    """The session a variant runs (the repro scripts embed this function's source), with both of
+    ORT's silent fallbacks off; raises ProviderFallback when it does not run on ``providers[0]``."""
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.graph_optimization_level = getattr(ort.GraphOptimizationLevel, level)
+    so.intra_op_num_threads = 1
+    so.inter_op_num_threads = 1
+    # enable_fallback=0: a provider that fails to build the session raises instead of being replaced by the CPU
+    sess = ort.InferenceSession(model, so, providers=providers, enable_fallback=0)
+    sess.disable_fallback()  # and a provider failing in run() is not retried on the CPU
+    got = sess.get_providers()
+    if got[:1] != providers[:1]:  # a provider ORT cannot load is dropped with only a warning
+        raise ProviderFallback(f"ONNX Runtime fell back to {', '.join(got)}: asked for {providers[0]}, which "
+                               f"this onnxruntime {ort.__version__} cannot use here")
+    return sess
+
+
+def ort_variants(providers: Collection[str]) -> list[Variant]:
+    """The variants, given the providers that work here (see ``gpu_providers``): the CPU's levels,
+    then a GPU variant for each of its providers that works."""
+    out = [Variant(level, {"level": enum}) for level, enum in LEVELS.items()]
+    for name, (chain, mate) in GPU_VARIANTS.items():
+        if chain[0] in providers:
+            out.append(Variant(name, {"level": "ORT_ENABLE_ALL", "providers": chain, "device": "cuda",
+                                      "compare_with": mate}))
+    return out
+
+
+@cache
+def gpu_providers() -> dict[str, str]:
+    """GPU provider -> why it cannot run here ("" when a session really runs on it): a tiny model's
+    session must list it first."""
+    import warnings
+
+    import onnxruntime as ort
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "probe", [x], [y])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    available = ort.get_available_providers()
+    found = {}
+    for chain, _ in GPU_VARIANTS.values():
+        if chain[0] not in available:
+            found[chain[0]] = (f"onnxruntime {ort.__version__} has no {chain[0]} "
+                               f"(pip install onnxruntime-gpu, or dlcfuzz[gpu])")
+            continue
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                make_session(model.SerializeToString(), "ORT_DISABLE_ALL", chain)
+            found[chain[0]] = ""
+        except Exception as e:  # ProviderFallback, or the provider's own failure (no GPU, no cuDNN...)
+            found[chain[0]] = f"{chain[0]} does not run: {str(e).strip().splitlines()[0] if str(e).strip() else e!r}"
+    return found
+
+
 class OrtBackend(Backend):
-    """ONNX Runtime's CPU execution provider at each graph optimization level."""
+    """ONNX Runtime's CPU execution provider at each graph optimization level; CUDA and TensorRT
+    providers where they run."""
 
     name = "ort"
     package = "onnxruntime"
     pip = "onnxruntime"
 
     def variants(self) -> list[Variant]:
-        return [Variant(level, {"level": enum}) for level, enum in LEVELS.items()]
+        return ort_variants([p for p, why in gpu_providers().items() if not why])
+
+    def device_notes(self) -> dict[str, str]:
+        found = gpu_providers()
+        if any(not why for why in found.values()):
+            return {}
+        return {"cuda": f"{self.name}: {found[GPU_VARIANTS['cuda'][0][0]]}"}
 
     def load(self, test: Test) -> bytes:
         return test.model  # ORT's frontend runs inside InferenceSession: compile phase
 
     def compile(self, imported: bytes, variant: Variant):
-        import onnxruntime as ort
-
-        so = ort.SessionOptions()
-        so.graph_optimization_level = getattr(ort.GraphOptimizationLevel, variant.options["level"])
-        so.intra_op_num_threads = 1
-        so.inter_op_num_threads = 1
-        return ort.InferenceSession(imported, so, providers=[PROVIDER])
+        return make_session(imported, variant.options["level"], variant.options.get("providers", [PROVIDER]))
 
     def run(self, compiled, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
         return [np.asarray(o) for o in compiled.run(None, inputs)]
 
     def repro_source(self, variant: Variant) -> str:
+        import inspect
+
         return f'''
-import onnxruntime as ort
+class ProviderFallback(RuntimeError):
+    pass
+
+
+{inspect.getsource(make_session)}
+
+LEVEL = {variant.options["level"]!r}
+PROVIDERS = {variant.options.get("providers", [PROVIDER])!r}
 
 
 def run_model(model_path, inputs):
-    so = ort.SessionOptions()
-    so.graph_optimization_level = ort.GraphOptimizationLevel.{variant.options["level"]}
-    sess = ort.InferenceSession(model_path, so, providers=["{PROVIDER}"])
-    return sess.run(None, inputs)
+    return make_session(model_path, LEVEL, PROVIDERS).run(None, inputs)
 '''

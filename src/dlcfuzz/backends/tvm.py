@@ -90,10 +90,20 @@ class TvmBackend(Backend):
                 llvm = {**target, "opt-level": setting["opt_level"]}
                 out.append(Variant(f"{sname}-{tname}", {"pipeline": setting["pipeline"], "target": llvm}))
         if "cuda" in self.targets and has_cuda():
-            # untested here (no GPU): tvm.compile's "default" picks the GPU pipeline with DLight schedules
+            # tvm.compile's "default" picks the GPU pipeline with DLight schedules; compared with the first
+            # CPU variant that ran (the cross-device oracle)
             cuda = {"kind": "cuda", "host": {"kind": "llvm"}}
-            out.append(Variant("default-cuda", {"pipeline": "default", "target": cuda}))
+            out.append(Variant("default-cuda", {"pipeline": "default", "target": cuda, "device": "cuda"}))
         return out
+
+    def device_notes(self) -> dict[str, str]:
+        if "cuda" not in self.targets or has_cuda():
+            return {}
+        import tvm
+
+        if str(tvm.support.libinfo().get("USE_CUDA", "OFF")).upper() in ("OFF", "", "NONE"):
+            return {"cuda": f"{self.name}: this TVM is built without CUDA"}
+        return {"cuda": f"{self.name}: TVM finds no CUDA device (tvm.cuda().exist is False)"}
 
     def load(self, test: Test) -> Any:
         import onnx

@@ -120,7 +120,8 @@ class TvmRelaxBackend(Backend):
                                                    "target": {"kind": "llvm", "mcpu": host_cpu()}}))
         if has_cuda():  # untested here (no GPU)
             out.append(Variant("original-cuda", {"module": "original", "optimize": False, "pipeline": "default",
-                                                 "target": {"kind": "cuda", "host": {"kind": "llvm"}}}))
+                                                 "target": {"kind": "cuda", "host": {"kind": "llvm"}},
+                                                 "device": "cuda"}))
         return out
 
     def supports(self, ops: set[str], graph=None) -> bool:

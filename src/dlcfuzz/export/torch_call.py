@@ -5,7 +5,8 @@ name such as ``torch.nn.functional.conv2d`` or ``torch.Tensor.add``, an OpInfo `
 whose ``op`` is not importable by name, or an ``nn.Module`` class with its constructor arguments
 and state), and the arguments with every tensor replaced by a placeholder.  The tensors become the
 module's forward arguments ``x0, x1, ...`` (so frontends see them as graph inputs), everything else
-is closed over.  The spec travels as bytes (``torch.save``), so workers rebuild the same module.
+is closed over (so the module runs on whatever device its inputs and weights are moved to).  The
+spec travels as bytes (``torch.save``), so workers rebuild the same module.
 """
 
 from __future__ import annotations
@@ -145,10 +146,10 @@ def tensor_outputs(result: Any) -> list[Any]:
     return []
 
 
-def run_eager(module: Any, names: list[str], inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
-    """The library's own outputs: the module run eagerly on ``inputs``."""
+def run_eager(module: Any, names: list[str], inputs: dict[str, np.ndarray], device: str = "cpu") -> list[np.ndarray]:
+    """The library's own outputs: the module run eagerly on ``inputs``, module and inputs on ``device``."""
     import torch
 
     with torch.no_grad():
-        result = module(*[torch.from_numpy(np.array(inputs[n])) for n in names])
+        result = module.to(device)(*[torch.from_numpy(np.array(inputs[n])).to(device) for n in names])
     return [t.detach().cpu().resolve_conj().resolve_neg().numpy() for t in tensor_outputs(result)]

@@ -10,6 +10,9 @@ starts arrive as Python lists/scalars, the rest as tensors), then the node's att
 whose defaults are ONNX's.  Operators with several outputs take ``nout`` (how many outputs the
 node has) and return a tuple.
 
+Device-agnostic: every tensor an operator makes is made on its inputs' device (``device=x.device``),
+so the module runs on a GPU as on the CPU; ``tests/test_torch_device.py`` runs each one on ``meta``.
+
 Everything must trace into one graph under ``torch.compile(fullgraph=True)``, static or dynamic:
 shape arithmetic in plain Python (lists, no generator expressions), numpy only outside traced code.
 """
@@ -34,8 +37,14 @@ def tensor_of(b64: str, dtype: str, shape: list) -> torch.Tensor:
 
 
 def compile_module(module: torch.nn.Module, options: dict):
-    """The module as a variant runs it: eager (no backend) or ``torch.compile`` with the options."""
+    """The module as a variant runs it, on ``options["device"]`` (the CPU by default): eager (no
+    backend) or ``torch.compile`` with the options."""
     torch.set_num_threads(options.get("threads", 1))
+    # float32 matmuls and convolutions in float32 on GPUs too (TF32 keeps 10 mantissa bits):
+    # a cross-device difference must be a bug, not a precision setting
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    module = module.to(options.get("device", "cpu"))  # buffers (initializers) follow the module
     if not options.get("backend"):
         return module
     from torch._functorch import config as functorch_config
@@ -51,10 +60,10 @@ def compile_module(module: torch.nn.Module, options: dict):
                          dynamic=options.get("dynamic", False), fullgraph=True)
 
 
-def run_module(fn, inputs: list) -> list:
-    """Calls the (compiled) module on numpy inputs; the outputs as numpy arrays."""
-    outs = fn(*[torch.from_numpy(np.array(a)) for a in inputs])
-    return [o.detach().numpy() for o in outs]
+def run_module(fn, inputs: list, device: str = "cpu") -> list:
+    """Calls the (compiled) module on numpy inputs placed on ``device``; the outputs as numpy arrays."""
+    outs = fn(*[torch.from_numpy(np.array(a)).to(device) for a in inputs])
+    return [o.detach().cpu().numpy() for o in outs]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -501,7 +510,7 @@ def LogSoftmax(x, *, axis=-1):
 def Hardmax(x, *, axis=-1):
     ax = axis % x.dim()
     idx = torch.argmax(x, ax, keepdim=True)  # the first maximum, as ONNX
-    pos = torch.arange(x.shape[ax]).reshape([-1] + [1] * (x.dim() - 1 - ax))
+    pos = torch.arange(x.shape[ax], device=x.device).reshape([-1] + [1] * (x.dim() - 1 - ax))
     return (pos == idx).to(x.dtype)
 
 
@@ -530,7 +539,7 @@ def PRelu(x, slope):
 
 def Dropout(data, ratio=None, training_mode=None, *, seed=None, nout=1):
     y = F.dropout(data, 0.5 if ratio is None else ratio, training=False)  # inference: the identity
-    return (y, torch.ones(data.shape, dtype=torch.bool))[:nout]
+    return (y, torch.ones(data.shape, dtype=torch.bool, device=data.device))[:nout]
 
 
 def Einsum(*inputs, equation):
@@ -607,15 +616,16 @@ def Resize(x, *inputs, **attrs):
     # float32 math for float16/32, double for float64 and integers (which round at the end)
     y = x.to(torch.float32) if x.dtype in (torch.float16, torch.float32) else x.to(torch.float64)
     for a, n_out, taps, weights, extrapolated in plan:
-        g = torch.index_select(y, a, torch.tensor(taps, dtype=torch.int64))
+        g = torch.index_select(y, a, torch.tensor(taps, dtype=torch.int64, device=x.device))
         if weights is not None:
             k = len(weights[0])
             g = g.reshape((*y.shape[:a], n_out, k, *y.shape[a + 1:]))
-            w = torch.tensor(weights, dtype=y.dtype).reshape((n_out, k) + (1,) * (r - a - 1))
+            w = torch.tensor(weights, dtype=y.dtype, device=x.device).reshape((n_out, k) + (1,) * (r - a - 1))
             g = (g * w).sum(a + 1)
         if extrapolated is not None:
-            mask = torch.tensor(extrapolated).reshape((n_out,) + (1,) * (r - a - 1))
-            g = torch.where(mask, torch.tensor(attrs.get("extrapolation_value", 0.0), dtype=y.dtype), g)
+            mask = torch.tensor(extrapolated, device=x.device).reshape((n_out,) + (1,) * (r - a - 1))
+            fill = torch.tensor(attrs.get("extrapolation_value", 0.0), dtype=y.dtype, device=x.device)
+            g = torch.where(mask, fill, g)
         y = g
     if x.dtype.is_floating_point:
         return y.to(x.dtype)
@@ -676,11 +686,12 @@ def SpaceToDepth(x, *, blocksize):
 
 
 def Shape(data, *, start=0, end=None):
-    return torch.tensor(list(data.shape)[start:end], dtype=torch.int64)  # Python slicing clamps as ONNX
+    # Python slicing clamps as ONNX
+    return torch.tensor(list(data.shape)[start:end], dtype=torch.int64, device=data.device)
 
 
 def Size(data):
-    return torch.tensor(data.numel(), dtype=torch.int64)
+    return torch.tensor(data.numel(), dtype=torch.int64, device=data.device)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -738,12 +749,12 @@ def GatherND(data, indices, *, batch_dims=0):
     flat = data.reshape((nb, *data.shape[b:]))
     idx = indices.reshape(nb, -1, m)
     cols = [_positive(idx[..., j], data.shape[b + j]) for j in range(m)]
-    y = flat[(torch.arange(nb).reshape(nb, 1), *cols)]
+    y = flat[(torch.arange(nb, device=data.device).reshape(nb, 1), *cols)]
     return y.reshape(indices.shape[:-1] + data.shape[b + m:])
 
 
-def _pad_index(n: int, begin: int, end: int, mode: str) -> torch.Tensor:
-    i = torch.arange(-begin, n + end)
+def _pad_index(n: int, begin: int, end: int, mode: str, device: torch.device) -> torch.Tensor:
+    i = torch.arange(-begin, n + end, device=device)
     if mode == "edge":
         return i.clamp(0, n - 1)
     if mode == "wrap":
@@ -767,7 +778,7 @@ def Pad(data, pads, constant_value=None, axes=None, *, mode="constant"):
             data = data.narrow(a, max(-b, 0), data.shape[a] - max(-b, 0) - max(-e, 0))
             b, e = max(b, 0), max(e, 0)
         if b or e:
-            data = torch.index_select(data, a, _pad_index(data.shape[a], b, e, mode))
+            data = torch.index_select(data, a, _pad_index(data.shape[a], b, e, mode, data.device))
     return data
 
 
@@ -806,7 +817,7 @@ def ScatterND(data, indices, updates, *, reduction="none"):
     k = indices.shape[-1]
     lead, rest = list(data.shape[:k]), list(data.shape[k:])
     idx = indices.reshape(-1, k).to(torch.int64)
-    flat = torch.zeros(idx.shape[0], dtype=torch.int64)
+    flat = torch.zeros(idx.shape[0], dtype=torch.int64, device=data.device)
     for j in range(k):  # row-major position of each k-tuple among data's first k dims
         flat = flat * lead[j] + _positive(idx[:, j], lead[j])
     d = data.reshape([math.prod(lead), *rest])
@@ -834,13 +845,13 @@ def OneHot(indices, depth, values, *, axis=-1):
     idx = indices.to(torch.int64)
     idx = torch.where(idx < 0, idx + d, idx)  # out of [-depth, depth - 1]: matches nothing, all off
     ax = axis % (indices.dim() + 1)
-    pos = torch.arange(d).reshape([d] + [1] * (indices.dim() - ax))
+    pos = torch.arange(d, device=indices.device).reshape([d] + [1] * (indices.dim() - ax))
     return torch.where(idx.unsqueeze(ax) == pos, values[1], values[0])
 
 
 def Compress(x, condition, *, axis=None):
     keep = [i for i in range(len(condition)) if condition[i]]
-    idx = torch.tensor(keep, dtype=torch.int64)
+    idx = torch.tensor(keep, dtype=torch.int64, device=x.device)
     if axis is None:
         return torch.index_select(x.reshape(-1), 0, idx)
     return torch.index_select(x, axis % x.dim(), idx)
@@ -848,14 +859,15 @@ def Compress(x, condition, *, axis=None):
 
 def EyeLike(x, *, dtype=None, k=0):
     rows, cols = x.shape
-    diag = torch.arange(cols).reshape(1, cols) - torch.arange(rows).reshape(rows, 1) == k
+    diag = (torch.arange(cols, device=x.device).reshape(1, cols)
+            - torch.arange(rows, device=x.device).reshape(rows, 1)) == k
     return diag.to(x.dtype if dtype is None else ONNX_DTYPES[dtype])
 
 
 def ReverseSequence(x, sequence_lens, *, batch_axis=1, time_axis=0):
     t_len = x.shape[time_axis]
     src = [[n - 1 - t if t < n else t for t in range(t_len)] for n in sequence_lens]  # [batch][time]
-    idx = torch.tensor(src, dtype=torch.int64)
+    idx = torch.tensor(src, dtype=torch.int64, device=x.device)
     if time_axis < batch_axis:
         idx = idx.t()
     idx = idx.reshape(idx.shape + (1,) * (x.dim() - 2)).expand(x.shape)
@@ -1011,7 +1023,7 @@ def MaxPool(x, *, auto_pad="NOTSET", ceil_mode=0, dilations=None, kernel_shape, 
     for j in order:
         flat = flat * sizes[j] + coords[j]
     plane = math.prod(sizes)
-    base = torch.arange(x.shape[0] * x.shape[1]).reshape(x.shape[:2] + (1,) * n) * plane
+    base = torch.arange(x.shape[0] * x.shape[1], device=x.device).reshape(x.shape[:2] + (1,) * n) * plane
     return y, base + flat
 
 
@@ -1025,7 +1037,7 @@ def AveragePool(x, *, auto_pad="NOTSET", ceil_mode=0, count_include_pad=0, dilat
     # count_include_pad), never of the ceil_mode extension
     dims = _window_dims(n)
     total = _windows(x, kernel_shape, strides, dilations, pads, ceil, 0.0).sum(dims)
-    ones = torch.ones((1, 1, *x.shape[2:]), dtype=x.dtype)
+    ones = torch.ones((1, 1, *x.shape[2:]), dtype=x.dtype, device=x.device)
     if count_include_pad:
         ones, pads = _spatial_pad(ones, pads, 1.0), [0] * (2 * n)
     count = _windows(ones, kernel_shape, strides, dilations, pads, ceil, 0.0).sum(dims)
@@ -1059,7 +1071,7 @@ def MaxUnpool(x, i, output_shape=None, *, kernel_shape, pads=None, strides=None)
     pads = pads or [0] * (2 * n)
     shape = list(output_shape) if output_shape is not None else list(x.shape[:2]) + [
         (x.shape[2 + j] - 1) * strides[j] + kernel_shape[j] - pads[j] - pads[n + j] for j in range(n)]
-    y = torch.zeros(math.prod(shape), dtype=x.dtype)
+    y = torch.zeros(math.prod(shape), dtype=x.dtype, device=x.device)
     return y.scatter(0, i.reshape(-1), x.reshape(-1)).reshape(shape)
 
 
@@ -1124,7 +1136,8 @@ def GroupNormalization(x, scale, bias, *, num_groups, epsilon=1e-5, stash_type=1
     xu = x.to(work).reshape(n, num_groups, -1)
     mean = xu.mean(-1, keepdim=True)
     var = (xu * xu).mean(-1, keepdim=True) - mean * mean
-    norm = ((xu - mean) / torch.sqrt(var + torch.tensor(epsilon, dtype=work))).reshape(n, c, -1).to(x.dtype)
+    eps = torch.tensor(epsilon, dtype=work, device=x.device)
+    norm = ((xu - mean) / torch.sqrt(var + eps)).reshape(n, c, -1).to(x.dtype)
     y = scale.to(x.dtype).reshape(1, -1, 1) * norm + bias.to(x.dtype).reshape(1, -1, 1)
     return y.reshape(x.shape)
 
@@ -1257,7 +1270,7 @@ def _recurrent(op, x, w, r, b, lens, h0, c0, p, direction, activations, alphas, 
     k = len(_GATE_ACTS[op])
     fs = _rnn_acts(activations or _GATE_ACTS[op] * dirs, alphas, betas)
     lens = list(lens) if lens is not None else [steps] * batch
-    mask = torch.tensor([[t < n for n in lens] for t in range(steps)]).reshape(steps, batch, 1)
+    mask = torch.tensor([[t < n for n in lens] for t in range(steps)], device=x.device).reshape(steps, batch, 1)
 
     def cl(v):
         return v if clip is None else torch.clamp(v, -clip, clip)
@@ -1267,15 +1280,15 @@ def _recurrent(op, x, w, r, b, lens, h0, c0, p, direction, activations, alphas, 
         rev = direction == "reverse" or d == 1
         # a reversed direction runs over each sequence's own steps backwards: reverse the valid part
         order = [[(n - 1 - t if t < n else t) if rev else t for n in lens] for t in range(steps)]
-        idx = torch.tensor(order).reshape(steps, batch, 1).expand(steps, batch, x.shape[2])
+        idx = torch.tensor(order, device=x.device).reshape(steps, batch, 1).expand(steps, batch, x.shape[2])
         xs = torch.gather(x, 0, idx)
         wd, rd = w[d], r[d]
         g = wd.shape[0] // hid
-        bd = b[d] if b is not None else torch.zeros(2 * g * hid, dtype=x.dtype)
+        bd = b[d] if b is not None else torch.zeros(2 * g * hid, dtype=x.dtype, device=x.device)
         wb, rb = bd[:g * hid], bd[g * hid:]
-        h = h0[d] if h0 is not None else torch.zeros(batch, hid, dtype=x.dtype)
-        c = c0[d] if c0 is not None else torch.zeros(batch, hid, dtype=x.dtype)
-        pd = p[d] if p is not None else torch.zeros(3 * hid, dtype=x.dtype)
+        h = h0[d] if h0 is not None else torch.zeros(batch, hid, dtype=x.dtype, device=x.device)
+        c = c0[d] if c0 is not None else torch.zeros(batch, hid, dtype=x.dtype, device=x.device)
+        pd = p[d] if p is not None else torch.zeros(3 * hid, dtype=x.dtype, device=x.device)
         out = []
         for t in range(steps):
             xt = xs[t] @ wd.t() + wb
@@ -1339,7 +1352,7 @@ def _window(size, periodic, output_datatype, a0, a1, a2):
     ONNX Runtime's float32 coefficients (integers truncate: Blackman's peak is 1 only with them).
     The length is the size's value: torch.compile specializes on it (the spec fixes it per graph)."""
     n = int(size)
-    k = torch.arange(n, dtype=torch.float64) * (2 * math.pi / (n if periodic else n - 1))
+    k = torch.arange(n, dtype=torch.float64, device=size.device) * (2 * math.pi / (n if periodic else n - 1))
     return (a0 - a1 * torch.cos(k) + a2 * torch.cos(2 * k)).to(ONNX_DTYPES[output_datatype])
 
 

@@ -18,6 +18,10 @@ compiler team's bugs:
   eager torch: dlcfuzz's own exporter plus the library's kernels, no compiler) disagrees with the
   baseline, or fails.  That backend's compiled variants are judged against that variant only: an
   Inductor bug is compiled vs eager.
+- metamorphic pairing: a variant whose options name another in ``compare_with`` is compared with
+  that one (e.g. cuda-inductor with cuda-eager: Inductor's GPU code alone; cuda-eager with eager: the
+  cross-device oracle).  When that variant ran and failed, there is nothing to compare with; when it
+  did not run, the anchor serves.
 
 ``judge_migrated`` judges a single-operator test migrated from a library's tests (OPERA §III-C):
 a crash that is not "unsupported", or outputs whose Chebyshev distance to the library's own
@@ -30,8 +34,9 @@ blow-up, or accepting it with garbage outputs is a finding of the ``disruptive``
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -93,16 +98,26 @@ def _failed(backend: str, variant: str, o: Outcome, findings: list[Finding],
         findings.append(f)
 
 
+def compare_targets(variants: dict[str, dict[str, Any]]) -> dict[tuple[str, str], str]:
+    """(backend, variant) -> the variant it is compared with, for the variants whose options name
+    one (``compare_with``); ``variants``: backend -> name -> Variant."""
+    return {(b, n): v.options["compare_with"] for b, vs in variants.items() for n, v in vs.items()
+            if v.options.get("compare_with")}
+
+
 def judge(outcomes: dict[str, dict[str, Outcome]], baseline: list[np.ndarray] | None,
           tolerances: dict[str, tuple[float, float]] | None = None,
           reduced: Collection[tuple[str, str]] = (), uncompiled: Collection[tuple[str, str]] = (),
-          baseline_name: str = "baseline", rounded: Collection[int] = ()) -> Verdict:
+          baseline_name: str = "baseline", rounded: Collection[int] = (),
+          compare_with: Mapping[tuple[str, str], str] | None = None) -> Verdict:
     """Findings for one test.  ``outcomes``: backend -> variant -> outcome (variants in order);
     ``reduced``: (backend, variant) pairs that compute in reduced precision on purpose;
     ``uncompiled``: (backend, variant) pairs that run the model without the compiler under test
     (their findings are the exporter's, and the backend's other variants are judged against them);
     ``baseline_name``: what computed ``baseline`` (named in the findings); ``rounded``: the integer
-    outputs computed from float math (``Graph.rounded_from_floats``), compared with one unit of slack."""
+    outputs computed from float math (``Graph.rounded_from_floats``), compared with one unit of slack;
+    ``compare_with``: (backend, variant) -> the variant it is compared with (``compare_targets``)."""
+    compare_with = compare_with or {}
     loose = (tolerances or {}) | REDUCED_PRECISION
     findings: list[Finding] = []
     unsupported: list[tuple[str, str, str]] = []
@@ -130,11 +145,16 @@ def judge(outcomes: dict[str, dict[str, Outcome]], baseline: list[np.ndarray] | 
                     diff_findings.append(f)
                 else:
                     all_disagree = False
-            if variant != anchor:
-                pair_reduced = (backend, variant) in reduced or (backend, anchor) in reduced
-                m = compare(ran[anchor].outputs or [], outs, loose if pair_reduced else tolerances, rounded)
+            other = compare_with.get((backend, variant))
+            if other in variants and other != variant:  # the variant it is paired with ran
+                mate = other if variants[other].status == OK else None
+            else:
+                mate = anchor
+            if mate is not None and mate != variant:
+                pair_reduced = (backend, variant) in reduced or (backend, mate) in reduced
+                m = compare(ran[mate].outputs or [], outs, loose if pair_reduced else tolerances, rounded)
                 if m is not None:
-                    findings.append(_mismatch(METAMORPHIC, backend, variant, anchor, m))
+                    findings.append(_mismatch(METAMORPHIC, backend, variant, mate, m))
         if anchor is not None and baseline is not None:
             agree_with_baseline[backend] = not all_disagree
     for f in diff_findings:
@@ -229,6 +249,7 @@ __all__ = [
     "Verdict",
     "all_finite",
     "compare",
+    "compare_targets",
     "judge",
     "judge_invalid",
     "judge_migrated",

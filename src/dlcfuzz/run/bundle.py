@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from dlcfuzz.backends.base import Backend, Test, Variant
+from dlcfuzz.backends.devices import device_of
 from dlcfuzz.oracle import CRASH, DIFFERENTIAL, Finding
 from dlcfuzz.oracle.compare import TOLERANCES
 from dlcfuzz.run.bugreport import write_report
@@ -27,7 +28,7 @@ from dlcfuzz.run.bugreport import write_report
 _REPRO = '''#!/usr/bin/env python3
 """dlcfuzz bug {signature}: {title}
 
-Needs numpy, onnx and {package} (found with {backend} {version}).
+Needs numpy, onnx and {package} (found with {backend} {version}){gpu}.
 Exits 1 while the bug is present, 0 once it is gone.
 """
 
@@ -160,8 +161,10 @@ def write_bundle(folder: Path, signature: str, title: str, f: Finding, test: Tes
     other = f.other if f.oracle != DIFFERENTIAL else ""
     names = [f.variant] + ([other] if other else [])
     sources = {n: backend.repro_source(variants[n]) for n in names}
+    # a cuda variant's source runs it on the GPU (the same code as in the worker): say so up front
+    gpu = ", and a CUDA GPU" if any(device_of(variants[n].options) == "cuda" for n in names) else ""
     repro = _REPRO.format(signature=signature, model_file=model_file, title=title.replace('"""', "'''"),
-                          package=backend.pip,
+                          package=backend.pip, gpu=gpu,
                           backend=backend.name, version=version, oracle=f.oracle, kind=f.kind, variant=f.variant,
                           other=other,
                           error_type=f.error_type if f.kind == "exception" else "",

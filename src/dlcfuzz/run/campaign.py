@@ -26,13 +26,14 @@ import numpy as np
 
 from dlcfuzz.backends import Backend, load_backend
 from dlcfuzz.backends.base import CRASH, OK, Outcome, Test, Variant
+from dlcfuzz.backends.devices import DEVICES, keep
 from dlcfuzz.export.onnx import checker_error, to_bytes, to_onnx
 from dlcfuzz.gen import make_generator
 from dlcfuzz.gen.guided import STRATEGIES as GUIDED
 from dlcfuzz.gen.guided import Coverage
 from dlcfuzz.ir import Graph
 from dlcfuzz.ir.hints import random_array
-from dlcfuzz.oracle import BASELINE, Finding, Verdict, all_finite, judge, judge_invalid
+from dlcfuzz.oracle import BASELINE, Finding, Verdict, all_finite, compare_targets, judge, judge_invalid
 from dlcfuzz.oracle import CRASH as ORACLE_CRASH
 from dlcfuzz.oracle.unsupported import is_unsupported
 from dlcfuzz.run.bundle import write_bundle
@@ -73,6 +74,7 @@ class CampaignConfig:
     reduce_seconds: float = 0.0  # search budget to reduce each new distinct bug right away (0: do not)
     executor: str = "local"  # "local": threads in this process; "ray": one Ray actor per job
     ray_address: str | None = None  # ray: the cluster to join (None: start a local Ray instance)
+    devices: tuple[str, ...] = DEVICES  # the devices whose variants run (backends.devices)
 
     def identity(self) -> dict:
         """What must match for a rerun to resume this campaign."""
@@ -193,7 +195,7 @@ class Tester:
         baseline_name = "/".join(judge_by) if judge_by is not None else "none"
         finite = baseline is not None and all_finite(baseline)
         verdict = judge(outcomes, baseline if finite else None, cfg.tolerances, self.reduced, self.uncompiled,
-                        baseline_name, rounded_outputs(graph))
+                        baseline_name, rounded_outputs(graph), compare_targets(self.variants))
         verdict.unsupported += declined  # a baseline that cannot run the model is no compiler's bug
         localize(graph, test, verdict.findings, self.pool.run, judge_by, cfg.tolerances, self.reduced)
         verdict.findings += late
@@ -297,6 +299,8 @@ class Driver:
         self.variants: dict[str, dict[str, Variant]] = {}
         self.versions: dict[str, str] = {}
         self.disabled: dict[str, str] = {}
+        self.devices: tuple[str, ...] = DEVICES  # variants on other devices are left out
+        self.device_notes: dict[str, str] = {}  # "backend/device" -> why the backend has no variants there
         self.reporting = Reporting(self.store.bug_signatures(), KnownBugs.load(known_bugs), self.versions)
         self.lost = 0  # tests whose executor died twice (Ray: the actor), recorded as lost
 
@@ -314,8 +318,16 @@ class Driver:
             except WorkerDied as e:
                 self.disabled[name] = str(e).splitlines()[0]
                 continue
+            for device, why in self.pool.device_notes(name).items():
+                if device in self.devices:
+                    self.device_notes[f"{name}/{device}"] = why
+            # --devices restricts the compilers under test; the baseline runs where it runs
+            kept = described if name == REFERENCE else keep(described, self.devices)
+            if not kept:
+                self.disabled[name] = f"{name}: no variant runs on {', '.join(self.devices)}"
+                continue
             self.backends[name], self.versions[name] = backend, version
-            self.variants[name] = {n: Variant(n, o) for n, o in described}
+            self.variants[name] = {n: Variant(n, o) for n, o in kept}
         self.store.set_meta("versions", self.versions)  # for reports
 
 
@@ -335,6 +347,7 @@ class Campaign(Driver):
         self.gen = make_generator(cfg.strategy, cfg.specs, cfg.limits, cfg.ops, _profile(cfg), self.coverage,
                                   **cfg.strategy_options)
         self.reduced: set[tuple[str, str]] = set()
+        self.devices = cfg.devices
         self._tester: Tester | None = None
 
     # -- set-up -------------------------------------------------------------------------------------

@@ -136,7 +136,8 @@ def child_main(backend_name: str) -> None:
     variants = {v.name: v for v in backend.variants()}
     measure = (_FrontendCoverage(backend.frontend_modules)
                if os.environ.get("DLCFUZZ_FRONTEND_COVERAGE") and backend.frontend_modules else None)
-    _send(proto_out, ("ready", backend.version(), [(v.name, v.options) for v in variants.values()]))
+    _send(proto_out, ("ready", backend.version(), [(v.name, v.options) for v in variants.values()],
+                      backend.device_notes()))
     while True:
         msg = _recv(proto_in)
         if msg is None:
@@ -226,6 +227,7 @@ class Worker:
             raise WorkerDied(f"{backend} worker failed to start: {msg.message}\n{msg.traceback or self.log_tail()}")
         self.version = msg[1]
         self.variants: list[tuple[str, dict]] = msg[2]  # asked of the child: only it may import the compiler
+        self.device_notes: dict[str, str] = msg[3]  # device -> why the backend has no variants on it
 
     # -- waiting with timeouts and the memory cap ------------------------------------------
     def _wait(self, phase: str, timeout: float) -> Any:
@@ -373,6 +375,12 @@ class WorkerPool:
         w = self.acquire(backend)
         self.release(w)
         return w.version, w.variants
+
+    def device_notes(self, backend: str) -> dict[str, str]:
+        """device -> why the backend has no variants on it, as its worker reports (raises WorkerDied)."""
+        w = self.acquire(backend)
+        self.release(w)
+        return w.device_notes
 
     def close(self) -> None:
         for ws in self.idle.values():
