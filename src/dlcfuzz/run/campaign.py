@@ -133,6 +133,19 @@ class Executed:
     covered: list[tuple[str, str]]  # coverage keys the graph added first (as the generator saw coverage)
 
 
+@dataclass
+class Evaluation:
+    """One test's inputs run on every backend under test and judged."""
+
+    outcomes: dict[str, dict[str, Outcome]]
+    verdict: Verdict
+    baseline: list[np.ndarray] | None  # the baseline's outputs
+    baseline_name: str  # which baseline computed them ("reference/default", "ort/disable_all", "none")
+    finite: bool
+    compiler_seconds: float
+    oracle_seconds: float
+
+
 class Tester:
     """The execute half of a test: test id -> ``Executed``.  Holds the generator, its coverage and a
     worker pool, and never touches the store.  A local campaign shares one among its threads; each Ray
@@ -187,23 +200,28 @@ class Tester:
             if reference is None or all_finite(reference.outputs or []):
                 break
         t_inputs = time.perf_counter() - t0
-        outcomes, late, compiler_s = self._run_backends(test, ops, graph)
+        e = self.evaluate(graph, test, (judge_by, reference, declined))
+        record = TestRecord(test_id, seed, sorted(ops), e.baseline_name, e.finite, attempts, e.baseline is not None,
+                            time.perf_counter() - t_start, t_generate, t_inputs, e.compiler_seconds, e.oracle_seconds)
+        return Executed(record, graph, test, e.outcomes, e.verdict, e.baseline, reference, covered)
 
-        # oracles
+    def evaluate(self, graph: Graph, test: Test, baseline: tuple | None = None) -> Evaluation:
+        """Every backend under test on ``test`` (a valid graph with its inputs), judged against the
+        baseline (``baseline``: what ``_baseline`` returned for these inputs, else it runs now), with
+        every value divergence located."""
+        ops = {n.op for n in graph.nodes}
+        judge_by, reference, declined = baseline or self._baseline(test, ops, graph)
+        outcomes, late, compiler_s = self._run_backends(test, ops, graph)
         t0 = time.perf_counter()
-        baseline = reference.outputs if reference is not None else None
+        outputs = reference.outputs if reference is not None else None
         baseline_name = "/".join(judge_by) if judge_by is not None else "none"
-        finite = baseline is not None and all_finite(baseline)
-        verdict = judge(outcomes, baseline if finite else None, cfg.tolerances, self.reduced, self.uncompiled,
+        finite = outputs is not None and all_finite(outputs)
+        verdict = judge(outcomes, outputs if finite else None, self.cfg.tolerances, self.reduced, self.uncompiled,
                         baseline_name, rounded_outputs(graph), compare_targets(self.variants))
         verdict.unsupported += declined  # a baseline that cannot run the model is no compiler's bug
-        localize(graph, test, verdict.findings, self.pool.run, judge_by, cfg.tolerances, self.reduced)
+        localize(graph, test, verdict.findings, self.pool.run, judge_by, self.cfg.tolerances, self.reduced)
         verdict.findings += late
-        valid = baseline is not None
-        t_oracle = time.perf_counter() - t0
-        record = TestRecord(test_id, seed, sorted(ops), baseline_name, finite, attempts, valid,
-                            time.perf_counter() - t_start, t_generate, t_inputs, compiler_s, t_oracle)
-        return Executed(record, graph, test, outcomes, verdict, baseline, reference, covered)
+        return Evaluation(outcomes, verdict, outputs, baseline_name, finite, compiler_s, time.perf_counter() - t0)
 
     def _baseline(self, test: Test, ops: set[str], graph: Graph
                   ) -> tuple[tuple[str, str] | None, Outcome | None, list[tuple[str, str, str]]]:
