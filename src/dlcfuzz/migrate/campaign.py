@@ -113,10 +113,15 @@ class ExportCheck:
     """An exported torch call run by an ONNX baseline: the reference the ONNX frontends are judged by,
     and the evidence of an exporter finding."""
 
-    backend: str  # the baseline that ran it (``EXPORT_BASELINES``)
+    backend: str  # the baseline that ran it (``EXPORT_BASELINES``), or the first that failed
     variant: str
     test: Test  # the exported model and the call's inputs
     outcome: Outcome
+    failed: list[str] = field(default_factory=list)  # "baseline: error" of each baseline that could not run it
+
+    @property
+    def ran(self) -> bool:
+        return self.outcome.status == OK
 
     @property
     def name(self) -> str:
@@ -179,11 +184,15 @@ class InstanceRunner:
         model_of = {name: TORCH if name in TORCH_FRONTENDS else ONNX for name in outcomes}
         baseline = LIBRARY if inst.library == TORCH else "onnx-expect"
         baselines = {TORCH: (LIBRARY, expected), ONNX: (baseline, expected)}
-        if export is not None:  # the ONNX frontends read the export: judged by what the export computes
+        if export is not None and export.ran:  # the ONNX frontends read the export: judged by what it computes
             baselines[ONNX] = (export.name, export.outcome.outputs or [])
         verdict = judge_migrated(outcomes, baselines, self.cfg.tolerances, model_of)
         if export is not None:
             verdict.findings += judge_export(export, expected, self.cfg.tolerances)
+            if not export.ran:  # an export no ONNX baseline runs is suspect: a frontend's error on it is no bug
+                verdict.findings = [f for f in verdict.findings
+                                    if not (model_of.get(f.backend) == ONNX and f.oracle == CRASH
+                                            and f.kind == "exception")]
         verdict.findings += late
         record = TestRecord(iid, 0, [inst.op], baseline if export is None else f"{baseline}, {export.name}",
                             all_finite(expected), 1, True, time.perf_counter() - t_start, 0.0, lib_seconds,
@@ -191,14 +200,18 @@ class InstanceRunner:
         return InstanceResult(inst, record, None, tests, outcomes, verdict, expected, export)
 
     def _run_export(self, test: Test) -> ExportCheck | None:
-        """The exported model on the first ONNX baseline that runs it (None: none did)."""
+        """The exported model on the first ONNX baseline that runs it, else the first failure (None: no
+        baseline available)."""
+        check: ExportCheck | None = None
         for backend, variant in EXPORT_BASELINES:
             if backend not in self.backends:
                 continue
             o = self.pool.run(backend, test, [variant])[variant]
             if o.status == OK:
-                return ExportCheck(backend, variant, test, o)
-        return None
+                return ExportCheck(backend, variant, test, o, check.failed if check else [])
+            check = check or ExportCheck(backend, variant, test, o)
+            check.failed.append(f"{backend}: {o.error_type or o.status}: {normalize(o.message, 1)}")
+        return check
 
 
 def _discarded(inst: Instance, reason: str, t_start: float) -> InstanceResult:
@@ -422,8 +435,14 @@ class Migration(Driver):
 
 
 def judge_export(export: ExportCheck, expected: list[np.ndarray], tolerances: dict[str, float]) -> list[Finding]:
-    """The exporter's finding, if the exported model does not compute what the torch call did: one
-    ``EXPORTER`` finding, instead of one per ONNX frontend that read the wrong model."""
+    """The exporter's finding, if the exported model does not compute what the torch call did, or no
+    ONNX baseline can run it: one ``EXPORTER`` finding, instead of one per ONNX frontend that read the
+    wrong model."""
+    if not export.ran:
+        o = export.outcome
+        return [Finding(CRASH, "exception", EXPORT, export.variant, "export",
+                        "no ONNX baseline runs the export: " + "; ".join(export.failed), o.error_type, o.traceback,
+                        category=EXPORTER)]
     m = chebyshev(expected, export.outcome.outputs or [], tolerances)
     if m is None:
         return []
@@ -435,7 +454,7 @@ def judge_export(export: ExportCheck, expected: list[np.ndarray], tolerances: di
 def _expected_for(f: Finding, ex: InstanceResult) -> list[np.ndarray] | None:
     """The outputs a finding was judged by: the library's, or, for an ONNX frontend reading a
     torch call's export, the export's run by its baseline."""
-    if ex.export is not None and f.backend not in TORCH_FRONTENDS and f.backend != EXPORT:
+    if ex.export is not None and ex.export.ran and f.backend not in TORCH_FRONTENDS and f.backend != EXPORT:
         return ex.export.outcome.outputs
     return ex.expected
 

@@ -27,7 +27,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 
 from dlcfuzz.ir import Graph
-from dlcfuzz.oracle import BASELINE, CRASH, DISRUPTIVE, Finding
+from dlcfuzz.oracle import BASELINE, CRASH, DISRUPTIVE, EXPORTER, Finding
 
 _FRAME = re.compile(r'File "([^"]+)", line \d+, in (\S+)')
 _NORMALIZE = [
@@ -218,7 +218,8 @@ def migrated_signature(f: Finding, op: str, conversion: str = "", names: Iterabl
 
     - A crash after the frontend (compile or run phase) is an optimizer or runtime bug: the
       campaign's usual signature, under the compiler's name (``openvino-torch`` -> ``openvino``).
-    - A finding in the baseline (``BASELINE``) is keyed on the baseline and the operator alone.
+    - A finding of the exporter (``EXPORTER``) is keyed on the operator; one in the baseline
+      (``BASELINE``) on the baseline and the operator, whichever frontends saw it.
     - ``conversion``: what the backend reported as the converter(s) of the model; the site is the
       converter, or the shared frontend frame the crash is in (``_conversion``).
     - Without either (OpenVINO's C++ converters, ONNX Runtime, the exporter): the operator stands for
@@ -226,9 +227,11 @@ def migrated_signature(f: Finding, op: str, conversion: str = "", names: Iterabl
 
     ``names``: the test's value and node names and its operator's parameter names, which stand
     for nothing across tests."""
-    if f.oracle == CRASH and f.phase not in ("import", "start"):
+    if f.category == EXPORTER:  # the exporter's defect on one operator, whatever it led each frontend to
+        parts = [f.backend, f.oracle, op, f.kind]
+    elif f.oracle == CRASH and f.phase not in ("import", "start"):
         return signature(replace(f, backend=COMPILER_OF.get(f.backend, f.backend)), names=names)
-    if f.category == BASELINE:
+    elif f.category == BASELINE:
         parts = [BASELINE, f.other, op, f.kind]
     elif conversion or (f.oracle == CRASH and _frontend_frames(f.traceback)):
         site = _conversion(f, conversion)
