@@ -79,6 +79,25 @@ def test_a_wrong_export_is_one_exporter_finding_not_a_bug_of_each_onnx_frontend(
 
 
 @needs_torch
+def test_an_export_no_onnx_baseline_runs_is_one_exporter_finding(tmp_path: Path):
+    """Unbatched linear_cross_entropy exports to a Reshape that neither the reference evaluator nor ORT
+    can run (and OpenVINO rejects): one exporter finding, not a crash of each ONNX frontend."""
+    import torch
+
+    args = (torch.tensor([0.5, -1.0, 2.0]), torch.arange(12, dtype=torch.float32).reshape(4, 3) / 10,
+            torch.tensor(2))
+    out = run_migration(tmp_path, [torch_instance("torch.nn.functional.linear_cross_entropy", args, {}, "lce")],
+                        ["ort", "openvino"])
+    db = sqlite3.connect(out / "campaign.sqlite")
+    failed = db.execute("SELECT backend FROM outcomes WHERE status != 'ok'").fetchall()
+    assert sorted(failed) == [("openvino",), ("ort",)], failed  # both frontends did reject the export
+    findings = db.execute("SELECT backend, oracle, phase, message FROM findings").fetchall()
+    assert [f[:3] for f in findings] == [(EXPORT, CRASH, "export")], findings
+    assert "reference: " in findings[0][3] and "ort:" in findings[0][3]
+    assert db.execute("SELECT backend, category FROM bugs").fetchall() == [(EXPORT, "exporter")]
+
+
+@needs_torch
 @pytest.mark.skipif(not HAS_OPENVINO, reason="openvino is not installed")
 def test_complex_output_in_openvinos_torch_frontend_is_a_decline(tmp_path: Path):
     """OpenVINO's torch frontend cannot return a complex tensor (ComplexTypeMark reaches the Result):
