@@ -105,13 +105,58 @@ def test_complex_output_in_openvinos_torch_frontend_is_a_decline(tmp_path: Path)
     import torch
 
     x = torch.tensor([[1.0, 2.0], [3.0, -4.0]])
-    out = run_migration(tmp_path, [torch_instance("torch.view_as_complex", (x,), {}, "view_as_complex")],
+    out = run_migration(tmp_path, [torch_instance("torch.view_as_complex", (x,), {}, "view_as_complex"),
+                                   # its translator's own check: "[PyTorch Frontend] Unsupported ord nuc"
+                                   torch_instance("torch.norm", (x,), {"p": "nuc"}, "nuclear_norm")],
                         ["openvino-torch"], via_onnx=False)
     db = sqlite3.connect(out / "campaign.sqlite")
-    rows = db.execute("SELECT status, unsupported, error FROM outcomes WHERE backend = 'openvino-torch'").fetchall()
-    assert len(rows) == 1 and rows[0][0] == "error" and "ComplexTypeMark" in rows[0][2], rows
-    assert rows[0][1] == 1
+    rows = db.execute("SELECT status, unsupported, error FROM outcomes WHERE backend = 'openvino-torch' "
+                      "ORDER BY test_id").fetchall()
+    assert [r[0] for r in rows] == ["error", "error"], rows
+    assert "ComplexTypeMark" in rows[0][2], rows
+    assert [r[1] for r in rows] == [1, 1]
     assert db.execute("SELECT COUNT(*) FROM bugs").fetchone()[0] == 0
+
+
+def onnx_instance(op: str, inputs: dict[str, np.ndarray], opset: int, provenance: str, **attrs) -> Instance:
+    """A single-node ONNX instance, expected outputs by ONNX's reference evaluator."""
+    import onnx
+    from onnx import helper
+    from onnx.reference import ReferenceEvaluator
+
+    node = helper.make_node(op, list(inputs), ["y"], **attrs)
+    ins = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(a.dtype), a.shape)
+           for n, a in inputs.items()]
+    untyped_out = [helper.make_value_info("y", onnx.TypeProto())]
+    untyped = helper.make_model(helper.make_graph([node], provenance, ins, untyped_out),
+                                opset_imports=[helper.make_opsetid("", opset)], ir_version=10)
+    expected = [np.asarray(o) for o in ReferenceEvaluator(untyped).run(None, inputs)]
+    out = helper.make_tensor_value_info("y", helper.np_dtype_to_tensor_dtype(expected[0].dtype), expected[0].shape)
+    model = helper.make_model(helper.make_graph([node], provenance, ins, [out]),
+                              opset_imports=[helper.make_opsetid("", opset)], ir_version=10)
+    onnx.checker.check_model(model, full_check=True)
+    return Instance("onnx", op, "pytest", provenance, dict(attrs), [tensor_info(n, a) for n, a in inputs.items()],
+                    model.SerializeToString(), inputs, expected)
+
+
+@pytest.mark.skipif(not (HAS_OPENVINO and importlib.util.find_spec("tvm")), reason="needs openvino and tvm")
+def test_a_frontend_that_says_what_it_supports_only_declines(tmp_path: Path):
+    """ONNX allows a 5-D GridSample (opset 20) and a OneHot depth computed at run time; OpenVINO says
+    "GridSample is only supported for 4D input tensors", TVM "Only constant depth currently supported":
+    their own declines, counted as unsupported, not listed."""
+    rng = np.random.default_rng(0)
+    grid5 = onnx_instance("GridSample", {"X": rng.standard_normal((1, 1, 2, 2, 2)).astype(np.float32),
+                                         "grid": rng.uniform(-1, 1, (1, 2, 2, 2, 3)).astype(np.float32)},
+                          20, "gridsample_5d")
+    one_hot = onnx_instance("OneHot", {"indices": np.array([0, 2], np.int64), "depth": np.array(3, np.int64),
+                                       "values": np.array([0.0, 1.0], np.float32)}, 11, "onehot_runtime_depth")
+    out = run_migration(tmp_path, [grid5, one_hot], ["openvino", "tvm"])
+    db = sqlite3.connect(out / "campaign.sqlite")
+    declined = db.execute("SELECT o.backend, i.op, o.error FROM outcomes o JOIN instances i ON i.id = o.test_id "
+                          "WHERE o.unsupported = 1").fetchall()
+    pairs = {(b, op) for b, op, _ in declined}
+    assert {("openvino", "GridSample"), ("tvm", "OneHot")} <= pairs, declined
+    assert db.execute("SELECT backend, title FROM bugs WHERE category = 'compiler'").fetchall() == []
 
 
 @needs_torch

@@ -50,9 +50,11 @@ RULES += [
     ("openvino-torch", "import", _TORCH_CAPTURE),
     # TVM's ExportedProgram importer has no converter for an aten op
     ("tvm-torch", "import", r"^AssertionError: Unsupported function types \["),
-    # OpenVINO's PyTorch frontend has no converter for an op, or declines one of its arguments
+    # OpenVINO's PyTorch frontend has no converter for an op, or declines one of its arguments: its
+    # translators' own checks say "Translation for X do not support ..." or "Unsupported ord ",
+    # "Unsupported approximate for Gelu: ", "Unsupported RNN variant."
     ("openvino-torch", "import", r"No conversion rule found for operations"),
-    ("openvino-torch", "import", r"\[PyTorch Frontend\] Translation for \S+ do not support"),
+    ("openvino-torch", "import", r"\[PyTorch Frontend\] (Translation for \S+ do not support|Unsupported )"),
     # Dynamo cannot capture the call as one graph (fullgraph=True): "Dynamo does not support this"
     ("inductor-torch", "compile", r"^Unsupported: "),
     # torch.compile(backend="eager") fails the same way (backends/inductor.py re-captures every failed
@@ -66,10 +68,11 @@ _SAYS_UNSUPPORTED = (
     # implemented.", OpAttributeUnImplemented "Attribute is not supported in a certain frontend.")
     r"^(OpNotImplemented|OpAttributeUnImplemented|NotImplementedError): "
     # the frontend states the limit of what it converts: "... is not supported (yet)", "... are not
-    # supported yet", "X is only supported for 4D input tensors": the documented
-    # feature gaps of OpenVINO's frontends ("Tuples are not supported yet", "GridSample is only supported
-    # for 4D input tensors") and of TVM's importers ("... is not supported yet")
-    r"|\b(is|are) not (yet )?supported\b|\bnot supported yet\b|\bis only supported (for|when|with|if|on)\b"
+    # supported yet", "X is only supported for 4D input tensors", "Only constant depth currently
+    # supported": the feature gaps OpenVINO's frontends ("Tuples are not supported yet", "GridSample is
+    # only supported for 4D input tensors") and TVM's importers (OneHot: "Only constant depth currently
+    # supported.") name in their own messages
+    r"|\b(is|are) not (yet )?supported\b|\bnot supported yet\b|\b[Oo]nly\b[^.\n]{0,80}?\bsupported\b"
 )
 RULES += [(b, "import", _SAYS_UNSUPPORTED) for b in ("tvm", "tvm-torch", "openvino", "openvino-torch")]
 RULES += [
