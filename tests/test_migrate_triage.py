@@ -244,3 +244,23 @@ def test_bundle_titles_name_the_baseline_used():
 
     f = Finding(DIFFERENTIAL, "value", "ort", "disable_all", "run", "max abs 1", other="reference")
     assert "ort vs reference on Softplus" in migrated_title(f, "Softplus", "")
+
+
+@pytest.mark.skipif(not HAS_OPENVINO, reason="openvino is not installed")
+def test_two_frontends_against_the_expected_outputs_is_a_baseline_issue_listed_apart(tmp_path: Path, capsys):
+    """A node test whose expected outputs are wrong (here: Relu's, negated on purpose): ORT and
+    OpenVINO agree with each other against it, so it is one baseline issue, not two compiler bugs."""
+    x = np.array([[-1.0, 2.0, 3.0]], np.float32)
+    inst = onnx_instance("Relu", {"x": x}, 17, "relu_wrong_expect")
+    inst.expected = [-np.maximum(x, 0)]
+    out = run_migration(tmp_path, [inst], ["ort", "openvino"])
+    db = sqlite3.connect(out / "campaign.sqlite")
+    assert db.execute("SELECT COUNT(*) FROM findings").fetchone()[0] == 2
+    bugs = db.execute("SELECT category, title FROM bugs").fetchall()
+    assert len(bugs) == 1 and bugs[0][0] == "baseline", bugs
+    assert bugs[0][1].startswith("onnx-expect disagrees with"), bugs
+    capsys.readouterr()
+    assert main(["bugs", str(out)]) == 0
+    assert "compiler bugs: 0" in capsys.readouterr().out
+    assert main(["bugs", str(out), "--baseline"]) == 0
+    assert "Relu" in capsys.readouterr().out
