@@ -4,13 +4,17 @@ Per instance, in prioritized order:
 
 1. the library's own run, isolated: a torch call runs eagerly twice in a ``torch-library`` worker
    (a call that fails, is nondeterministic or returns no tensor is discarded, counted); that worker
-   also exports it to ONNX for the ONNX frontends.  An ONNX node test carries the outputs its
-   ``expect`` computed, and was checked by the ONNX checker when harvested.
+   also exports it to ONNX for the ONNX frontends.  The export is run by the ONNX reference evaluator
+   (else ORT): where it differs from torch, or no baseline runs it, that is one ``EXPORTER`` finding
+   of backend ``torch.onnx.export``, and the ONNX frontends are judged by that run, not by torch.
+   An ONNX node test carries the outputs its ``expect`` computed, and was checked by the ONNX
+   checker when harvested.
 2. every frontend under test imports, compiles and runs the single-operator model in its workers:
    ONNX models go to the ONNX frontends (TVM, OpenVINO, ONNX Runtime), torch calls to the torch
    frontends (TVM's exported-program importer, OpenVINO's torch frontend, Inductor).
 3. ``judge_migrated``: crashes (unsupported operators and dtypes counted apart) and outputs whose
-   Chebyshev distance to the library's exceeds the bound; one signature per conversion function.
+   Chebyshev distance to the baseline's exceeds the bound; one signature per conversion function
+   (``dedup.migrated_signature``).
 
 The campaign store is the fuzzing campaign's (same tables, bundles and repro scripts); a test's id
 is its instance's id, so killed campaigns resume, and ``apfd`` can replay any order offline.
