@@ -216,8 +216,13 @@ class InductorTorchBackend(Backend):
 
     def compile(self, imported: Loaded, variant: Variant) -> CallCompiled:
         ns = imported.namespace
-        fn = ns["compile_call"](imported.module, variant.options["dynamic"])
-        ns["call_compiled"](fn, imported.input_names, dict(zip(imported.input_names, imported.inputs, strict=True)))
+        inputs = dict(zip(imported.input_names, imported.inputs, strict=True))
+        try:
+            fn = ns["compile_call"](imported.module, variant.options["dynamic"])
+            ns["call_compiled"](fn, imported.input_names, inputs)
+        except Exception as e:
+            _captures_eagerly(imported, inputs, variant.options["dynamic"], e)
+            raise
         return CallCompiled(fn, imported.input_names)  # Inductor compiled on that first call
 
     def run(self, compiled: CallCompiled, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
@@ -236,6 +241,25 @@ def run_model(model_path, inputs):
     call_compiled(fn, names, inputs)  # torch.compile compiles on the first call
     return call_compiled(fn, names, inputs)
 '''
+
+
+def _captures_eagerly(imported: Loaded, inputs: dict[str, np.ndarray], dynamic: bool, error: Exception) -> None:
+    """Whether a failed ``torch.compile`` is Inductor's: the same capture with ``backend="eager"``
+    (Dynamo's graph run by eager torch, no Inductor) failing too makes it Dynamo's decline (e.g. a
+    guard on a data-dependent value), raised as TorchExportError; else nothing (Inductor's failure)."""
+    import torch
+
+    from dlcfuzz.backends.torch_library import TorchExportError, first_line
+
+    torch._dynamo.reset()  # a fresh capture: not the cached failure of the inductor one
+    try:
+        fn = torch.compile(imported.module, backend="eager", dynamic=dynamic, fullgraph=True)
+        _call_namespace()["call_compiled"](fn, imported.input_names, inputs)
+    except Exception:
+        raise TorchExportError(f"torch.compile failed with backend='eager' too: {type(error).__name__}: "
+                               f"{first_line(error)}") from error
+    finally:
+        torch._dynamo.reset()
 
 
 def _namespace_source() -> str:

@@ -4,13 +4,17 @@ Per instance, in prioritized order:
 
 1. the library's own run, isolated: a torch call runs eagerly twice in a ``torch-library`` worker
    (a call that fails, is nondeterministic or returns no tensor is discarded, counted); that worker
-   also exports it to ONNX for the ONNX frontends.  An ONNX node test carries the outputs its
-   ``expect`` computed, and was checked by the ONNX checker when harvested.
+   also exports it to ONNX for the ONNX frontends.  The export is run by the ONNX reference evaluator
+   (else ORT): where it differs from torch, or no baseline runs it, that is one ``EXPORTER`` finding
+   of backend ``torch.onnx.export``, and the ONNX frontends are judged by that run, not by torch.
+   An ONNX node test carries the outputs its ``expect`` computed, and was checked by the ONNX
+   checker when harvested.
 2. every frontend under test imports, compiles and runs the single-operator model in its workers:
    ONNX models go to the ONNX frontends (TVM, OpenVINO, ONNX Runtime), torch calls to the torch
    frontends (TVM's exported-program importer, OpenVINO's torch frontend, Inductor).
 3. ``judge_migrated``: crashes (unsupported operators and dtypes counted apart) and outputs whose
-   Chebyshev distance to the library's exceeds the bound; one signature per conversion function.
+   Chebyshev distance to the baseline's exceeds the bound; one signature per conversion function
+   (``dedup.migrated_signature``).
 
 The campaign store is the fuzzing campaign's (same tables, bundles and repro scripts); a test's id
 is its instance's id, so killed campaigns resume, and ``apfd`` can replay any order offline.
@@ -29,8 +33,8 @@ import numpy as np
 from dlcfuzz.backends import Backend, load_backend
 from dlcfuzz.backends.base import OK, Outcome, Test, Variant
 from dlcfuzz.migrate.instances import ONNX, TORCH, Instance, InstanceSet
-from dlcfuzz.oracle import CRASH, Finding, Verdict, all_finite, judge_migrated
-from dlcfuzz.oracle.compare import CHEBYSHEV
+from dlcfuzz.oracle import BASELINE, CRASH, DIFFERENTIAL, EXPORTER, Finding, Verdict, all_finite, judge_migrated
+from dlcfuzz.oracle.compare import CHEBYSHEV, chebyshev
 from dlcfuzz.run.bundle import write_bundle
 from dlcfuzz.run.campaign import Driver, Progress, outcome_rows, run_confirmed, run_in_threads
 from dlcfuzz.run.dedup import migrated_signature, normalize
@@ -39,6 +43,11 @@ from dlcfuzz.run.store import Store, StoreError, TestRecord
 from dlcfuzz.run.worker import PhaseLimits, WorkerPool
 
 LIBRARY = "torch-library"  # the torch library itself, run in a worker: pre-check, reference outputs, ONNX export
+# the exporter of torch calls to ONNX, named as the backend of its own findings (category EXPORTER)
+EXPORT = "torch.onnx.export"
+# what runs an exported model to check the export and judge the ONNX frontends: the ONNX reference
+# evaluator, else (it lacks the operator, or fails: never a finding) ONNX Runtime without optimizations
+EXPORT_BASELINES = (("reference", "default"), ("ort", "disable_all"))
 # a compiler as the user names it -> its frontend backend per library of the migrated instance
 FRONTENDS: dict[str, dict[str, str]] = {
     "tvm": {ONNX: "tvm", TORCH: "tvm-torch"},
@@ -100,6 +109,27 @@ class InstanceResult:
     outcomes: dict[str, dict[str, Outcome]] = field(default_factory=dict)
     verdict: Verdict | None = None
     expected: list[np.ndarray] | None = None
+    export: ExportCheck | None = None  # torch instances exported to ONNX: the export's baseline run
+
+
+@dataclass
+class ExportCheck:
+    """An exported torch call run by an ONNX baseline: the reference the ONNX frontends are judged by,
+    and the evidence of an exporter finding."""
+
+    backend: str  # the baseline that ran it (``EXPORT_BASELINES``), or the first that failed
+    variant: str
+    test: Test  # the exported model and the call's inputs
+    outcome: Outcome
+    failed: list[str] = field(default_factory=list)  # "baseline: error" of each baseline that could not run it
+
+    @property
+    def ran(self) -> bool:
+        return self.outcome.status == OK
+
+    @property
+    def name(self) -> str:
+        return f"{self.backend}:{self.variant}" if self.backend != "reference" else self.backend
 
 
 class InstanceRunner:
@@ -134,10 +164,13 @@ class InstanceRunner:
             onnx_model = exported if self.cfg.via_onnx and isinstance(exported, bytes) else None
         if expected is None:
             return _discarded(inst, "no library outputs", t_start)
+        under_test = [n for n in self.backends if n in self.cfg.backends]
+        export = None
+        if inst.library == TORCH and onnx_model is not None and any(n not in TORCH_FRONTENDS for n in under_test):
+            export = self._run_export(Test(onnx_model, "", inst.inputs))
+            lib_seconds += sum(export.outcome.seconds.values()) if export is not None else 0.0
         tests: dict[str, Test] = {}
-        for name in self.backends:
-            if name == LIBRARY:
-                continue
+        for name in under_test:
             if name in TORCH_FRONTENDS:
                 if inst.library == TORCH:
                     tests[name] = Test(inst.model, "", inst.inputs)
@@ -153,12 +186,39 @@ class InstanceRunner:
             compiler_s += seconds
         t0 = time.perf_counter()
         model_of = {name: TORCH if name in TORCH_FRONTENDS else ONNX for name in outcomes}
-        verdict = judge_migrated(outcomes, expected, self.cfg.tolerances, model_of)
-        verdict.findings += late
         baseline = LIBRARY if inst.library == TORCH else "onnx-expect"
-        record = TestRecord(iid, 0, [inst.op], baseline, all_finite(expected), 1, True,
-                            time.perf_counter() - t_start, 0.0, lib_seconds, compiler_s, time.perf_counter() - t0)
-        return InstanceResult(inst, record, None, tests, outcomes, verdict, expected)
+        baselines = {TORCH: (LIBRARY, expected), ONNX: (baseline, expected)}
+        if export is not None and export.ran:  # the ONNX frontends read the export: judged by what it computes
+            baselines[ONNX] = (export.name, export.outcome.outputs or [])
+        verdict = judge_migrated(outcomes, baselines, self.cfg.tolerances, model_of)
+        if export is not None:
+            verdict.findings += judge_export(export, expected, self.cfg.tolerances)
+            if not export.ran:  # an export no ONNX baseline runs is suspect: a frontend's error on it is no bug
+                verdict.findings = [f for f in verdict.findings
+                                    if not (model_of.get(f.backend) == ONNX and f.oracle == CRASH
+                                            and f.kind == "exception")]
+        verdict.findings += late
+        record = TestRecord(iid, 0, [inst.op], baseline if export is None else f"{baseline}, {export.name}",
+                            all_finite(expected), 1, True, time.perf_counter() - t_start, 0.0, lib_seconds,
+                            compiler_s, time.perf_counter() - t0)
+        return InstanceResult(inst, record, None, tests, outcomes, verdict, expected, export)
+
+    def _run_export(self, test: Test) -> ExportCheck | None:
+        """The exported model on the first ONNX baseline that runs it, else the first failure (None: no
+        baseline available)."""
+        import onnx
+
+        ops = {n.op_type for n in onnx.load_model_from_string(test.model).graph.node}
+        check: ExportCheck | None = None
+        for backend, variant in EXPORT_BASELINES:
+            if backend not in self.backends or not self.backends[backend].supports(ops):
+                continue  # e.g. an operator the reference evaluator is known to get wrong
+            o = self.pool.run(backend, test, [variant])[variant]
+            if o.status == OK:
+                return ExportCheck(backend, variant, test, o, check.failed if check else [])
+            check = check or ExportCheck(backend, variant, test, o)
+            check.failed.append(f"{backend}: {o.error_type or o.status}: {normalize(o.message, 1)}")
+        return check
 
 
 def _discarded(inst: Instance, reason: str, t_start: float) -> InstanceResult:
@@ -236,6 +296,8 @@ class Migration(Driver):
         needed = list(self.cfg.backends)
         if any(i.library == TORCH for i in self._peek()):
             needed.insert(0, LIBRARY)
+            if self.cfg.via_onnx and any(n not in TORCH_FRONTENDS for n in self.cfg.backends):
+                needed += [b for b, _ in EXPORT_BASELINES if b not in needed]  # to check each export
         self._start(needed)
 
     def _peek(self) -> list[Instance]:
@@ -285,7 +347,7 @@ class Migration(Driver):
         """The record half, on the driver only."""
         if ex.discarded is not None:
             return self._discard(ex.record)
-        self._record(ex.inst, ex.record, ex.tests, ex.outcomes, ex.verdict, ex.expected)
+        self._record(ex)
 
     def record_lost(self, iid: int, reason: str) -> None:
         """An instance whose executor died twice (Ray: the actor; not a frontend, that is a finding):
@@ -303,15 +365,17 @@ class Migration(Driver):
             self.progress.tests += 1
         self.on_progress(self.progress)
 
-    def _record(self, inst: Instance, record: TestRecord, tests: dict[str, Test],
-                outcomes: dict[str, dict[str, Outcome]], verdict, expected: list[np.ndarray]) -> None:
+    def _record(self, ex: InstanceResult) -> None:
+        inst, outcomes, verdict = ex.inst, ex.outcomes, ex.verdict
         rows, new_bugs, known = [], [], []
         described = json.dumps({"op": inst.op, "source": inst.source, "provenance": inst.provenance,
                                 "params": inst.params, "tensors": inst.tensors}, indent=1, default=str)
         for f in verdict.findings:
-            o = outcomes.get(f.backend, {}).get(f.variant)
-            conversion = str(o.artifacts.get("conversion", "")) if o is not None else ""
-            onnx_test = tests.get(f.backend) if f.backend not in TORCH_FRONTENDS else None
+            on_export = f.backend == EXPORT and ex.export is not None
+            o = ex.export.outcome if on_export else outcomes.get(f.backend, {}).get(f.variant)
+            test = ex.export.test if on_export else ex.tests[f.backend]
+            conversion = str(o.artifacts.get("conversion", "")) if o is not None and not on_export else ""
+            onnx_test = test if f.backend not in TORCH_FRONTENDS else None
             sig = migrated_signature(f, inst.op, conversion, names=_names(onnx_test, inst))
             rows.append((sig, f.oracle, f.kind, f.backend, f.variant, f.phase, f.message[:2000]))
             fate = self.reporting.classify(sig, f.backend)
@@ -324,17 +388,19 @@ class Migration(Driver):
             folder = self.cfg.out / "bugs" / sig
             actual = o.outputs if o is not None and o.status == OK else None
             artifacts = {**(o.artifacts if o is not None else {}), "instance.json": described}
-            write_bundle(folder, sig, head, f, tests[f.backend], self.backends[f.backend], self.versions[f.backend],
-                         self.variants[f.backend], expected, actual,
-                         int(self.cfg.phases.compile + self.cfg.phases.run), artifacts,
+            # an exporter finding replays the exported model on the baseline that ran it, against torch's outputs
+            runner = ex.export.backend if on_export else f.backend
+            write_bundle(folder, sig, head, f, test, self.backends[runner],
+                         self.versions[LIBRARY if on_export else runner], self.variants[runner],
+                         _expected_for(f, ex), actual, int(self.cfg.phases.compile + self.cfg.phases.run), artifacts,
                          model_file="call.pt" if f.backend in TORCH_FRONTENDS else "model.onnx",
                          chebyshev=CHEBYSHEV | self.cfg.tolerances)
             new_bugs.append((sig, f.oracle, f.kind, f.backend, f.variant, f.phase, head,
                              f.category, str(folder.relative_to(self.cfg.out))))
         covered = [(b, "\n".join(o.covered)) for b, vs in outcomes.items() for o in vs.values() if o.covered]
         with self.lock:
-            self.store.commit(record, outcome_rows(outcomes), rows, new_bugs, frontend_coverage=covered)
-            self.progress.count(record, verdict, new_bugs, known)
+            self.store.commit(ex.record, outcome_rows(outcomes), rows, new_bugs, frontend_coverage=covered)
+            self.progress.count(ex.record, verdict, new_bugs, known)
         self.on_progress(self.progress)
 
     # -- the loop -----------------------------------------------------------------------------------------------
@@ -375,9 +441,35 @@ class Migration(Driver):
         self.store.close()
 
 
+def judge_export(export: ExportCheck, expected: list[np.ndarray], tolerances: dict[str, float]) -> list[Finding]:
+    """The exporter's finding, if the exported model does not compute what the torch call did, or no
+    ONNX baseline can run it: one ``EXPORTER`` finding, instead of one per ONNX frontend that read the
+    wrong model."""
+    if not export.ran:
+        o = export.outcome
+        return [Finding(CRASH, "exception", EXPORT, export.variant, "export",
+                        "no ONNX baseline runs the export: " + "; ".join(export.failed), o.error_type, o.traceback,
+                        category=EXPORTER)]
+    m = chebyshev(expected, export.outcome.outputs or [], tolerances)
+    if m is None:
+        return []
+    return [Finding(DIFFERENTIAL, m.kind, EXPORT, export.variant, "export",
+                    f"{m.detail} (the export run by {export.name} vs torch eager)", other=LIBRARY, output=m.output,
+                    category=EXPORTER, details={"max_abs": m.max_abs})]
+
+
+def _expected_for(f: Finding, ex: InstanceResult) -> list[np.ndarray] | None:
+    """The outputs a finding was judged by: the library's, or, for an ONNX frontend reading a
+    torch call's export, the export's run by its baseline."""
+    if ex.export is not None and ex.export.ran and f.backend not in TORCH_FRONTENDS and f.backend != EXPORT:
+        return ex.export.outcome.outputs
+    return ex.expected
+
+
 def _names(test: Test | None, inst: Instance) -> set[str]:
-    """The names a test's ONNX model (if any) gives its values and nodes: they stand for nothing across tests."""
-    names = set(inst.inputs)
+    """The names a test's ONNX model (if any) gives its values and nodes, and its operator's parameter
+    names: they stand for nothing across tests."""
+    names = set(inst.inputs) | {str(k) for k in inst.params}
     if test is not None:
         import onnx
 
@@ -396,7 +488,11 @@ def migrated_title(f: Finding, op: str, conversion: str) -> str:
     if f.oracle == CRASH:
         what = f"{f.error_type}: {normalize(f.message)}" if f.kind == "exception" else f.message
         return f"{f.backend} {f.phase} {f.kind} on {op}{via}: {what}"[:200]
-    return f"{f.backend} vs the library on {op}{via}: {f.kind} mismatch ({f.message})"[:200]
+    if f.category == BASELINE:
+        return f"{f.other} disagrees with {f.backend} and a frontend reading the same model on {op}{via}: " \
+               f"{f.kind} mismatch ({f.message})"[:200]
+    # names the baseline actually used: torch eager, the ONNX test's expect, or the export's reference run
+    return f"{f.backend} vs {f.other} on {op}{via}: {f.kind} mismatch ({f.message})"[:200]
 
 
 def summary(folder: Path) -> dict:

@@ -202,25 +202,31 @@ def judge_invalid(outcomes: dict[str, dict[str, Outcome]], violation: dict, conf
     return Verdict(findings, [])
 
 
-def judge_migrated(outcomes: dict[str, dict[str, Outcome]], expected: list[np.ndarray],
+def judge_migrated(outcomes: dict[str, dict[str, Outcome]],
+                   expected: list[np.ndarray] | dict[str, tuple[str, list[np.ndarray]]],
                    tolerances: dict[str, float] | None = None, model_of: dict[str, str] | None = None) -> Verdict:
-    """Findings for one migrated test: crashes, and outputs inconsistent with the library's (``expected``).
-    A finding is the ``BASELINE``'s when another frontend that read the same model (``model_of``:
-    backend -> which model it was given, e.g. the torch call or its ONNX export) matches its outputs:
-    then the library's output or that model, not the frontend, is the likelier culprit."""
+    """Findings for one migrated test: crashes, and outputs inconsistent with the baseline's.
+
+    ``expected``: the library's outputs, or per model (``model_of``: backend -> which model it was
+    given, e.g. the torch call or its ONNX export) the name and outputs of the baseline that ran that
+    model (an export is judged by what the export computes, not by torch: the exporter's own errors
+    are not the ONNX frontends').  A finding is the ``BASELINE``'s when another frontend that read
+    the same model matches its outputs: then the baseline, not the frontend, is the likelier culprit."""
     model_of = model_of or {}
+    by_model = expected if isinstance(expected, dict) else None
     findings: list[Finding] = []
     unsupported: list[tuple[str, str, str]] = []
     for backend, variants in outcomes.items():
+        name, baseline = by_model[model_of.get(backend, "")] if by_model is not None else ("baseline", expected)
         for variant, o in variants.items():
             if o.status == "skipped":
                 continue
             if o.status != OK:
                 _failed(backend, variant, o, findings, unsupported)
                 continue
-            m = chebyshev(expected, o.outputs or [], tolerances)
+            m = chebyshev(baseline, o.outputs or [], tolerances)
             if m is not None:
-                f = _mismatch(DIFFERENTIAL, backend, variant, "baseline", m)
+                f = _mismatch(DIFFERENTIAL, backend, variant, name, m)
                 if any(
                     ot.status == OK and chebyshev(o.outputs or [], ot.outputs or [], tolerances) is None
                     for b, vs in outcomes.items() if b != backend and model_of.get(b) == model_of.get(backend)

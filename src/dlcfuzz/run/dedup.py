@@ -24,9 +24,10 @@ import functools
 import hashlib
 import re
 from collections.abc import Iterable
+from dataclasses import replace
 
 from dlcfuzz.ir import Graph
-from dlcfuzz.oracle import BASELINE, CRASH, DISRUPTIVE, Finding
+from dlcfuzz.oracle import BASELINE, CRASH, DISRUPTIVE, EXPORTER, Finding
 
 _FRAME = re.compile(r'File "([^"]+)", line \d+, in (\S+)')
 _NORMALIZE = [
@@ -161,33 +162,83 @@ def title(f: Finding, producer_op: str = "") -> str:
     return f"{f.backend} {f.variant} vs {f.other}: {kind} mismatch{where}"[:200]
 
 
+# migrated tests: the frontend backend -> the compiler behind it; a crash after the import is the
+# compiler's, whichever frontend led there
+COMPILER_OF = {"tvm-torch": "tvm", "openvino-torch": "openvino", "inductor-torch": "inductor"}
+# the frontends' own Python code (TVM's importers, OpenVINO's torch decoders): where a frame names the site
+FRONTEND_DIRS = ("/tvm/relax/frontend/", "/openvino/frontend/")
+# the entry points of TVM's ONNX converter classes (OnnxOpConverter._impl_vN): the converter itself
+_CONVERTER_ENTRY = re.compile(r"_impl(_v\d+)?$")
+# what a message says about the types it was given, which differ between tests of one cause: dtype names
+# (float32, f32, tensor(float), Float), torch schemas (aten::add.Tensor(Tensor self, ...) -> Tensor)
+_TYPE_TEXT = [
+    (re.compile(r"\b\w+::[\w.]+\((?:[^()]|\([^()]*\))*\)(?:\s*->\s*\S+)?"), "SCHEMA"),
+    (re.compile(r"\btensor\(\w+\)|\b(?:b?float|int|uint|complex)\d*\b|\b[fiu](?:8|16|32|64)\b|\bbf16\b"
+                r"|\b(?:Float|Double|Half|BFloat16|Long|Int|Short|Char|Byte|Bool|ComplexFloat|ComplexDouble)\b"
+                r"|\b(?:double|half|bool|boolean)\b", re.I), "DTYPE"),
+]
+
+
+def _frontend_frames(traceback: str) -> list[tuple[str, str]]:
+    """(file, function) of the frames inside a frontend's own Python code, innermost first."""
+    return [(path.rsplit("/", 1)[-1], fn) for path, fn in _FRAME.findall(traceback)[::-1]
+            if any(d in path for d in FRONTEND_DIRS)]
+
+
 def _conversion(f: Finding, reported: str) -> str:
-    """The conversion function behind a finding: of the converters the backend reported for the
-    model (``reported``, comma-separated), the one whose frame is innermost in the traceback, else all."""
+    """The site of a finding in the frontend: of the converters the backend reported for the model
+    (``reported``, comma-separated), the one whose frame is the innermost frontend frame; when that
+    frame is shared frontend code (an attribute parser, an input-kind check), that frame as
+    ``file:function``, whichever converters the graph had; without frontend frames, the reported
+    converters."""
     names = [n for n in reported.split(",") if n]
-    if len(names) <= 1:
+    frames = _frontend_frames(f.traceback)
+    if not frames:
         return reported
-    frames = [fn for _, fn in _FRAME.findall(f.traceback)][::-1]  # innermost first
-    for fn in frames:
-        hit = [n for n in names if n.rsplit(":", 1)[-1] == fn]
-        if hit:
-            return hit[0]
-    return reported
+    file, fn = frames[0]
+    hit = [n for n in names if n.rsplit(":", 1)[-1] == fn]
+    if hit:
+        return hit[0]
+    if _CONVERTER_ENTRY.search(fn) and len(names) == 1:  # inside the one reported converter class
+        return names[0]
+    return f"{file}:{fn}"
+
+
+def clause(f: Finding, names: Iterable[str] = ()) -> str:
+    """The innermost error clause of a crash, with the types it mentions stripped: one cause seen with
+    float32 and int64, or through two torch overloads, is one clause."""
+    message = innermost(f.message)
+    for pat, rep in _TYPE_TEXT:
+        message = pat.sub(rep, message)
+    return normalize(message, lines=1, names=names)
 
 
 def migrated_signature(f: Finding, op: str, conversion: str = "", names: Iterable[str] = ()) -> str:
-    """One signature per conversion function and symptom for a migrated test's finding.
+    """One signature per site and symptom for a migrated test's finding.
 
-    ``conversion``: what the backend reported as the converter(s) of the model (empty where the
-    compiler does not say, e.g. OpenVINO: then the operator type and the normalized message stand
-    for it).  A crash after the frontend (compile or run phase) is an optimizer or runtime bug: it
-    gets the campaign's usual signature."""
-    if f.oracle == CRASH and f.phase not in ("import", "start"):
-        return signature(f, names=names)
-    if conversion:
-        parts = [f.backend, f.oracle, _conversion(f, conversion)]
+    - A crash after the frontend (compile or run phase) is an optimizer or runtime bug: the
+      campaign's usual signature, under the compiler's name (``openvino-torch`` -> ``openvino``).
+    - A finding of the exporter (``EXPORTER``) is keyed on the operator; one in the baseline
+      (``BASELINE``) on the baseline and the operator, whichever frontends saw it.
+    - ``conversion``: what the backend reported as the converter(s) of the model; the site is the
+      converter, or the shared frontend frame the crash is in (``_conversion``).
+    - Without either (OpenVINO's C++ converters, ONNX Runtime, the exporter): the operator stands for
+      its converter, and a crash adds its innermost clause with types stripped (``clause``).
+
+    ``names``: the test's value and node names and its operator's parameter names, which stand
+    for nothing across tests."""
+    if f.category == EXPORTER:  # the exporter's defect on one operator, whatever it led each frontend to
+        parts = [f.backend, f.oracle, op, f.kind]
+    elif f.oracle == CRASH and f.phase not in ("import", "start"):
+        return signature(replace(f, backend=COMPILER_OF.get(f.backend, f.backend)), names=names)
+    elif f.category == BASELINE:
+        parts = [BASELINE, f.other, op, f.kind]
+    elif conversion or (f.oracle == CRASH and _frontend_frames(f.traceback)):
+        site = _conversion(f, conversion)
+        parts = [f.backend, f.oracle, site] if site == conversion or site in conversion.split(",") else \
+            [f.backend, f.oracle, site, f.error_type]
     elif f.oracle == CRASH:
-        parts = [f.backend, f.oracle, op, f.error_type, normalize(f.message, names=names)]
+        parts = [f.backend, f.oracle, op, f.error_type, clause(f, names)]
     else:
         parts = [f.backend, f.oracle, op, f.kind]
     return hashlib.sha256("\x1f".join(["migrated", *parts]).encode()).hexdigest()[:16]
