@@ -1,0 +1,222 @@
+"""IREE (MLIR): IREE's ONNX importer (ONNX -> MLIR in torch-mlir's ``torch`` dialect),
+``iree.compiler`` (``iree-compile``), and the IREE runtime.
+
+Phases:
+
+- import: ``onnx.shape_inference`` (as ``iree-import-onnx`` does) and the importer
+  (``iree.compiler.extras.onnx_importer``), which writes every ONNX node as an opaque
+  ``torch.operator "onnx.X"``; its result is MLIR text.
+- compile: ``iree-compile`` lowers ``torch.operator`` to torch ops (TorchOnnxToTorch), then to
+  linalg, and compiles for a target.  An ONNX operator (or a form of one) that the lowering does
+  not handle stays a ``torch.operator`` and fails to legalize: that is a decline, re-raised as
+  ``IreeUnsupported`` naming the operator (see ``oracle/unsupported.py``).
+- run: the compiled module on IREE's runtime; inputs are fed by position in the order of the
+  function's arguments, which is the model's graph inputs without its initializers.
+
+Variants are settings x targets: ``O0``/``O3`` (``--iree-opt-level``) x ``generic``/``host``
+(``--iree-llvmcpu-target-cpu``), and ``O3-cuda`` (``--iree-cuda-target=sm_80``) where a CUDA
+device exists.  f64 is kept f64 (``iree-compile`` may otherwise demote it to f32, which would
+make every float64 test a dtype mismatch by design).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+import numpy as np
+
+from dlcfuzz.backends.base import Backend, Test, Variant
+
+SETTINGS = {"O0": "--iree-opt-level=O0", "O3": "--iree-opt-level=O3"}
+CPUS = ("generic", "host")
+# IREE 3.13 names Hopper "sm_90" but fails on it with "missing GPU target"; sm_80 code runs on H100 too
+CUDA_ARCH = "sm_80"
+COMMON_FLAGS = ("--iree-input-demote-f64-to-f32=false",)
+
+
+class IreeImportError(Exception):
+    """IREE's ONNX importer rejected the model (its Python code raised)."""
+
+
+class IreeUnsupported(Exception):
+    """The model uses an ONNX operator (or a form of it) that IREE's ONNX lowering leaves alone."""
+
+
+class IreeCompileError(Exception):
+    """``iree-compile`` failed: the message is its first diagnostics, without source locations."""
+
+
+@dataclass
+class Imported:
+    mlir: str
+    function: str  # the MLIR function the importer made (named after the ONNX graph)
+    input_names: list[str]  # ONNX graph inputs in the function's argument order
+
+
+@dataclass
+class Compiled:
+    function: Any  # a callable iree.runtime function
+    input_names: list[str]
+
+
+@cache
+def has_cuda() -> bool:
+    """Whether IREE's CUDA driver finds a device (False where the driver or a GPU is missing)."""
+    try:
+        import iree.runtime as rt
+
+        return bool(rt.get_driver("cuda").query_available_devices())
+    except Exception:  # no libcuda, no device: IREE raises RuntimeError/ValueError
+        return False
+
+
+def import_model(model_bytes: bytes) -> Imported:
+    import onnx
+    from iree.compiler import ir
+    from iree.compiler.extras import onnx_importer
+
+    model = onnx.load_model_from_string(model_bytes)
+    # iree-import-onnx infers shapes first, with data propagation: the importer needs typed values
+    model = onnx.shape_inference.infer_shapes(model, data_prop=True)
+    info = onnx_importer.ModelInfo(model)
+    module = info.create_module(context=ir.Context()).operation
+    try:
+        importer = onnx_importer.NodeImporter.define_function(info.main_graph, module)
+        importer.import_all()
+        module.verify()
+    except onnx_importer.OnnxImportError as e:
+        raise IreeImportError(str(e)) from e
+    return Imported(module.get_asm(), model.graph.name, list(info.main_graph.input_map))
+
+
+def compile_args(variant: Variant) -> tuple[list[str], list[str]]:
+    """(target backends, extra iree-compile flags) of a variant."""
+    return list(variant.options["targets"]), list(variant.options["flags"])
+
+
+_LOCATION = re.compile(r"^(?:\S+:\d+:\d+: |<[^>]*>:\d+:\d+: |loc\([^)]*\): )")
+_ILLEGAL = re.compile(r"failed to legalize operation 'torch\.operator'")
+_ONNX_OP = re.compile(r'torch\.operator "onnx\.(\w+)"')
+
+
+def compile_error(text: str) -> Exception:
+    """The exception for iree-compile's output ``text``: ``IreeUnsupported`` naming the ONNX operator
+    left unlowered, else ``IreeCompileError`` with the first error and the note after it (the
+    diagnostics carry the MLIR location and the op, which dedup normalizes)."""
+    lines = [_LOCATION.sub("", ln.strip()) for ln in text.splitlines()]
+    errors = [i for i, ln in enumerate(lines) if ln.startswith("error:")]
+    if not errors:
+        return IreeCompileError(next((ln for ln in lines if ln), "iree-compile failed"))
+    first = errors[0]
+    if _ILLEGAL.search(lines[first]):
+        op = next((m.group(1) for ln in lines[first:first + 4] if (m := _ONNX_OP.search(ln))), "?")
+        return IreeUnsupported(f"IREE's ONNX importer does not lower onnx.{op}: {lines[first]}")
+    note = next((ln for ln in lines[first + 1:first + 3] if ln.startswith("note:")), "")
+    return IreeCompileError("\n".join(x for x in (lines[first], note) if x))
+
+
+def _host(x: Any) -> list[np.ndarray]:
+    if isinstance(x, list | tuple):
+        return [a for item in x for a in _host(item)]
+    return [np.asarray(x.to_host() if hasattr(x, "to_host") else x)]
+
+
+class IreeBackend(Backend):
+    """IREE: its ONNX importer, iree-compile for llvm-cpu (and cuda), the IREE runtime."""
+
+    name = "iree"
+    package = "iree.compiler"
+    pip = "iree-base-compiler==3.13.0 iree-base-runtime==3.13.0"
+
+    def available(self) -> tuple[bool, str]:
+        import importlib.util
+
+        for module in ("iree.compiler", "iree.runtime"):
+            try:
+                found = importlib.util.find_spec(module) is not None
+            except ModuleNotFoundError:  # the parent package "iree" is missing
+                found = False
+            if not found:
+                return False, f"{self.name}: package '{module}' is not installed (pip install {self.pip})"
+        return True, ""
+
+    def version(self) -> str:
+        from importlib.metadata import version
+
+        return version("iree-base-compiler")
+
+    def variants(self) -> list[Variant]:
+        out = [Variant(f"{s}-{cpu}", {"targets": ["llvm-cpu"], "driver": "local-task",
+                                      "flags": [*COMMON_FLAGS, flag, f"--iree-llvmcpu-target-cpu={cpu}"]})
+               for s, flag in SETTINGS.items() for cpu in CPUS]
+        if has_cuda():
+            cuda = [*COMMON_FLAGS, SETTINGS["O3"], f"--iree-cuda-target={CUDA_ARCH}"]
+            out.append(Variant("O3-cuda", {"targets": ["cuda"], "driver": "cuda", "flags": cuda}))
+        return out
+
+    def supports(self, ops: set[str], graph: Any = None) -> bool:
+        from dlcfuzz.backends.iree_profile import lowered_ops
+
+        return ops <= lowered_ops()
+
+    def load(self, test: Test) -> Imported:
+        imported = import_model(test.model)
+        self.artifact("model.mlir", imported.mlir)
+        return imported
+
+    def compile(self, imported: Imported, variant: Variant) -> Compiled:
+        import iree.compiler as ic
+        import iree.runtime as rt
+
+        targets, flags = compile_args(variant)
+        try:
+            vmfb = ic.compile_str(imported.mlir, target_backends=targets, input_type="onnx", extra_args=flags)
+        except ic.CompilerToolError as e:
+            raise compile_error(str(e)) from None
+        ctx = rt.SystemContext(config=rt.Config(variant.options["driver"]))
+        ctx.add_vm_module(rt.VmModule.copy_buffer(ctx.instance, vmfb))
+        return Compiled(ctx.modules.module[imported.function], imported.input_names)
+
+    def run(self, compiled: Compiled, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
+        # np.asarray, not np.ascontiguousarray: that makes a 0-d input 1-d, which IREE rejects
+        args = [np.asarray(inputs[n], order="C") for n in compiled.input_names]
+        return _host(compiled.function(*args))
+
+    def repro_source(self, variant: Variant) -> str:
+        targets, flags = compile_args(variant)
+        return f'''
+import numpy as np
+import onnx
+import iree.compiler as ic
+import iree.runtime as rt
+from iree.compiler import ir
+from iree.compiler.extras import onnx_importer
+
+TARGETS = {targets!r}
+FLAGS = {flags!r}
+DRIVER = {variant.options["driver"]!r}
+
+
+def host(x):
+    if isinstance(x, (list, tuple)):
+        return [a for item in x for a in host(item)]
+    return [np.asarray(x.to_host() if hasattr(x, "to_host") else x)]
+
+
+def run_model(model_path, inputs):
+    model = onnx.shape_inference.infer_shapes(onnx.load(model_path), data_prop=True)  # as iree-import-onnx does
+    info = onnx_importer.ModelInfo(model)
+    module = info.create_module(context=ir.Context()).operation
+    onnx_importer.NodeImporter.define_function(info.main_graph, module).import_all()
+    module.verify()
+    vmfb = ic.compile_str(module.get_asm(), target_backends=TARGETS, input_type="onnx", extra_args=FLAGS)
+    ctx = rt.SystemContext(config=rt.Config(DRIVER))
+    ctx.add_vm_module(rt.VmModule.copy_buffer(ctx.instance, vmfb))
+    function = ctx.modules.module[model.graph.name]
+    # the function's arguments are the graph inputs that are not initializers, in order
+    names = list(info.main_graph.input_map)
+    return host(function(*[np.asarray(inputs[n], order="C") for n in names]))
+'''
