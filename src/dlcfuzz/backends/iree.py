@@ -98,6 +98,7 @@ def compile_args(variant: Variant) -> tuple[list[str], list[str]]:
 
 
 _LOCATION = re.compile(r"^(?:\S+:\d+:\d+: |<[^>]*>:\d+:\d+: |loc\([^)]*\): )")
+_ERROR = re.compile(r"^(?:[\w-]+: )?error: ")
 _ILLEGAL = re.compile(r"failed to legalize operation 'torch\.operator'")
 _ONNX_OP = re.compile(r'torch\.operator "onnx\.(\w+)"')
 
@@ -107,14 +108,16 @@ def compile_error(text: str) -> Exception:
     left unlowered, else ``IreeCompileError`` with the first error and the note after it (the
     diagnostics carry the MLIR location and the op, which dedup normalizes)."""
     lines = [_LOCATION.sub("", ln.strip()) for ln in text.splitlines()]
-    errors = [i for i, ln in enumerate(lines) if ln.startswith("error:")]
+    # the first error is the most specific one (the linker's "iree-lld: error: undefined symbol: cos"
+    # comes before "error: failed to link executable")
+    errors = [i for i, ln in enumerate(lines) if _ERROR.match(ln)]
     if not errors:
         return IreeCompileError(next((ln for ln in lines if ln), "iree-compile failed"))
     first = errors[0]
     if _ILLEGAL.search(lines[first]):
         op = next((m.group(1) for ln in lines[first:first + 4] if (m := _ONNX_OP.search(ln))), "?")
         return IreeUnsupported(f"IREE's ONNX importer does not lower onnx.{op}: {lines[first]}")
-    note = next((ln for ln in lines[first + 1:first + 3] if ln.startswith("note:")), "")
+    note = next((ln for ln in lines[first + 1:first + 3] if ln.startswith("note:") or ln.startswith("%")), "")
     return IreeCompileError("\n".join(x for x in (lines[first], note) if x))
 
 
