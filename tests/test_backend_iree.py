@@ -164,3 +164,14 @@ def test_missing_package_disables_it_with_the_pip_line(tmp_path: Path) -> None:
                           "--out", str(tmp_path / "c")], env=env, capture_output=True, text=True)
     assert cli.returncode == 2
     assert cli.stderr.count("\n") == 1 and "pip install iree-base-compiler" in cli.stderr
+
+
+def test_compile_error_keeps_the_first_most_specific_error() -> None:
+    """IREE 3.13 cannot link f64 cos on llvm-cpu: the linker's "undefined symbol: cos" comes before
+    iree-compile's generic "failed to link executable", and it is what the finding says (not a decline)."""
+    model = make_model([helper.make_node("Cos", ["x"], ["y"])], [("x", TensorProto.DOUBLE, [2])],
+                       [("y", TensorProto.DOUBLE, [2])])
+    with pytest.raises(Exception, match=r"^iree-lld: error: undefined symbol: cos") as info:
+        BE.compile(BE.load(Test(model, "", {})), variant("O0-generic"))
+    assert type(info.value).__name__ == "IreeCompileError"
+    assert not is_unsupported("iree", COMPILE, "IreeCompileError", str(info.value))

@@ -246,10 +246,12 @@ def _supported_specs(specs: list, backends: list[str]) -> list:
 
 def cmd_backends(args: argparse.Namespace) -> int:
     """Every backend, built in or plugin: version, variants (as its worker reports them) and availability."""
-    from dlcfuzz.backends import KNOWN, load_backend, plugins
+    from dlcfuzz.backends import DEFAULT, KNOWN, load_backend, plugins
     from dlcfuzz.run.worker import PhaseLimits, WorkerDied, WorkerPool
 
-    rows = [(n, p, "built-in") for n, p in KNOWN.items()] + [(n, p, "plugin") for n, p in plugins().items()]
+    # origin: "default" (built in, and run when --backends is not given), "built-in", or "plugin"
+    rows = ([(n, p, "default" if n in DEFAULT else "built-in") for n, p in KNOWN.items()]
+            + [(n, p, "plugin") for n, p in plugins().items()])
     pool = WorkerPool(PhaseLimits())
     try:
         for name, path, origin in rows:
