@@ -137,12 +137,26 @@ def test_repro_source_reproduces_standalone(tmp_path: Path) -> None:
     assert out.stdout.strip() == "[9.0, 28.0]"
 
 
-def test_corrupt_model_is_a_finding_and_the_worker_goes_on(tmp_path: Path) -> None:
+# found by the 10-minute campaign (reduced): iree-compile 3.13 dies of SIGSEGV lowering it (AtenPadOp::create)
+QLINEAR_CONV_SAME_LOWER = make_model(
+    [helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz"], ["y"], auto_pad="SAME_LOWER")],
+    [("x", TensorProto.INT8, [1, 1, 1])], [("y", TensorProto.INT8, [1, 1, 1])],
+    inits=[("xs", np.array([0.5], np.float32)), ("xz", np.array([0], np.int8)),
+           ("w", np.array([[[2]]], np.int8)), ("ws", np.array(0.25, np.float32)), ("wz", np.array(0, np.int8)),
+           ("ys", np.array(0.5, np.float32)), ("yz", np.array(0, np.int8))])
+
+
+def test_corrupt_model_and_compiler_crash_are_findings_and_the_worker_goes_on(tmp_path: Path) -> None:
     pool = WorkerPool(PhaseLimits(), log_dir=tmp_path)
     try:
         bad = pool.run("iree", Test(b"\x08\x07not an onnx model", "", {}), ["O0-generic"])["O0-generic"]
         assert (bad.status, bad.phase) == (ERROR, IMPORT)
         assert not is_unsupported("iree", bad.phase, bad.error_type, bad.message)
+        feeds = {"x": np.array([[[3]]], np.int8)}
+        crash = pool.run("iree", Test(QLINEAR_CONV_SAME_LOWER, "", feeds), ["O0-generic"])["O0-generic"]
+        assert (crash.status, crash.phase, crash.error_type) == (ERROR, COMPILE, "IreeCompilerCrash")
+        assert crash.message.startswith("iree-compile killed by SIGSEGV in mlir::torch::")
+        assert not is_unsupported("iree", crash.phase, crash.error_type, crash.message)
         model = make_model([helper.make_node("Neg", ["x"], ["y"])], [("x", TensorProto.FLOAT, [2])],
                            [("y", TensorProto.FLOAT, [2])])
         good = pool.run("iree", Test(model, "", {"x": np.array([1, -2], np.float32)}), ["O0-generic"])["O0-generic"]
@@ -175,3 +189,14 @@ def test_compile_error_keeps_the_first_most_specific_error() -> None:
         BE.compile(BE.load(Test(model, "", {})), variant("O0-generic"))
     assert type(info.value).__name__ == "IreeCompileError"
     assert not is_unsupported("iree", COMPILE, "IreeCompileError", str(info.value))
+
+
+def test_unsigned_outputs_keep_their_type() -> None:
+    """IREE's integers are signless (uint8 comes back as int8, same bits): outputs are viewed as the
+    declared unsigned type, so 200 + 100 is 44 (mod 256) as uint8, not -56 as int8."""
+    model = make_model([helper.make_node("Add", ["a", "b"], ["y"])],
+                       [("a", TensorProto.UINT8, [2]), ("b", TensorProto.UINT8, [2])], [("y", TensorProto.UINT8, [2])])
+    feeds = {"a": np.array([200, 7], np.uint8), "b": np.array([100, 250], np.uint8)}
+    (out,) = run_all(model, feeds, ["O3-generic"])["O3-generic"]
+    assert out.dtype == np.uint8
+    np.testing.assert_array_equal(out, [44, 1])

@@ -49,17 +49,23 @@ class IreeCompileError(Exception):
     """``iree-compile`` failed: the message is its first diagnostics, without source locations."""
 
 
+class IreeCompilerCrash(Exception):
+    """``iree-compile`` died of a signal: the message names it and the innermost compiler frames."""
+
+
 @dataclass
 class Imported:
     mlir: str
     function: str  # the MLIR function the importer made (named after the ONNX graph)
     input_names: list[str]  # ONNX graph inputs in the function's argument order
+    output_dtypes: list[np.dtype | None]  # what the ONNX graph declares for each output (None: not a tensor)
 
 
 @dataclass
 class Compiled:
     function: Any  # a callable iree.runtime function
     input_names: list[str]
+    output_dtypes: list[np.dtype | None]
 
 
 @cache
@@ -89,7 +95,28 @@ def import_model(model_bytes: bytes) -> Imported:
         module.verify()
     except onnx_importer.OnnxImportError as e:
         raise IreeImportError(str(e)) from e
-    return Imported(module.get_asm(), model.graph.name, list(info.main_graph.input_map))
+    declared = [_numpy_dtype(o.type.tensor_type.elem_type) for o in model.graph.output]
+    return Imported(module.get_asm(), model.graph.name, list(info.main_graph.input_map), declared)
+
+
+def _numpy_dtype(elem_type: int) -> np.dtype | None:
+    from onnx import helper
+
+    try:
+        return np.dtype(helper.tensor_dtype_to_np_dtype(elem_type))
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def as_declared(outputs: list[np.ndarray], declared: list[np.dtype | None]) -> list[np.ndarray]:
+    """IREE's ABI has signless integers: a uint8 output comes back as int8 with the same bits.  Such
+    an output is viewed as the declared type (bits unchanged); any other dtype is left as it is."""
+    out = []
+    for o, want in zip(outputs, declared + [None] * (len(outputs) - len(declared)), strict=False):
+        same_bits = (want is not None and o.dtype != want and o.dtype.kind in "iu" and want.kind in "iu"
+                     and o.dtype.itemsize == want.itemsize)
+        out.append(o.view(want) if same_bits else o)
+    return out
 
 
 def compile_args(variant: Variant) -> tuple[list[str], list[str]]:
@@ -97,6 +124,9 @@ def compile_args(variant: Variant) -> tuple[list[str], list[str]]:
     return list(variant.options["targets"]), list(variant.options["flags"])
 
 
+_SIGNAL = re.compile(r"^Error code: -(\d+)$", re.M)
+# a stack frame's function in IREE's or torch-mlir's own code (not LLVM's signal handler, MLIR's core)
+_OWN_FRAME = re.compile(r"^\s*#\d+ 0x[0-9a-f]+ .*?((?:mlir::)?(?:torch|iree_compiler)::[\w:]+)\(", re.M)
 _LOCATION = re.compile(r"^(?:\S+:\d+:\d+: |<[^>]*>:\d+:\d+: |loc\([^)]*\): )")
 _ERROR = re.compile(r"^(?:[\w-]+: )?error: ")
 _ILLEGAL = re.compile(r"failed to legalize operation 'torch\.operator'")
@@ -107,6 +137,14 @@ def compile_error(text: str) -> Exception:
     """The exception for iree-compile's output ``text``: ``IreeUnsupported`` naming the ONNX operator
     left unlowered, else ``IreeCompileError`` with the first error and the note after it (the
     diagnostics carry the MLIR location and the op, which dedup normalizes)."""
+    crashed = _SIGNAL.search(text)
+    if crashed:
+        import signal
+
+        number = int(crashed.group(1))
+        name = signal.Signals(number).name if number in signal.Signals._value2member_map_ else f"signal {number}"
+        frames = " <- ".join(_OWN_FRAME.findall(text)[:2]) or "no frame of IREE or torch-mlir"
+        return IreeCompilerCrash(f"iree-compile killed by {name} in {frames}")
     lines = [_LOCATION.sub("", ln.strip()) for ln in text.splitlines()]
     # the first error is the most specific one (the linker's "iree-lld: error: undefined symbol: cos"
     # comes before "error: failed to link executable")
@@ -181,12 +219,12 @@ class IreeBackend(Backend):
             raise compile_error(str(e)) from None
         ctx = rt.SystemContext(config=rt.Config(variant.options["driver"]))
         ctx.add_vm_module(rt.VmModule.copy_buffer(ctx.instance, vmfb))
-        return Compiled(ctx.modules.module[imported.function], imported.input_names)
+        return Compiled(ctx.modules.module[imported.function], imported.input_names, imported.output_dtypes)
 
     def run(self, compiled: Compiled, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
         # np.asarray, not np.ascontiguousarray: that makes a 0-d input 1-d, which IREE rejects
         args = [np.asarray(inputs[n], order="C") for n in compiled.input_names]
-        return _host(compiled.function(*args))
+        return as_declared(_host(compiled.function(*args)), compiled.output_dtypes)
 
     def repro_source(self, variant: Variant) -> str:
         targets, flags = compile_args(variant)
@@ -221,5 +259,9 @@ def run_model(model_path, inputs):
     function = ctx.modules.module[model.graph.name]
     # the function's arguments are the graph inputs that are not initializers, in order
     names = list(info.main_graph.input_map)
-    return host(function(*[np.asarray(inputs[n], order="C") for n in names]))
+    outs = host(function(*[np.asarray(inputs[n], order="C") for n in names]))
+    # IREE's integers are signless: view an output as the declared type where only signedness differs
+    declared = [onnx.helper.tensor_dtype_to_np_dtype(o.type.tensor_type.elem_type) for o in model.graph.output]
+    return [o.view(d) if o.dtype.kind in "iu" and np.dtype(d).kind in "iu" and o.dtype.itemsize == np.dtype(d).itemsize
+            else o for o, d in zip(outs, declared)]
 '''
