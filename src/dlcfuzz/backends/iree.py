@@ -21,7 +21,10 @@ make every float64 test a dtype mismatch by design).
 
 from __future__ import annotations
 
+import inspect
 import re
+import signal
+import sys
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -37,6 +40,8 @@ CUDA_ARCH = "sm_80"
 COMMON_FLAGS = ("--iree-input-demote-f64-to-f32=false",)
 
 
+# ---- standalone: repro_source copies this section verbatim (it may use only re, signal, dataclass,
+# numpy, onnx and IREE), so that a bundle's repro.py imports, compiles, runs and fails exactly as here
 class IreeImportError(Exception):
     """IREE's ONNX importer rejected the model (its Python code raised)."""
 
@@ -58,25 +63,7 @@ class Imported:
     mlir: str
     function: str  # the MLIR function the importer made (named after the ONNX graph)
     input_names: list[str]  # ONNX graph inputs in the function's argument order
-    output_dtypes: list[np.dtype | None]  # what the ONNX graph declares for each output (None: not a tensor)
-
-
-@dataclass
-class Compiled:
-    function: Any  # a callable iree.runtime function
-    input_names: list[str]
-    output_dtypes: list[np.dtype | None]
-
-
-@cache
-def has_cuda() -> bool:
-    """Whether IREE's CUDA driver finds a device (False where the driver or a GPU is missing)."""
-    try:
-        import iree.runtime as rt
-
-        return bool(rt.get_driver("cuda").query_available_devices())
-    except Exception:  # no libcuda, no device: IREE raises RuntimeError/ValueError
-        return False
+    output_dtypes: list  # numpy dtypes the ONNX graph declares for its outputs (None: not a tensor)
 
 
 def import_model(model_bytes: bytes) -> Imported:
@@ -90,12 +77,12 @@ def import_model(model_bytes: bytes) -> Imported:
     info = onnx_importer.ModelInfo(model)
     module = info.create_module(context=ir.Context()).operation
     try:
-        importer = onnx_importer.NodeImporter.define_function(info.main_graph, module)
-        importer.import_all()
+        onnx_importer.NodeImporter.define_function(info.main_graph, module).import_all()
         module.verify()
     except onnx_importer.OnnxImportError as e:
         raise IreeImportError(str(e)) from e
     declared = [_numpy_dtype(o.type.tensor_type.elem_type) for o in model.graph.output]
+    # the function's arguments: the graph inputs that are not initializers, in order
     return Imported(module.get_asm(), model.graph.name, list(info.main_graph.input_map), declared)
 
 
@@ -108,7 +95,33 @@ def _numpy_dtype(elem_type: int) -> np.dtype | None:
         return None
 
 
-def as_declared(outputs: list[np.ndarray], declared: list[np.dtype | None]) -> list[np.ndarray]:
+def compile_module(imported: Imported, targets: list[str], flags: list[str], driver: str) -> Any:
+    """The imported model compiled by iree-compile and loaded on ``driver``: a callable function."""
+    import iree.compiler as ic
+    import iree.runtime as rt
+
+    try:
+        vmfb = ic.compile_str(imported.mlir, target_backends=targets, input_type="onnx", extra_args=flags)
+    except ic.CompilerToolError as e:
+        raise compile_error(str(e)) from None
+    ctx = rt.SystemContext(config=rt.Config(driver))
+    ctx.add_vm_module(rt.VmModule.copy_buffer(ctx.instance, vmfb))
+    return ctx.modules.module[imported.function]
+
+
+def run_function(function: Any, imported: Imported, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
+    # np.asarray, not np.ascontiguousarray: that makes a 0-d input 1-d, which IREE rejects
+    args = [np.asarray(inputs[n], order="C") for n in imported.input_names]
+    return as_declared(_host(function(*args)), imported.output_dtypes)
+
+
+def _host(x: Any) -> list[np.ndarray]:
+    if isinstance(x, list | tuple):
+        return [a for item in x for a in _host(item)]
+    return [np.asarray(x.to_host() if hasattr(x, "to_host") else x)]
+
+
+def as_declared(outputs: list[np.ndarray], declared: list) -> list[np.ndarray]:
     """IREE's ABI has signless integers: a uint8 output comes back as int8 with the same bits.  Such
     an output is viewed as the declared type (bits unchanged); any other dtype is left as it is."""
     out = []
@@ -117,11 +130,6 @@ def as_declared(outputs: list[np.ndarray], declared: list[np.dtype | None]) -> l
                      and o.dtype.itemsize == want.itemsize)
         out.append(o.view(want) if same_bits else o)
     return out
-
-
-def compile_args(variant: Variant) -> tuple[list[str], list[str]]:
-    """(target backends, extra iree-compile flags) of a variant."""
-    return list(variant.options["targets"]), list(variant.options["flags"])
 
 
 _SIGNAL = re.compile(r"^Error code: -(\d+)$", re.M)
@@ -139,10 +147,11 @@ def compile_error(text: str) -> Exception:
     diagnostics carry the MLIR location and the op, which dedup normalizes)."""
     crashed = _SIGNAL.search(text)
     if crashed:
-        import signal
-
         number = int(crashed.group(1))
-        name = signal.Signals(number).name if number in signal.Signals._value2member_map_ else f"signal {number}"
+        try:
+            name = signal.Signals(number).name
+        except ValueError:
+            name = f"signal {number}"
         frames = " <- ".join(_OWN_FRAME.findall(text)[:2]) or "no frame of IREE or torch-mlir"
         return IreeCompilerCrash(f"iree-compile killed by {name} in {frames}")
     lines = [_LOCATION.sub("", ln.strip()) for ln in text.splitlines()]
@@ -159,10 +168,25 @@ def compile_error(text: str) -> Exception:
     return IreeCompileError("\n".join(x for x in (lines[first], note) if x))
 
 
-def _host(x: Any) -> list[np.ndarray]:
-    if isinstance(x, list | tuple):
-        return [a for item in x for a in _host(item)]
-    return [np.asarray(x.to_host() if hasattr(x, "to_host") else x)]
+# ---- end of the standalone section
+
+
+@cache
+def has_cuda() -> bool:
+    """Whether IREE's CUDA driver finds a device (False where the driver or a GPU is missing)."""
+    try:
+        import iree.runtime as rt
+
+        return bool(rt.get_driver("cuda").query_available_devices())
+    except Exception:  # no libcuda, no device: IREE raises RuntimeError/ValueError
+        return False
+
+
+def standalone_source() -> str:
+    """This module's standalone section, as the repro scripts' copy."""
+    text = inspect.getsource(sys.modules[__name__])
+    start = text.index("# ---- standalone:")
+    return text[start:text.index("# ---- end of the standalone section", start)]
 
 
 class IreeBackend(Backend):
@@ -208,60 +232,34 @@ class IreeBackend(Backend):
         self.artifact("model.mlir", imported.mlir)
         return imported
 
-    def compile(self, imported: Imported, variant: Variant) -> Compiled:
-        import iree.compiler as ic
-        import iree.runtime as rt
+    def compile(self, imported: Imported, variant: Variant) -> tuple[Any, Imported]:
+        o = variant.options
+        return compile_module(imported, list(o["targets"]), list(o["flags"]), o["driver"]), imported
 
-        targets, flags = compile_args(variant)
-        try:
-            vmfb = ic.compile_str(imported.mlir, target_backends=targets, input_type="onnx", extra_args=flags)
-        except ic.CompilerToolError as e:
-            raise compile_error(str(e)) from None
-        ctx = rt.SystemContext(config=rt.Config(variant.options["driver"]))
-        ctx.add_vm_module(rt.VmModule.copy_buffer(ctx.instance, vmfb))
-        return Compiled(ctx.modules.module[imported.function], imported.input_names, imported.output_dtypes)
-
-    def run(self, compiled: Compiled, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
-        # np.asarray, not np.ascontiguousarray: that makes a 0-d input 1-d, which IREE rejects
-        args = [np.asarray(inputs[n], order="C") for n in compiled.input_names]
-        return as_declared(_host(compiled.function(*args)), compiled.output_dtypes)
+    def run(self, compiled: tuple[Any, Imported], inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
+        function, imported = compiled
+        return run_function(function, imported, inputs)
 
     def repro_source(self, variant: Variant) -> str:
-        targets, flags = compile_args(variant)
+        o = variant.options
         return f'''
+from __future__ import annotations
+
+import re
+import signal
+from dataclasses import dataclass
+from typing import Any
+
 import numpy as np
-import onnx
-import iree.compiler as ic
-import iree.runtime as rt
-from iree.compiler import ir
-from iree.compiler.extras import onnx_importer
 
-TARGETS = {targets!r}
-FLAGS = {flags!r}
-DRIVER = {variant.options["driver"]!r}
+TARGETS = {list(o["targets"])!r}
+FLAGS = {list(o["flags"])!r}
+DRIVER = {o["driver"]!r}
 
 
-def host(x):
-    if isinstance(x, (list, tuple)):
-        return [a for item in x for a in host(item)]
-    return [np.asarray(x.to_host() if hasattr(x, "to_host") else x)]
-
-
+{standalone_source()}
 def run_model(model_path, inputs):
-    model = onnx.shape_inference.infer_shapes(onnx.load(model_path), data_prop=True)  # as iree-import-onnx does
-    info = onnx_importer.ModelInfo(model)
-    module = info.create_module(context=ir.Context()).operation
-    onnx_importer.NodeImporter.define_function(info.main_graph, module).import_all()
-    module.verify()
-    vmfb = ic.compile_str(module.get_asm(), target_backends=TARGETS, input_type="onnx", extra_args=FLAGS)
-    ctx = rt.SystemContext(config=rt.Config(DRIVER))
-    ctx.add_vm_module(rt.VmModule.copy_buffer(ctx.instance, vmfb))
-    function = ctx.modules.module[model.graph.name]
-    # the function's arguments are the graph inputs that are not initializers, in order
-    names = list(info.main_graph.input_map)
-    outs = host(function(*[np.asarray(inputs[n], order="C") for n in names]))
-    # IREE's integers are signless: view an output as the declared type where only signedness differs
-    declared = [onnx.helper.tensor_dtype_to_np_dtype(o.type.tensor_type.elem_type) for o in model.graph.output]
-    return [o.view(d) if o.dtype.kind in "iu" and np.dtype(d).kind in "iu" and o.dtype.itemsize == np.dtype(d).itemsize
-            else o for o, d in zip(outs, declared)]
+    with open(model_path, "rb") as f:
+        imported = import_model(f.read())
+    return run_function(compile_module(imported, TARGETS, FLAGS, DRIVER), imported, inputs)
 '''
