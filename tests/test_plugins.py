@@ -116,3 +116,15 @@ def test_unknown_name_lists_plugins(tmp_path: Path) -> None:
     run = dlcfuzz(["fuzz", "--backends", "no-such", "--out", str(tmp_path / "c")], site, tmp_path)
     assert run.returncode == 2
     assert run.stderr.count("\n") == 1 and "tiny-ort" in run.stderr
+
+
+def test_rule_appended_after_first_use_counts() -> None:
+    """A plugin imported late (after some error was already judged) still has its decline rules."""
+    from dlcfuzz.oracle.unsupported import RULES, is_unsupported
+
+    assert not is_unsupported("late-plugin", "compile", "LateUnsupported", "no Foo")
+    RULES.append(("late-plugin", "compile", r"^LateUnsupported: no Foo"))
+    try:
+        assert is_unsupported("late-plugin", "compile", "LateUnsupported", "no Foo")
+    finally:
+        RULES.pop()
