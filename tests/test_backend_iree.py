@@ -204,3 +204,15 @@ def test_unsigned_outputs_keep_their_type() -> None:
     (out,) = run_all(model, feeds, ["O3-generic"])["O3-generic"]
     assert out.dtype == np.uint8
     np.testing.assert_array_equal(out, [44, 1])
+
+
+def test_compile_error_without_a_source_line() -> None:
+    """iree-compile's output for a RoiAlign model (campaign, reduced): the location is "<unknown>:0:"."""
+    from dlcfuzz.backends.iree import IreeCompileError, compile_error
+
+    text = ("Error invoking IREE compiler tool iree-compile\nError code: 1\nDiagnostics:\n<unknown>:0: error: failed "
+            "to legalize operation 'torch.constant.bool': %3 = \"torch.constant.bool\"() <{value = true}> : () -> "
+            "!torch.bool loc(unknown)\n\n\nInvoked with:\n iree-compile ...")
+    e = compile_error(text)
+    assert isinstance(e, IreeCompileError)
+    assert str(e).startswith("error: failed to legalize operation 'torch.constant.bool'")

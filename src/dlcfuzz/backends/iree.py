@@ -135,7 +135,7 @@ def as_declared(outputs: list[np.ndarray], declared: list) -> list[np.ndarray]:
 _SIGNAL = re.compile(r"^Error code: -(\d+)$", re.M)
 # a stack frame's function in IREE's or torch-mlir's own code (not LLVM's signal handler, MLIR's core)
 _OWN_FRAME = re.compile(r"^\s*#\d+ 0x[0-9a-f]+ .*?((?:mlir::)?(?:torch|iree_compiler)::[\w:]+)\(", re.M)
-_LOCATION = re.compile(r"^(?:\S+:\d+:\d+: |<[^>]*>:\d+:\d+: |loc\([^)]*\): )")
+_LOCATION = re.compile(r"^(?:\S+:\d+:\d+: |<[^>]*>:\d+(?::\d+)?: |loc\([^)]*\): )")  # "<unknown>:0: " too
 _ERROR = re.compile(r"^(?:[\w-]+: )?error: ")
 _ILLEGAL = re.compile(r"failed to legalize operation 'torch\.operator'")
 _ONNX_OP = re.compile(r'torch\.operator "onnx\.(\w+)"')
