@@ -625,8 +625,9 @@ def build_parser() -> argparse.ArgumentParser:
     m.set_defaults(func=cmd_metrics)
 
     f = sub.add_parser("fuzz", help="run a fuzzing campaign against compilers")
-    f.add_argument("--backends", help="comma-separated: ort,tvm,openvino,inductor,iree,tvm-relax, a plugin's name "
-                                      "(see 'dlcfuzz backends'), or module:Class (default: ort,tvm,openvino,inductor)")
+    f.add_argument("--backends", help="comma-separated: ort,tvm,openvino,inductor,iree,tvm-relax, a plugin's "
+                                      "name (see 'dlcfuzz backends'), or module:Class "
+                                      "(default: ort,tvm,openvino,inductor,iree)")
     f.add_argument("--budget", type=_budget, default=600.0, help="wall-clock budget, e.g. 90s, 10m, 2h")
     f.add_argument("--max-tests", type=int, help="stop after this many tests in the campaign")
     f.add_argument("--jobs", type=int, default=1, help="tests run at once (with --executor ray: Ray actors)")
