@@ -216,3 +216,24 @@ def test_compile_error_without_a_source_line() -> None:
     e = compile_error(text)
     assert isinstance(e, IreeCompileError)
     assert str(e).startswith("error: failed to legalize operation 'torch.constant.bool'")
+
+
+def test_campaign_draws_only_operators_iree_lowers(tmp_path: Path) -> None:
+    """--backends iree alone: ConvTranspose (outside the profile) is left out of generation, and the
+    test runs on every CPU variant; an op set with nothing IREE lowers is a one-line error."""
+    import sqlite3
+
+    env = {**os.environ, "PYTHONPATH": SRC}
+    base = [sys.executable, "-m", "dlcfuzz.cli", "fuzz", "--backends", "iree", "--reduce-budget", "0", "--ops", "1:2"]
+    none = subprocess.run([*base, "--op-set", "ConvTranspose", "--out", str(tmp_path / "n")], env=env,
+                          capture_output=True, text=True)
+    assert none.returncode == 2 and none.stderr.count("\n") == 1, none.stderr
+    run = subprocess.run([*base, "--op-set", "Add,Neg,ConvTranspose", "--max-tests", "1", "--dtypes", "float32",
+                          "--out", str(tmp_path / "c")], env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert "operators: 2 of 3" in run.stderr
+    db = sqlite3.connect(tmp_path / "c" / "campaign.sqlite")
+    (ops,) = db.execute("SELECT ops FROM tests").fetchone()
+    assert set(ops.split(",")) <= {"Add", "Neg"}
+    ran = db.execute("SELECT variant, status FROM outcomes WHERE backend = 'iree' ORDER BY variant").fetchall()
+    assert ran == [(v, OK) for v in sorted(CPU_VARIANTS)]

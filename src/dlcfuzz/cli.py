@@ -236,11 +236,12 @@ def _supported_specs(specs: list, backends: list[str]) -> list:
 
     loaded = [load_backend(b) for b in backends if b != "reference"]
     kept = [s for s in specs if any(b.supports({s.op}) for b in loaded)]
+    if not kept:
+        raise UsageError(f"none of the operators ({', '.join(s.op for s in specs[:5])}"
+                         f"{', ...' if len(specs) > 5 else ''}) is supported by the backends under test")
     if len(kept) < len(specs):
         print(f"operators: {len(kept)} of {len(specs)} (the others no backend under test supports: "
               f"{', '.join(sorted({s.op for s in specs} - {s.op for s in kept}))})", file=sys.stderr)
-    if not kept:
-        raise UsageError("no operator of --op-set is supported by the backends under test")
     return kept
 
 
