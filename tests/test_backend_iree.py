@@ -224,7 +224,8 @@ def test_campaign_draws_only_operators_iree_lowers(tmp_path: Path) -> None:
     import sqlite3
 
     env = {**os.environ, "PYTHONPATH": SRC}
-    base = [sys.executable, "-m", "dlcfuzz.cli", "fuzz", "--backends", "iree", "--reduce-budget", "0", "--ops", "1:2"]
+    base = [sys.executable, "-m", "dlcfuzz.cli", "fuzz", "--backends", "iree", "--reduce-budget", "0", "--ops", "1:2",
+            "--budget", "60s"]
     none = subprocess.run([*base, "--op-set", "ConvTranspose", "--out", str(tmp_path / "n")], env=env,
                           capture_output=True, text=True)
     assert none.returncode == 2 and none.stderr.count("\n") == 1, none.stderr
