@@ -189,7 +189,7 @@ def _budget(text: str) -> float:
 
 
 def _backends(text: str | None) -> list[str]:
-    from dlcfuzz.backends import DEFAULT, KNOWN, UnknownBackend, load_backend, path_of
+    from dlcfuzz.backends import DEFAULT, KNOWN, UnknownBackend, load_backend, path_of, plugins
 
     names = _names(text) if text else list(DEFAULT)
     chosen = []
@@ -197,8 +197,9 @@ def _backends(text: str | None) -> list[str]:
         try:
             path_of(n)
         except UnknownBackend:
-            known = ", ".join(k for k in KNOWN if k != "reference")
-            raise UsageError(f"unknown backend {n!r}; known: {known}, or module:Class") from None
+            known = ", ".join(k for k in [*KNOWN, *plugins()] if k != "reference")
+            raise UsageError(f"unknown backend {n!r}; known: {known}, or module:Class "
+                             "(list them with 'dlcfuzz backends')") from None
         ok, why = load_backend(n).available()
         if ok:
             chosen.append(n)
@@ -265,14 +266,63 @@ def _check_executor(args: argparse.Namespace) -> None:
             raise UsageError("--executor ray needs Ray: pip install 'dlcfuzz[ray]'")
 
 
+def _supported_specs(specs: list, backends: list[str]) -> list:
+    """The operators at least one backend under test can be tried on (backends with a support
+    profile, e.g. inductor or iree, decline the rest), so that no test is generated for nobody."""
+    from dlcfuzz.backends import load_backend
+
+    loaded = [load_backend(b) for b in backends if b != "reference"]
+    kept = [s for s in specs if any(b.supports({s.op}) for b in loaded)]
+    if not kept:
+        raise UsageError(f"none of the operators ({', '.join(s.op for s in specs[:5])}"
+                         f"{', ...' if len(specs) > 5 else ''}) is supported by the backends under test")
+    if len(kept) < len(specs):
+        print(f"operators: {len(kept)} of {len(specs)} (the others no backend under test supports: "
+              f"{', '.join(sorted({s.op for s in specs} - {s.op for s in kept}))})", file=sys.stderr)
+    return kept
+
+
+def cmd_backends(args: argparse.Namespace) -> int:
+    """Every backend, built in or plugin: version, variants (as its worker reports them) and availability."""
+    from dlcfuzz.backends import DEFAULT, KNOWN, load_backend, plugins
+    from dlcfuzz.run.worker import PhaseLimits, WorkerDied, WorkerPool
+
+    # origin: "default" (built in, and run when --backends is not given), "built-in", or "plugin"
+    rows = ([(n, p, "default" if n in DEFAULT else "built-in") for n, p in KNOWN.items()]
+            + [(n, p, "plugin") for n, p in plugins().items()])
+    pool = WorkerPool(PhaseLimits())
+    try:
+        for name, path, origin in rows:
+            try:
+                backend = load_backend(name)
+                ok, why = backend.available()
+            except Exception as e:  # a plugin that cannot even be imported: say why, list the rest
+                ok, why = False, f"{name}: cannot load {path}: {type(e).__name__}: {str(e).splitlines()[0][:200]}"
+            if ok and not args.no_variants:
+                try:
+                    version, described = pool.describe(name)
+                except WorkerDied as e:
+                    ok, why = False, f"{name}: its worker could not start: {str(e).splitlines()[0][:200]}"
+            if not ok:
+                print(f"{name:<15} unavailable  {origin:<8} {path}\n{'':<15} {why}")
+                continue
+            if args.no_variants:
+                version, described = backend.version(), [(v.name, v.options) for v in backend.variants()]
+            variants = ", ".join(v for v, _ in described)
+            print(f"{name:<15} {version:<12} {origin:<8} {path}\n{'':<15} variants: {variants}")
+    finally:
+        pool.close()
+    return 0
+
+
 def cmd_fuzz(args: argparse.Namespace) -> int:
     from dlcfuzz.run.campaign import Campaign, CampaignConfig
     from dlcfuzz.run.store import StoreError
     from dlcfuzz.run.worker import PhaseLimits
 
     limits = _limits(args)
-    specs = _resolve_ops(_names(args.op_set) if args.op_set else None)
     backends = _backends(args.backends)
+    specs = _supported_specs(_resolve_ops(_names(args.op_set) if args.op_set else None), backends)
     if args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
     _check_executor(args)
@@ -659,8 +709,9 @@ def build_parser() -> argparse.ArgumentParser:
     m.set_defaults(func=cmd_metrics)
 
     f = sub.add_parser("fuzz", help="run a fuzzing campaign against compilers")
-    f.add_argument("--backends", help="comma-separated: ort,tvm,openvino,inductor,tvm-relax "
-                                      "(default: all installed but tvm-relax)")
+    f.add_argument("--backends", help="comma-separated: ort,tvm,openvino,inductor,iree,tvm-relax, a plugin's "
+                                      "name (see 'dlcfuzz backends'), or module:Class "
+                                      "(default: ort,tvm,openvino,inductor,iree)")
     f.add_argument("--budget", type=_budget, default=600.0, help="wall-clock budget, e.g. 90s, 10m, 2h")
     f.add_argument("--max-tests", type=int, help="stop after this many tests in the campaign")
     f.add_argument("--jobs", type=int, default=1, help="tests run at once (with --executor ray: Ray actors)")
@@ -731,6 +782,12 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("campaign")
     r.add_argument("-o", "--out", help="the HTML file to write (default: CAMPAIGN/report.html)")
     r.set_defaults(func=cmd_report)
+
+    bl = sub.add_parser("backends", help="list every backend (built in, and plugins of the entry-point group "
+                                         "dlcfuzz.backends): version, variants, availability")
+    bl.add_argument("--no-variants", action="store_true",
+                    help="ask each backend in this process rather than in a worker (faster; no crash isolation)")
+    bl.set_defaults(func=cmd_backends)
 
     b = sub.add_parser("bugs", help="list the distinct compiler bugs of a campaign (or its other issues)")
     b.add_argument("campaign")

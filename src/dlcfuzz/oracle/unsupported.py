@@ -51,6 +51,9 @@ RULES: list[tuple[str, str, str]] = [
     ("openvino", "*", r"Supported primitive descriptors list is empty for node: \S*ConvolutionBackpropData"),
     # OpenVINO requires GatherElements indices to match data off the axis (ONNX does not say; ORT accepts less)
     ("openvino", "*", r"must have equal or intersecting dimensions, except for the dimension at axis"),
+    # IREE: an ONNX operator (or a form of it) that the ONNX-to-torch lowering leaves as an opaque
+    # torch.operator, which then cannot legalize; the backend re-raises it naming the operator
+    ("iree", "compile", r"^IreeUnsupported: IREE's ONNX importer does not lower onnx\.\w+"),
 ]
 
 # ---- OPERA: migrated torch calls through the PyTorch frontends (backends tvm-torch, openvino-torch, inductor-torch)
@@ -101,10 +104,13 @@ RULES += [("openvino-torch", ph, p) for b, ph, p in list(RULES) if b == "openvin
 RULES += [("inductor-torch", ph, p) for b, ph, p in list(RULES) if b == "inductor" and ph != "import"]
 
 _COMPILED: dict[str, list[re.Pattern[str]]] = {}
+_COMPILED_RULES = [0]  # how many rules _COMPILED holds: a plugin backend may append its own later
 
 
 def is_unsupported(backend: str, phase: str, error_type: str, message: str) -> bool:
-    if not _COMPILED:
+    if _COMPILED_RULES[0] != len(RULES):
+        _COMPILED.clear()
+        _COMPILED_RULES[0] = len(RULES)
         for b, ph, p in RULES:
             _COMPILED.setdefault(f"{b}/{ph}", []).append(re.compile(p, re.S))
     text = f"{error_type}: {message}"
