@@ -566,14 +566,17 @@ def bug_summary(folder: Path) -> str:
         store.close()
     listed = ", ".join(f"{b} {n}" for b, n in sorted(per_backend.items())) or "none"
     return (f"compiler bugs: {sum(per_backend.values())} ({listed}); baseline issues: {other.get('baseline', 0)}; "
-            f"exporter issues: {other.get('exporter', 0)}; declines (unsupported, not bugs): {declines}")
+            f"exporter issues: {other.get('exporter', 0)}; rounding noise: {other.get('noise', 0)}; "
+            f"undefined behaviour (e.g. integer overflow): {other.get('undefined', 0)}; "
+            f"declines (unsupported, not bugs): {declines}")
 
 
 def cmd_bugs(args: argparse.Namespace) -> int:
     folder = Path(args.campaign)
     if args.unclassified:
         return _unclassified(folder)
-    category = "baseline" if args.baseline else "exporter" if args.exporter else "compiler"
+    category = ("baseline" if args.baseline else "exporter" if args.exporter else "noise" if args.noise
+                else "compiler")
     store = _open_store(folder)
     try:
         bugs = store.bugs(category)
@@ -796,6 +799,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="list the baseline issues instead: other compilers agree against the baseline")
     which.add_argument("--exporter", action="store_true",
                        help="list dlcfuzz's exporter issues instead (e.g. eager torch against the baseline)")
+    which.add_argument("--noise", action="store_true",
+                       help="list the rounding noise instead: ties that a comparison or rounding broke the other way")
     which.add_argument("--unclassified", action="store_true",
                        help="errors no unsupported rule matched, by frequency (to review the decline rules)")
     b.set_defaults(func=cmd_bugs)

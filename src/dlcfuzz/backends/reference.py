@@ -102,6 +102,10 @@ RULES: tuple[Rule, ...] = (
     Rule("MaxPool", "SAME_LOWER: floor(n/s) outputs (4/4 vs 1/14); a kernel longer than the unpadded input "
          "raises (NOTSET: 'output shape cannot be null', SAME: 'tuple index out of range'); wrong Indices",
          lambda n, g: _auto_pad(n) == "SAME_LOWER" or len(n.outputs) > 1 or _kernel_over_input(n, g)),
+    Rule("MaxPool", "ceil_mode with explicit pads: output length and windows wrong (kernel 4, pads [3,3], length 5: "
+         "5 outputs, ORT and OpenVINO 8; kernel 3, pads [2,0]: the unpadded windows' maxima), seen in a 10-minute "
+         "ORT campaign",
+         lambda n, g: bool(n.attrs.get("ceil_mode")) and any(n.attrs.get("pads") or [])),
     Rule("AveragePool", "asserts on ceil_mode with auto_pad (1/1)",
          lambda n, g: bool(n.attrs.get("ceil_mode")) and _auto_pad(n) != "NOTSET"),
     Rule("LpPool", "averages instead of summing windows that hold padding (0/20 at opset 17, where LpPool-11 "
@@ -132,6 +136,10 @@ RULES: tuple[Rule, ...] = (
          "wrong 3-D SAME_UPPER shapes", lambda n, g: _x(n, g).rank != 4),
     Rule("QuantizeLinear", "divides float16 in float16 (off by 1; ORT and torch in float32)",
          lambda n, g: _x(n, g).dtype == "float16"),
+    Rule("Resize", "pytorch_half_pixel ignores ONNX's 'x_original = 0 if length_resized == 1' (length 1 output: "
+         "ORT and OpenVINO take element 0, the reference another), seen in a 10-minute ORT campaign",
+         lambda n, g: n.attrs.get("coordinate_transformation_mode") == "pytorch_half_pixel"
+         and 1 in g.values[n.outputs[0]].type.shape),
     Rule("Resize", "negative axes, float64 data; integer data with linear/cubic rounds differently (1/10)",
          lambda n, g: any(a < 0 for a in n.attrs.get("axes") or []) or _x(n, g).dtype == "float64"
          or (_x(n, g).dtype in _INTS and (n.attrs.get("mode") or "nearest") != "nearest")),

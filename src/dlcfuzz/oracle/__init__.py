@@ -17,7 +17,10 @@ compiler team's bugs:
 - ``EXPORTER``: a backend's *uncompiled* variant (``Variant.options["uncompiled"]``, e.g. Inductor's
   eager torch: dlcfuzz's own exporter plus the library's kernels, no compiler) disagrees with the
   baseline, or fails.  That backend's compiled variants are judged against that variant only: an
-  Inductor bug is compiled vs eager.
+  Inductor bug is compiled vs eager;
+- ``NOISE``: rounding, not a bug: a comparison or rounding operator whose inputs already differed
+  within tolerance broke a tie the other way (set where the divergence is located, ``run/localize.py``);
+- ``UNDEFINED``: the divergence starts where ONNX leaves the result undefined (integer overflow).
 - metamorphic pairing: a variant whose options name another in ``compare_with`` is compared with
   that one (e.g. cuda-inductor with cuda-eager: Inductor's GPU code alone; cuda-eager with eager: the
   cross-device oracle).  When that variant ran and failed, there is nothing to compare with; when it
@@ -47,8 +50,8 @@ from dlcfuzz.oracle.unsupported import is_unsupported
 CRASH, DIFFERENTIAL, METAMORPHIC, DISRUPTIVE = "crash", "differential", "metamorphic", "disruptive"
 INCONSISTENT = "inconsistent"  # an invalid model accepted, with outputs its variants disagree on
 # whose fault a finding is: the compiler's (listed as its bug), the baseline's, or dlcfuzz's exporter's
-COMPILER, BASELINE, EXPORTER = "compiler", "baseline", "exporter"
-CATEGORIES = (COMPILER, BASELINE, EXPORTER)
+COMPILER, BASELINE, EXPORTER, NOISE, UNDEFINED = "compiler", "baseline", "exporter", "noise", "undefined"
+CATEGORIES = (COMPILER, BASELINE, EXPORTER, NOISE, UNDEFINED)
 VALUE_KINDS = ("value", "shape", "dtype")
 
 
@@ -157,13 +160,16 @@ def judge(outcomes: dict[str, dict[str, Outcome]], baseline: list[np.ndarray] | 
                     findings.append(_mismatch(METAMORPHIC, backend, variant, mate, m))
         if anchor is not None and baseline is not None:
             agree_with_baseline[backend] = not all_disagree
+    judged_by = baseline_name.split("/")[0]
     for f in diff_findings:
         # the backend's own variants all disagree with the baseline: if another compiler sides with
-        # them, two independent implementations outvote the baseline
+        # them, and none with the baseline, two independent implementations outvote the baseline
         if not agree_with_baseline.get(f.backend, True):
             mine = outcomes[f.backend][f.variant].outputs or []
-            if any(o.status == OK and compare(mine, o.outputs or [], tolerances, rounded) is None
-                   for b, vs in outcomes.items() if b != f.backend for o in vs.values()):
+            others = [(b, o) for b, vs in outcomes.items() if b not in (f.backend, judged_by) for o in vs.values()
+                      if o.status == OK]
+            if (any(compare(mine, o.outputs or [], tolerances, rounded) is None for _, o in others)
+                    and not any(agree_with_baseline.get(b, False) for b, _ in others)):
                 f.category = BASELINE
         findings.append(f)
     return Verdict(findings, unsupported)
@@ -251,6 +257,8 @@ __all__ = [
     "EXPORTER",
     "INCONSISTENT",
     "METAMORPHIC",
+    "NOISE",
+    "UNDEFINED",
     "Finding",
     "Verdict",
     "all_finite",

@@ -33,7 +33,17 @@ from dlcfuzz.gen.guided import STRATEGIES as GUIDED
 from dlcfuzz.gen.guided import Coverage
 from dlcfuzz.ir import Graph
 from dlcfuzz.ir.hints import random_array
-from dlcfuzz.oracle import BASELINE, Finding, Verdict, all_finite, compare_targets, judge, judge_invalid
+from dlcfuzz.oracle import (
+    BASELINE,
+    NOISE,
+    UNDEFINED,
+    Finding,
+    Verdict,
+    all_finite,
+    compare_targets,
+    judge,
+    judge_invalid,
+)
 from dlcfuzz.oracle import CRASH as ORACLE_CRASH
 from dlcfuzz.oracle.unsupported import is_unsupported
 from dlcfuzz.run.bundle import write_bundle
@@ -412,8 +422,8 @@ class Campaign(Driver):
                              src.artifacts if src is not None else None)
                 new_bugs.append((sig, f.oracle, f.kind, f.backend, f.variant, f.phase, head,
                                  f.category, str(folder.relative_to(cfg.out))))
-                # a baseline issue is no compiler's to reduce (and needs other compilers to show)
-                if cfg.reduce_seconds and f.kind != "unconfirmed" and f.category != BASELINE:
+                # baseline issues (which need other compilers to show) and noise are no compiler's to reduce
+                if cfg.reduce_seconds and f.kind != "unconfirmed" and f.category not in (BASELINE, NOISE, UNDEFINED):
                     to_reduce.append((folder, Case(graph, test.inputs, f, sig, cfg.tolerances)))
         with self.lock:
             self.store.commit(record, outcome_rows(outcomes), rows, new_bugs, ex.covered)

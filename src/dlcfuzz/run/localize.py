@@ -8,6 +8,10 @@ baseline, or the backend's anchor variant) on that graph, and records in the fin
 the tolerance.  Signatures and titles use it (``run/dedup.py``), and the reducer keeps that node
 and drops everything downstream of it (``run/reduce.py``).
 
+A divergence that starts at a discontinuous operator (a comparison, a rounding, a selection) whose
+float inputs already differed within tolerance is rounding noise: such findings get category NOISE,
+counted apart and never listed.
+
 Exposing intermediates can change what a compiler fuses, so the divergence may vanish in the
 exposed graph; the finding then keeps no location and is signed by the producer of its output.
 """
@@ -22,8 +26,22 @@ import numpy as np
 from dlcfuzz.backends.base import OK, Outcome, Test
 from dlcfuzz.export.onnx import to_bytes
 from dlcfuzz.ir import Graph, Node, Value
-from dlcfuzz.oracle import DIFFERENTIAL, Finding
+from dlcfuzz.oracle import DIFFERENTIAL, NOISE, UNDEFINED, Finding
 from dlcfuzz.oracle.compare import REDUCED_PRECISION, compare
+
+# Operators whose outputs jump under an arbitrarily small change of a float input (comparisons, signs,
+# rounding, selection by rank): where one of them is the first to diverge and its inputs already
+# differed by rounding, the divergence is that rounding (a tie broken the other way), not a bug of the op.
+DISCONTINUOUS = frozenset({
+    "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "Equal", "Sign", "Floor", "Ceil", "Round", "Cast",
+    "CastLike", "ArgMax", "ArgMin", "TopK", "Hardmax", "NonZero", "Mod", "QuantizeLinear", "DynamicQuantizeLinear",
+    "Shrink", "ThresholdedRelu",
+})
+
+# Integer arithmetic that can leave its type's range, where ONNX leaves the result undefined (wrap,
+# saturate, anything): recomputed in float64 to tell an overflow from a wrong result.
+WRAPPING = frozenset({"Add", "Sub", "Mul", "Neg", "Abs", "Pow", "Sum", "ReduceProd", "ReduceSum",
+                      "ReduceSumSquare", "MatMul", "Gemm", "CumSum", "Einsum"})
 
 # (backend, test, variants) -> variant -> outcome: running in the campaign's isolated workers
 Runner = Callable[[str, Test, list[str]], dict[str, Outcome]]
@@ -52,14 +70,53 @@ def first_divergence(g: Graph, expected: list[np.ndarray], actual: list[np.ndarr
     if len(expected) != len(g.outputs) or len(actual) != len(g.outputs):
         return None
     where = {o: n for n in g.nodes for o in n.outputs}
+    index = {name: k for k, name in enumerate(g.outputs)}
     rounded = g.rounded_from_floats()
     for k, name in enumerate(g.outputs):
         m = compare([expected[k]], [actual[k]], tolerances, [0] if name in rounded else [])
         if m is not None:
             n = where[name]
-            return {"node": n.name, "op": n.op, "output": name, "kind": m.kind,
-                    "dtype": g.values[name].type.dtype, "detail": m.detail}
+            first = {"node": n.name, "op": n.op, "output": name, "kind": m.kind,
+                     "dtype": g.values[name].type.dtype, "detail": m.detail}
+            # inputs that already differed (within tolerance): the jump is their rounding
+            nudged = [x for x in n.inputs if x in index and g.values[x].type.dtype.startswith("float")
+                      and not np.array_equal(expected[index[x]], actual[index[x]], equal_nan=True)]
+            if n.op in DISCONTINUOUS and nudged and m.kind == "value":
+                first["tie"] = f"{n.op} of {', '.join(nudged)}, which differ by rounding only"
+            return first
     return None
+
+
+def overflows(g: Graph, output: str, inputs: dict[str, np.ndarray], computed: dict[str, np.ndarray]) -> bool:
+    """Whether integer ``output``'s node, recomputed in float64 (the reference evaluator) on the values
+    its inputs had, leaves the range of the output's integer type."""
+    node = next((n for n in g.nodes if output in n.outputs), None)
+    dtype = g.values[output].type.dtype
+    if node is None or node.op not in WRAPPING or "int" not in dtype:
+        return False
+    values = {**{n: v.data for n, v in g.values.items() if v.data is not None}, **inputs, **computed}
+    if any(x and x not in values for x in node.inputs):
+        return False
+    from onnx import TensorProto, helper
+    from onnx.reference import ReferenceEvaluator
+
+    # the data in float64; axes (the second input of reductions and CumSum) stay as they are
+    keep = set(node.inputs[1:]) if node.op.startswith("Reduce") or node.op == "CumSum" else set()
+    feeds = {x: np.asarray(values[x]) if x in keep else np.asarray(values[x]).astype(np.float64)
+             for x in node.inputs if x}
+    wide = helper.make_node(node.op, list(node.inputs), [output], **node.attrs)
+    graph = helper.make_graph(
+        [wide], "wide",
+        [helper.make_tensor_value_info(x, helper.np_dtype_to_tensor_dtype(a.dtype), a.shape) for x, a in feeds.items()],
+        [helper.make_tensor_value_info(output, TensorProto.DOUBLE, None)])
+    try:
+        result = ReferenceEvaluator(helper.make_model(graph, opset_imports=[helper.make_opsetid("", g.opset)])).run(
+            None, feeds)[0]
+    except Exception:  # no float64 form of the node: no verdict
+        return False
+    info = np.iinfo(np.dtype(dtype))
+    finite = np.asarray(result)[np.isfinite(result)]
+    return bool(finite.size and (finite.max() > info.max or finite.min() < info.min))
 
 
 def localize(graph: Graph, test: Test, findings: list[Finding], run: Runner, baseline: tuple[str, str] | None,
@@ -72,8 +129,8 @@ def localize(graph: Graph, test: Test, findings: list[Finding], run: Runner, bas
         for f in todo:
             if graph.nodes:
                 n = graph.nodes[0]
-                f.details["first_diverging"] = {"node": n.name, "op": n.op, "output": n.outputs[0], "kind": f.kind,
-                                                "dtype": graph.values[n.outputs[0]].type.dtype, "detail": f.message}
+                _found(f, {"node": n.name, "op": n.op, "output": n.outputs[0], "kind": f.kind,
+                           "dtype": graph.values[n.outputs[0]].type.dtype, "detail": f.message}, graph, test, {})
         return
     g = exposed(graph)
     try:
@@ -102,4 +159,14 @@ def localize(graph: Graph, test: Test, findings: list[Finding], run: Runner, bas
         pair = {(f.backend, f.variant), (f.backend, f.other)}
         first = first_divergence(g, expected, actual, loose if pair & set(reduced) else tolerances)
         if first is not None:
-            f.details["first_diverging"] = first
+            _found(f, first, g, test, dict(zip(g.outputs, expected, strict=True)))
+
+
+def _found(f: Finding, first: dict[str, str], g: Graph, test: Test, computed: dict[str, np.ndarray]) -> None:
+    """Records where ``f``'s divergence starts, and whether that makes it noise or undefined behaviour."""
+    f.details["first_diverging"] = first
+    if first.get("tie"):
+        f.category = NOISE
+    elif overflows(g, first["output"], test.inputs, computed):
+        first["undefined"] = f"{first['op']} overflows {first['dtype']}"
+        f.category = UNDEFINED
