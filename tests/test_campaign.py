@@ -208,17 +208,30 @@ def test_every_bug_gets_an_upstream_ready_report(tmp_path: Path) -> None:
 def test_new_bugs_are_reduced_automatically(tmp_path: Path) -> None:
     import json
 
+    import onnx
+
     out = tmp_path / "c"
     c = campaign(out, ["tests.fake_backends:Planted"], 10, reduce_seconds=15)
     found = bugs(out)
     assert found and c.progress.reduced >= 1
+    # what each planted bug needs (see fake_backends.Planted): a Relu to crash, a Sigmoid to shift outputs
+    # (a value bug's signature may also name the operator that computes the differing output: one more)
+    minimal = {"crash": (["Relu"], 1), "differential": (["Sigmoid"], 2)}
+    reduced = 0
     for b in found:
         folder = out / b[5]
         assert (folder / "reduction.json").exists() or (folder / "reduction-failed.txt").exists()
         if (folder / "reduction.json").exists():
             r = json.loads((folder / "reduction.json").read_text())
-            assert r["ops_after"] <= r["ops_before"] and r["reproduced"]
+            before = [n.op_type for n in onnx.load(str(folder / "model.onnx")).graph.node]
+            after = [n.op_type for n in onnx.load(str(folder / "reduced" / "model.onnx")).graph.node]
+            assert r["reproduced"] and (r["ops_before"], r["ops_after"]) == (len(before), len(after))
+            # down to the operator the bug needs, whatever else the graph held
+            need, most = minimal[b[1]]
+            assert set(need) <= set(after) and len(after) <= most, (b, before, after)
+            reduced += len(after) < len(before)
             assert (run_repro(folder / "reduced")).returncode == 1
+    assert reduced >= 1  # at least one reduction removed something
 
 
 def test_reduce_refuses_a_folder_that_is_not_a_bundle(tmp_path: Path, capsys) -> None:
