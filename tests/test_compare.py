@@ -157,10 +157,12 @@ def error(message: str, phase: str = "compile", error_type: str = "RuntimeError"
 
 def test_judge_differential_and_metamorphic() -> None:
     base = [a(1.0, 2.0)]
-    v = judge({"b": {"v1": ok(a(1.0, 2.0)), "v2": ok(a(1.0, 3.0)), "v3": Outcome("skipped")}}, base)
+    v = judge({"b": {"v0": Outcome("skipped"), "v1": ok(a(1.0, 2.0)), "v2": ok(a(1.0, 3.0)),
+                     "v3": Outcome("skipped")}}, base)
     assert v.unsupported == []
-    kinds = sorted((f.oracle, f.variant, f.other) for f in v.findings)
-    assert kinds == [(DIFFERENTIAL, "v2", "baseline"), (METAMORPHIC, "v2", "v1")]
+    kinds = sorted((f.oracle, f.backend, f.variant, f.other) for f in v.findings)
+    assert kinds == [(DIFFERENTIAL, "b", "v2", "baseline"), (METAMORPHIC, "b", "v2", "v1")]
+    assert all("1/2 elements differ" in f.message for f in v.findings)
     f = next(f for f in v.findings if f.oracle == DIFFERENTIAL)
     assert (f.kind, f.backend, f.phase, f.output) == ("value", "b", "run", 0)
     assert f.details["max_abs"] == pytest.approx(1.0) and not f.reference_suspect
@@ -182,15 +184,24 @@ def test_judge_crashes_and_unsupported() -> None:
     v = judge(outcomes, [a(1.0)])
     assert [u[:2] for u in v.unsupported] == [("ort", "a")]
     assert v.unsupported[0][2].startswith("RuntimeError: NOT_IMPLEMENTED")
-    got = [(f.oracle, f.kind, f.variant, f.phase) for f in v.findings]
-    assert got == [(CRASH, "exception", "x", "compile"), (CRASH, "signal", "y", "compile"),
-                   (CRASH, "timeout", "z", "run"), (CRASH, "oom", "w", "compile"), (CRASH, "exit", "e", "run")]
+    got = [(f.oracle, f.kind, f.backend, f.variant, f.phase) for f in v.findings]
+    assert got == [(CRASH, "exception", "tvm", "x", "compile"), (CRASH, "signal", "tvm", "y", "compile"),
+                   (CRASH, "timeout", "tvm", "z", "run"), (CRASH, "oom", "tvm", "w", "compile"),
+                   (CRASH, "exit", "tvm", "e", "run")]
     x = v.findings[0]
     assert (x.message, x.error_type, x.traceback) == ("boom in pass", "RuntimeError", "Traceback ...")
     # the step the backend announced is part of the message
     o = error("bad")
     o.step = "FuseOps"
     assert judge({"tvm": {"x": o}}, None).findings[0].message == "[FuseOps] bad"
+    # "unsupported" rules hold for their phase only, and read the error type too
+    frontend = "The following operators are not supported for frontend ONNX: Celu"
+    assert judge({"tvm": {"x": error(frontend, phase="import")}}, None).findings == []
+    assert [f.kind for f in judge({"tvm": {"x": error(frontend, phase="run")}}, None).findings] == ["exception"]
+    v = judge({"reference": {"r": error("no kernel", phase="run", error_type="NotImplementedError")}}, None)
+    assert v.findings == [] and v.unsupported == [("reference", "r", "NotImplementedError: no kernel")]
+    long = "NOT_IMPLEMENTED : Could not find an implementation for " + "x" * 400
+    assert len(judge({"ort": {"a": error(long)}}, None).unsupported[0][2]) == 300
 
 
 def test_judge_marks_a_suspect_reference() -> None:
@@ -206,6 +217,12 @@ def test_judge_marks_a_suspect_reference() -> None:
     # nobody else sides with the backend: not suspect
     v = judge({"tvm": {"p": ok(a(1.0))}, "ort": {"d": ok(a(0.0))}}, base)
     assert [(f.backend, f.reference_suspect) for f in v.findings] == [("tvm", False)]
+    # "agree" uses the campaign's tolerances
+    loose = {"float32": (0.5, 0.0)}
+    v = judge({"tvm": {"p": ok(a(1.0))}, "ort": {"d": ok(a(1.3))}}, [a(0.0)], tolerances=loose)
+    assert [(f.backend, f.reference_suspect) for f in v.findings] == [("tvm", True), ("ort", True)]
+    v = judge({"tvm": {"p": ok(a(1.0))}, "ort": {"d": ok(a(1.3))}}, [a(0.0)])
+    assert [(f.backend, f.reference_suspect) for f in v.findings] == [("tvm", False), ("ort", False)]
     # another backend's failed variant does not side with anyone
     v = judge({"tvm": {"p": ok(a(1.0))}, "ort": {"d": error("x")}}, base)
     assert not next(f for f in v.findings if f.oracle == DIFFERENTIAL).reference_suspect
@@ -214,7 +231,11 @@ def test_judge_marks_a_suspect_reference() -> None:
 def test_judge_reduced_precision_variants_get_the_loose_bound() -> None:
     base = [a(1.0)]
     outcomes = {"ov": {"f32": ok(a(1.0)), "bf16": ok(a(1.05))}}
-    assert {f.variant for f in judge(outcomes, base).findings} == {"bf16"}
+    assert sorted((f.oracle, f.variant) for f in judge(outcomes, base).findings) == [
+        (DIFFERENTIAL, "bf16"), (METAMORPHIC, "bf16")]
+    # only the reduced variant's comparisons are loosened: f32 is still held to float32's bound
+    v = judge({"ov": {"bf16": ok(a(1.05)), "f32": ok(a(1.05))}}, base, reduced={("ov", "bf16")})
+    assert [(f.oracle, f.variant) for f in v.findings] == [(DIFFERENTIAL, "f32")]
     assert judge(outcomes, base, reduced={("ov", "bf16")}).findings == []
     assert judge({"ov": {"f32": ok(a(1.0)), "bf16": ok(a(1.2))}}, base, reduced={("ov", "bf16")}).findings
     # the reduced variant listed first loosens the metamorphic pair too
@@ -248,13 +269,23 @@ def test_judge_invalid() -> None:
 
 def test_judge_migrated() -> None:
     expected = [a(0.5)]
-    outcomes = {"tvm": {"d": ok(a(0.6)), "s": Outcome("skipped")},
+    outcomes = {"tvm": {"s": Outcome("skipped"), "d": ok(a(0.6))},
                 "ov": {"d": ok(a(0.5009))},
                 "ort": {"d": error("NOT_IMPLEMENTED : Could not find an implementation for X", phase="run")}}
     v = judge_migrated(outcomes, expected)
-    assert [(f.oracle, f.backend, f.other, f.reference_suspect) for f in v.findings] == [
-        (DIFFERENTIAL, "tvm", "baseline", False)]
-    assert v.unsupported and v.unsupported[0][0] == "ort"
+    assert [(f.oracle, f.backend, f.variant, f.other, f.reference_suspect) for f in v.findings] == [
+        (DIFFERENTIAL, "tvm", "d", "baseline", False)]
+    assert v.findings[0].message.startswith("Chebyshev distance")
+    assert [u[:2] for u in v.unsupported] == [("ort", "d")]
+    # a variant that failed does not stop the backend's next one from being judged
+    v = judge_migrated({"tvm": {"x": error("boom", phase="import"), "d": ok(a(0.6))}}, expected)
+    assert [(f.oracle, f.variant) for f in v.findings] == [(CRASH, "x"), (DIFFERENTIAL, "d")]
+    # agreeing frontends are judged with the campaign's bound
+    wide = {"float32": 0.05}
+    v = judge_migrated({"tvm": {"d": ok(a(0.6))}, "ov": {"d": ok(a(0.64))}}, expected, wide)
+    assert [f.reference_suspect for f in v.findings] == [True, True]
+    v = judge_migrated({"tvm": {"d": ok(a(0.6))}, "ov": {"d": ok(a(0.64))}}, expected)
+    assert [f.reference_suspect for f in v.findings] == [False, False]
     # another frontend that read the same model agrees with tvm: the library's output is suspect
     # (without model_of every frontend counts as reading the same model)
     outcomes["ov"]["d"] = ok(a(0.6))
@@ -271,3 +302,23 @@ def test_judge_migrated() -> None:
     v = judge_migrated({"tvm": {"d": error("segv-ish failure", phase="import")}}, expected)
     assert [(f.oracle, f.kind, f.phase) for f in v.findings] == [(CRASH, "exception", "import")]
     assert judge_migrated({"tvm": {"d": ok(a(0.6))}}, expected, {"float32": 0.5}).findings == []
+
+
+def test_mismatch_details_for_every_path() -> None:
+    # integers: how many elements differ, and an abstract distance of 1
+    m = compare([np.array([1, 2, 3], np.int32)], [np.array([1, 5, 6], np.int32)])
+    assert (m.output, m.kind, m.max_abs) == (0, "value", 1.0)
+    assert m.detail == "2/3 elements differ (exact comparison)"
+    # an empty output is skipped, the next one still compared
+    m = compare([np.zeros((0,), f32), a(1.0)], [np.zeros((0,), f32), a(2.0)])
+    assert m is not None and m.output == 1
+    m = chebyshev([np.zeros((0,), f32), np.array([1], np.int8)], [np.zeros((0,), f32), np.array([2], np.int8)])
+    assert m is not None and m.output == 1
+    # chebyshev's special-values and distance paths
+    m = chebyshev([a(1.0), a(np.nan)], [a(1.0), a(0.0)])
+    assert (m.output, m.kind) == (1, "value") and m.detail.startswith("NaN/inf where the library has none")
+    m = chebyshev([a(1.0), a(0.5)], [a(1.0), a(0.7)])
+    assert (m.output, m.kind) == (1, "value") and m.detail == "Chebyshev distance 0.2 > 0.001"
+    # the bound itself is allowed: distance 0.5 against a bound of exactly 0.5
+    assert chebyshev([a(1.0)], [a(1.5)], {"float32": 0.5}) is None
+    assert chebyshev([a(1.0)], [a(1.5001)], {"float32": 0.5}) is not None

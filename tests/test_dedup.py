@@ -49,7 +49,9 @@ def test_normalize_strips_numbers_addresses_paths_and_names() -> None:
     assert normalize("metadata is fine", names=["data"]) == "metadata is fine"
     assert normalize("x.data is a field", names=["data"]) == "x.data is a field"
     assert normalize("conv_out_2 differs", names=["conv_out"]) == "N differs"  # not a whole name: a digit word
-    assert normalize("Xa X", names=["X", "Xa"]) == "NAME NAME"  # the longest name first
+    assert normalize("Xa X", names=["X", "Xa"]) == "NAME NAME"
+    # the longest name first: a name may extend another past a non-word character (ONNX names do)
+    assert normalize("x.1 is bad", names=["x", "x.1"]) == "NAME is bad"
     assert normalize("no names", names=[""]) == "no names"
 
 
@@ -120,6 +122,29 @@ def test_crash_signatures_equal_under_renamed_values_and_differ_between_errors()
     assert signature(crash("conv in node n3: bad group 4", TVM_TB.replace("run_phase", "other"))) == s
 
 
+def test_signature_format_is_stable() -> None:
+    """Signatures are stored (known_bugs.toml, campaign folders): their hash input is a contract."""
+    import hashlib
+
+    def sha(*parts: str) -> str:
+        return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:16]
+
+    f = Finding(DISRUPTIVE, "signal", "ov", "cpu", "compile", "m",
+                details={"violation": {"op": "Neg", "kind": "dtype", "constraint": "T excludes uint8"}})
+    assert signature(f) == sha("ov", DISRUPTIVE, "signal", "compile", "Neg", "dtype")
+    # a violation record without its fields, or none at all, signs like empty fields
+    assert signature(Finding(DISRUPTIVE, "signal", "ov", "cpu", "compile", "m", details={"violation": {}})) == sha(
+        "ov", DISRUPTIVE, "signal", "compile", "", "")
+    assert signature(Finding(DISRUPTIVE, "signal", "ov", "cpu", "compile", "m")) == sha(
+        "ov", DISRUPTIVE, "signal", "compile", "", "")
+    assert migrated_signature(crash("x", phase="import"), "MaxPool", "fx:_pool") == sha(
+        "migrated", "tvm", CRASH, "fx:_pool")
+    value = Finding(DIFFERENTIAL, "value", "tvm", "fused", "run", "m", other="baseline")
+    assert migrated_signature(value, "Relu") == sha("migrated", "tvm", DIFFERENTIAL, "Relu", "value")
+    # no producer given: the same as an unknown one
+    assert signature(value) == signature(value, "", "")
+
+
 def test_disruptive_signatures_by_operator_and_kind_of_violation() -> None:
     def found(op: str, broken: str, constraint: str, **kw) -> Finding:
         args = {"oracle": DISRUPTIVE, "kind": "signal", "backend": "ov", "variant": "cpu", "phase": "compile",
@@ -174,6 +199,12 @@ def test_producer_and_graph_signature() -> None:
     g2.add_value(Value("x", TensorType((2,), "int64"), INPUT_KIND))
     g2.outputs = ["x"]  # a graph input passed through: no operator produced it
     assert producer(g2, 0) == ("", "int64")
+    # value findings: the operator that computed the differing output of a one-node graph
+    value = Finding(DIFFERENTIAL, "value", "tvm", "fused", "run", "m", other="baseline", output=0)
+    neg = graph_with_names("images", "relu_block")
+    neg.nodes[0].op = "Neg"
+    assert graph_signature(value, g) != graph_signature(value, neg)
+    assert graph_signature(value, g) == graph_signature(value, graph_with_names("pixels", "act"))
     # crash messages that name the graph's values and nodes sign alike across graphs
     one = crash("relu_block: input images has a bad shape")
     two = crash("act: input pixels has a bad shape")
@@ -192,6 +223,11 @@ def test_migrated_signatures_by_conversion_function() -> None:
     both = "fx:_conv2d,fx:_pool"
     assert migrated_signature(crash("x", tb, phase="import"), "Conv", both) == a
     assert migrated_signature(crash("x", phase="import"), "Conv", both) != a
+    # converters named "module:function" (the function after the last colon), or bare
+    assert migrated_signature(crash("x", tb, phase="import"), "Conv", "a:fx:_pool,plain") == migrated_signature(
+        crash("y", phase="import"), "Conv", "a:fx:_pool")
+    assert migrated_signature(crash("x", tb, phase="import"), "Conv", "plain,_pool") == migrated_signature(
+        crash("y", phase="import"), "Conv", "_pool")
     inner_conv = tb.replace("in _pool", "in _other")
     assert (migrated_signature(crash("x", inner_conv, phase="import"), "Conv", both)
             == migrated_signature(crash("z", phase="start"), "Conv", "fx:_conv2d"))
@@ -201,6 +237,8 @@ def test_migrated_signatures_by_conversion_function() -> None:
     assert ov != migrated_signature(crash("Col2Im node 9 failed", phase="import"), "Im2Col")
     assert ov != migrated_signature(crash("Col2Im is unknown", phase="import"), "Col2Im")
     assert ov != migrated_signature(crash("Col2Im node 7 failed", phase="import", error_type="X"), "Col2Im")
+    assert migrated_signature(crash("bad images", phase="import"), "Col2Im", names=["images"]) == migrated_signature(
+        crash("bad pixels", phase="import"), "Col2Im", names=["pixels"])
     diff = Finding(DIFFERENTIAL, "value", "ov", "cpu", "run", "1/2 differ", other="baseline")
     assert migrated_signature(diff, "Col2Im") == migrated_signature(
         Finding(DIFFERENTIAL, "value", "ov", "gpu", "run", "2/2 differ", other="baseline"), "Col2Im")
@@ -211,7 +249,9 @@ def test_migrated_signatures_by_conversion_function() -> None:
     # a crash after the frontend is an optimizer or runtime bug: the campaign's own signature
     late = crash("fuse failed in n3", TVM_TB, phase="compile")
     assert migrated_signature(late, "Conv", "fx:_conv2d") == signature(late)
-    assert migrated_signature(late, "Conv", names=["n3"]) == signature(late, names=["n3"])
+    late = crash("fuse failed for images", TVM_TB, phase="compile")
+    assert migrated_signature(late, "Conv", names=["images"]) == signature(late, names=["images"])
+    assert migrated_signature(late, "Conv", names=["images"]) != signature(late)
     assert migrated_signature(crash("x", phase="import"), "MaxPool", "fx:_pool") != signature(
         crash("x", phase="import"))
 
@@ -231,3 +271,13 @@ def test_titles() -> None:
     inc = Finding(DISRUPTIVE, "inconsistent", "ov", "b", "run", "m", other="a", details={"violation": v})
     assert title(inc) == "ov accepts a Neg that breaks 'T excludes uint8'; b and a disagree"
     assert len(title(crash("word " * 100, kind="signal"))) == 200
+    long = "b" * 250
+    assert len(title(Finding(DIFFERENTIAL, "value", long, "v", "run", "m"))) == 200
+    assert len(title(Finding(DISRUPTIVE, "inconsistent", long, "b", "run", "m", other="a",
+                             details={"violation": v}))) == 200
+    assert len(title(Finding(DISRUPTIVE, "signal", long, "b", "run", "m", details={"violation": v}))) == 200
+    # the message up to the "(model breaks ...)" note, spaces and all
+    dis.message = "killed by SIGSEGV (model breaks 'Neg: T excludes uint8')"
+    assert title(dis).endswith(": killed by SIGSEGV")
+    # a finding without its violation record still gets a title
+    assert title(Finding(DISRUPTIVE, "signal", "ov", "cpu", "compile", "boom")).startswith("ov compile signal on a ")

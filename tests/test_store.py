@@ -110,8 +110,9 @@ def test_reopening_resumes_and_checks_the_campaign(tmp_path: Path) -> None:
     assert again.bind(dict(reversed(config.items()))) is True  # the same settings, in any key order
     assert again.get_meta("progress") == {"done": 3} and again.get_meta("missing") is None
     assert again.next_test_id() == 1 and again.bug_signatures() == {"s1"}
-    with pytest.raises(StoreError, match=r"other settings \(ops, seed\)"):
+    with pytest.raises(StoreError, match=r"other settings \(ops, seed\)") as e:
         again.bind({"backends": ["tvm"], "seed": 2, "ops": [1, 5]})
+    assert str(e.value) == f"{tmp_path} holds a campaign with other settings (ops, seed); use another --out folder"
     with pytest.raises(StoreError, match=r"other settings \(extra\)"):
         again.bind(config | {"extra": True})
     again.set_meta("progress", {"done": 4})
@@ -137,3 +138,23 @@ def test_empty_store_summary(tmp_path: Path) -> None:
     # the journal is durable: WAL mode, full sync
     assert s.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert s.db.execute("PRAGMA synchronous").fetchone()[0] == 2
+
+
+def test_nested_folder_and_other_threads(tmp_path: Path) -> None:
+    import threading
+
+    s = Store(tmp_path / "a" / "b" / "c")  # made with its parents
+    assert (tmp_path / "a" / "b" / "c" / "bugs").is_dir()
+    errors: list[BaseException] = []
+
+    def commit() -> None:  # campaigns commit from their worker threads
+        try:
+            s.commit(record(0), [], [finding("s1")], [bug("s1")])
+        except BaseException as e:
+            errors.append(e)
+
+    t = threading.Thread(target=commit)
+    t.start()
+    t.join()
+    assert errors == [] and s.next_test_id() == 1
+    s.close()

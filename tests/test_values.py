@@ -101,9 +101,11 @@ def test_input_range_by_hand() -> None:
     rng = FixedChoice(4)
     assert input_range(f32, {"min": 1.0, "max": 3.0}, 1, rng) == pytest.approx((1.4, 1.6))  # (0.4, 0.6) of [1, 2]
     assert rng.asked == [8]
-    rng = FixedChoice(0)
-    input_range(f32, {"min": -3.0, "max": 0.0}, 1, rng)
-    assert rng.asked == [8]
+    for hint, n in (({"min": -3.0, "max": 0.0}, 8), ({"min": 0.0, "max": 2.0}, 8), ({"min": 0.5, "max": 3.0}, 8),
+                    ({"min": -3.0, "max": 0.5}, 10)):
+        rng = FixedChoice(0)
+        input_range(f32, hint, 1, rng)
+        assert rng.asked == [n], hint  # one-signed halves only where the range holds both signs
     # integers: whole bounds inside the range, never empty
     assert input_range(i32, None, 1, FixedChoice(5)) == (-2.0, -2.0)  # (-2, -1.5)
     assert input_range(i32, None, 1, FixedChoice(4)) == (0.0, 0.0)  # (-0.4, 0.4)
@@ -113,6 +115,27 @@ def test_input_range_by_hand() -> None:
     rng = FixedChoice(1)
     assert input_range(TensorType((2,), "bool"), None, 5, rng) == (0.0, 1.0)
     assert input_range(f32, {"min": 1.5, "max": 1.5}, 5, rng) == (1.5, 1.5) and not rng.asked
+
+
+def test_hints_hold_on_every_attempt() -> None:
+    """Later attempts narrow within the hint's range (not the default one), and keep its other rules."""
+    g = one_input(hint={"min": 0.0, "max": 1.0})
+    mins = []
+    for attempt in range(30):
+        x = synthesize(g, np.random.default_rng(attempt), attempt)["x"]
+        assert x.min() >= 0.0 and x.max() <= 1.0
+        mins.append(float(x.min()))
+    # the upper sub-ranges of [0, 1] ((0.5, 1), (0.875, 1)); narrowing [-2, 2] and then clipping never gives them
+    assert max(mins) >= 0.5
+    g = one_input("int32", (200,), hint={"nonzero": True})
+    for attempt in range(8):
+        x = synthesize(g, np.random.default_rng(attempt), attempt)["x"]
+        assert x.dtype == np.int32 and (x != 0).all() and x.min() >= -2 and x.max() <= 2
+    # attempt 0 is the default
+    a, b = synthesize(g, np.random.default_rng(3)), synthesize(g, np.random.default_rng(3), 0)
+    assert np.array_equal(a["x"], b["x"])
+    narrow = synthesize(one_input(), np.random.default_rng(3), 1)["x"]
+    assert not np.array_equal(synthesize(one_input(), np.random.default_rng(3))["x"], narrow)
 
 
 def test_deterministic() -> None:
