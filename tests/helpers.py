@@ -133,3 +133,38 @@ def expected_outputs(g: Graph, feeds: dict[str, np.ndarray], op: str, also_wrong
             if ref_error and ref_error in str(e):
                 return None
             raise
+
+
+def assert_model_file_is_its_graph(model_path, graph_json: str) -> None:
+    """The ONNX file holds the graph its JSON describes: the same nodes (operator, names, inputs,
+    outputs, attributes), runtime inputs (name, dtype, shape), outputs, initializers and opset.  Read
+    with onnx and the json module alone, so a mix-up in the exporter or in ``gen`` cannot hide."""
+    import json
+
+    import onnx
+    from onnx import helper
+
+    spec = json.loads(graph_json)
+    model = onnx.load(str(model_path))
+    where = str(model_path)
+    assert [o.version for o in model.opset_import if o.domain in ("", "ai.onnx")] == [spec["opset"]], where
+    nodes = [(n.op_type, n.name, list(n.input), list(n.output)) for n in model.graph.node]
+    assert nodes == [(n["op"], n.get("name", ""), n["inputs"], n["outputs"]) for n in spec["nodes"]], where
+    for proto, n in zip(model.graph.node, spec["nodes"], strict=True):
+        got = {a.name: helper.get_attribute_value(a) for a in proto.attribute}
+        assert sorted(got) == sorted(n["attrs"]), where
+        for k, v in n["attrs"].items():
+            plain = isinstance(v, list) and all(isinstance(x, (int, float)) for x in v)
+            if isinstance(v, (int, float, str)) or plain:
+                g = got[k].decode() if isinstance(got[k], bytes) else got[k]
+                assert np.allclose(g, v, rtol=1e-6) if not isinstance(v, str) else g == v, (where, k, g, v)
+    values = {v["name"]: v for v in spec["values"]}
+    inputs = [(v.name, helper.tensor_dtype_to_np_dtype(v.type.tensor_type.elem_type).name,
+               [d.dim_value for d in v.type.tensor_type.shape.dim]) for v in model.graph.input]
+    assert inputs == [(v["name"], v["dtype"], v["shape"]) for v in spec["values"] if v["kind"] == "input"], where
+    assert [o.name for o in model.graph.output] == spec["outputs"], where
+    for o in model.graph.output:
+        assert helper.tensor_dtype_to_np_dtype(o.type.tensor_type.elem_type).name == values[o.name]["dtype"], where
+    inits = sorted((t.name, helper.tensor_dtype_to_np_dtype(t.data_type).name, list(t.dims))
+                   for t in model.graph.initializer)
+    assert inits == sorted((v["name"], v["dtype"], v["shape"]) for v in spec["values"] if v["kind"] == "const"), where

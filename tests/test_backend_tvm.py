@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -25,16 +26,24 @@ BE = TvmBackend()
 
 
 def test_registered_and_available() -> None:
+    import tvm
+
     assert isinstance(load_backend("tvm"), TvmBackend)
     assert BE.available() == (True, "")
-    assert BE.version().startswith("0.")
+    assert BE.version() == tvm.__version__ and BE.version().startswith("0.")
     names = [v.name for v in BE.variants()]
     assert names[:2] == ["unfused-generic", "fused-generic"]
-    # the native variants exist exactly when LLVM knows this CPU; CUDA only with a GPU
-    from dlcfuzz.backends.tvm import has_cuda, host_cpu
-
-    assert ("fused-native" in names) == bool(host_cpu())
-    assert ("default-cuda" in names) == has_cuda()
+    # the native variants exist exactly when LLVM knows this CPU (asked of TVM itself), for that CPU
+    cpu = str(tvm.target.codegen.llvm_get_system_cpu())
+    native = [v for v in BE.variants() if v.name.endswith("-native")]
+    if cpu in ("", "generic"):
+        assert not native
+    else:
+        assert [v.name for v in native] == ["unfused-native", "fused-native"]
+        assert all(v.options["target"]["mcpu"] == cpu for v in native)
+    # CUDA only with a GPU: this machine has one when the NVIDIA driver shows a device
+    gpu = any(Path("/dev").glob("nvidia[0-9]*"))
+    assert ("default-cuda" in names) == gpu
     for v in BE.variants():
         assert v.options["target"]["kind"] in ("llvm", "cuda")
 
@@ -42,8 +51,11 @@ def test_registered_and_available() -> None:
 def test_cuda_variant_only_when_a_gpu_exists(monkeypatch) -> None:
     import dlcfuzz.backends.tvm as m
 
+    monkeypatch.setattr(m, "has_cuda", lambda: False)
+    assert all(v.options["target"]["kind"] == "llvm" for v in m.TvmBackend().variants())
     monkeypatch.setattr(m, "has_cuda", lambda: True)
     assert m.TvmBackend().variants()[-1].options["target"]["kind"] == "cuda"
+    assert m.TvmBackend().variants()[-1].name == "default-cuda"
     only_cpu = m.TvmBackend()
     only_cpu.targets = ("generic",)
     assert [v.name for v in only_cpu.variants()] == ["unfused-generic", "fused-generic"]

@@ -152,6 +152,34 @@ def test_bugs_known_upstream_are_counted_not_reported(tmp_path: Path) -> None:
     assert [b for b in bugs(again) if b[1] == "differential"]
 
 
+def same_model(model) -> tuple:
+    """What a model computes, comparable with ==: opset, nodes (operator, inputs, outputs, attribute
+    values), typed inputs and outputs, and initializers with their exact dtypes, shapes and (small
+    ones) values."""
+    import numpy as np
+    from onnx import helper, numpy_helper
+
+    from dlcfuzz.run.bugreport import INLINE_VALUES
+
+    def attr(a):
+        v = helper.get_attribute_value(a)
+        return ("tensor", *array(numpy_helper.to_array(v))) if a.type == a.TENSOR else v
+
+    def array(a: np.ndarray) -> tuple:  # large tensors are rebuilt as random values of their dtype and shape
+        return a.dtype.str, a.shape, a.tobytes() if a.size <= INLINE_VALUES else None
+
+    def typed(v) -> tuple:
+        t = v.type.tensor_type
+        return v.name, t.elem_type, tuple(d.dim_value for d in t.shape.dim)
+
+    g = model.graph
+    return (sorted((o.domain, o.version) for o in model.opset_import),
+            [(n.op_type, n.domain, list(n.input), list(n.output), sorted((a.name, attr(a)) for a in n.attribute))
+             for n in g.node],
+            [typed(v) for v in g.input], [typed(v) for v in g.output],
+            sorted((t.name, *array(numpy_helper.to_array(t))) for t in g.initializer))
+
+
 def test_every_bug_gets_an_upstream_ready_report(tmp_path: Path) -> None:
     import re
 
@@ -174,23 +202,36 @@ def test_every_bug_gets_an_upstream_ready_report(tmp_path: Path) -> None:
         r = subprocess.run([sys.executable, "-I", "build.py"], cwd=work, capture_output=True, text=True, timeout=60)
         assert r.returncode == 0, r.stderr
         rebuilt, original = onnx.load(str(work / "model.onnx")), onnx.load(str(folder / "model.onnx"))
-        assert [n.op_type for n in rebuilt.graph.node] == [n.op_type for n in original.graph.node]
+        assert same_model(rebuilt) == same_model(original), folder
 
 
 def test_new_bugs_are_reduced_automatically(tmp_path: Path) -> None:
     import json
 
+    import onnx
+
     out = tmp_path / "c"
     c = campaign(out, ["tests.fake_backends:Planted"], 10, reduce_seconds=15)
     found = bugs(out)
     assert found and c.progress.reduced >= 1
+    # what each planted bug needs (see fake_backends.Planted): a Relu to crash, a Sigmoid to shift outputs
+    # (a value bug's signature may also name the operator that computes the differing output: one more)
+    minimal = {"crash": (["Relu"], 1), "differential": (["Sigmoid"], 2)}
+    reduced = 0
     for b in found:
         folder = out / b[5]
         assert (folder / "reduction.json").exists() or (folder / "reduction-failed.txt").exists()
         if (folder / "reduction.json").exists():
             r = json.loads((folder / "reduction.json").read_text())
-            assert r["ops_after"] <= r["ops_before"] and r["reproduced"]
+            before = [n.op_type for n in onnx.load(str(folder / "model.onnx")).graph.node]
+            after = [n.op_type for n in onnx.load(str(folder / "reduced" / "model.onnx")).graph.node]
+            assert r["reproduced"] and (r["ops_before"], r["ops_after"]) == (len(before), len(after))
+            # down to the operator the bug needs, whatever else the graph held
+            need, most = minimal[b[1]]
+            assert set(need) <= set(after) and len(after) <= most, (b, before, after)
+            reduced += len(after) < len(before)
             assert (run_repro(folder / "reduced")).returncode == 1
+    assert reduced >= 1  # at least one reduction removed something
 
 
 def test_reduce_refuses_a_folder_that_is_not_a_bundle(tmp_path: Path, capsys) -> None:

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from dlcfuzz.cli import main
+from tests.helpers import assert_model_file_is_its_graph
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
@@ -19,6 +20,11 @@ def test_gen_is_byte_identical_for_a_seed(tmp_path: Path) -> None:
     assert len([n for n in names if n.endswith(".onnx")]) == 5
     for n in names:
         assert (tmp_path / "a" / n).read_bytes() == (tmp_path / "b" / n).read_bytes(), n
+    # identical, and each model is its own graph (not, say, one graph written five times)
+    for i in range(5):
+        a = tmp_path / "a"
+        assert_model_file_is_its_graph(a / f"g{i:05d}.onnx", (a / f"g{i:05d}.json").read_text())
+    assert len({(tmp_path / "a" / n).read_bytes() for n in names if n.endswith(".onnx")}) == 5
 
 
 def test_metrics_json(tmp_path: Path, capsys) -> None:

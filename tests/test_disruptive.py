@@ -3,8 +3,11 @@ constraint, and the ONNX checker or ONNX Runtime (real ones, no mocks) rejects n
 
 from __future__ import annotations
 
+import ast
+import re
 from collections import Counter
 
+import onnx
 import pytest
 
 from dlcfuzz.backends.ort import full_profile, graph_error
@@ -28,6 +31,63 @@ def corpus() -> tuple[DisruptiveGenerator, list[Graph]]:
     return gen, [gen.generate(s) for s in SEEDS]
 
 
+def _formal(schema, i: int):
+    """The ONNX schema's formal input that actual input ``i`` binds to (variadic ones repeat)."""
+    params = schema.inputs
+    if i < len(params):
+        return params[i]
+    variadic = params and params[-1].option == onnx.defs.OpSchema.FormalParameterOption.Variadic
+    return params[-1] if variadic else None
+
+
+def assert_breaks(g: Graph) -> None:
+    """The last node of ``g`` breaks what its violation record says, read off the model itself and
+    checked against ONNX's own operator schema where the rule is ONNX's."""
+    v, last = g.meta["violation"], g.nodes[-1]
+    schema = onnx.defs.get_schema(last.op, g.opset)
+    types = [g.values[i].type if i else None for i in last.inputs]
+    what = (v, [(t.dtype, t.shape) if t else None for t in types], last.attrs)
+    if v["kind"] == "dtype":  # "T excludes int8": an input bound to T is int8, which ONNX's T does not allow
+        _, dtype = re.fullmatch(r"(.+) as (\w+)", v["detail"]).groups()
+        fixed = re.fullmatch(r"(\w+) is (\w+)", v["constraint"])  # "axes is int64": one fixed dtype
+        if fixed:
+            assert fixed.group(2) != dtype, what
+            param = next(p for p in schema.inputs if p.name == fixed.group(1))
+            var = param.type_str
+        else:
+            var = re.fullmatch(r"(\w+) excludes (\w+)", v["constraint"]).group(1)
+        allowed = next((c.allowed_type_strs for c in schema.type_constraints if c.type_param_str == var), [var])
+        assert f"tensor({dtype})" not in allowed, what
+        assert any(t and t.dtype == dtype and _formal(schema, i).type_str == var for i, t in enumerate(types)), what
+    elif v["kind"] == "dtype-mismatch":  # inputs bound to one type variable hold two dtypes
+        by_var: dict[str, set[str]] = {}
+        for i, t in enumerate(types):
+            if t is not None:
+                by_var.setdefault(_formal(schema, i).type_str, set()).add(t.dtype)
+        assert any(len(d) >= 2 for d in by_var.values()), what
+    elif v["kind"] == "arity":
+        dropped = re.fullmatch(r"input (\d+) \(\w+\) dropped", v["detail"])
+        if dropped:  # a required input left out
+            k = int(dropped.group(1))
+            assert (k >= len(types) or types[k] is None) and k < schema.min_input, what
+        else:  # one input more than ONNX allows
+            k = int(re.fullmatch(r"an extra input \S+ at position (\d+)", v["detail"]).group(1))
+            assert len(types) == k + 1 and types[k] is not None and k >= schema.max_input, what
+    elif v["kind"] in ("rank", "shape"):  # "X (5, 1, 4) -> (5, 1)": some input now has the new shape
+        before, after = (ast.literal_eval(x) for x in re.search(r"(\(.*\)) -> (\(.*\))$", v["detail"]).groups())
+        assert before != after and any(t and t.shape == after for t in types), what
+        if v["kind"] == "rank":
+            bounds = re.search(r"rank in \[(\d+), (\d+)\]|rank >= (\d+)", v["constraint"]).groups()
+            lo, hi = (int(bounds[0]), int(bounds[1])) if bounds[0] else (int(bounds[2]), 99)
+            assert not lo <= len(after) <= hi, what
+    else:  # attribute: "to=99 (was 11)": the node carries the new value, as an attribute or a constant input
+        name, value, was = re.fullmatch(r"(\w+)=(.*) \(was (.*)\)", v["detail"]).groups()
+        new = ast.literal_eval(value)
+        assert new != ast.literal_eval(was), what
+        consts = [g.values[i].data.tolist() for i in last.inputs if i and g.values[i].data is not None]
+        assert last.attrs.get(name) == new or (name not in last.attrs and new in consts), what
+
+
 def test_every_model_breaks_its_last_node(corpus):
     gen, graphs = corpus
     for g in graphs:
@@ -38,7 +98,10 @@ def test_every_model_breaks_its_last_node(corpus):
         last = g.nodes[-1]
         assert (v["node"], v["op"]) == (last.name, last.op)
         assert set(last.outputs) <= set(g.outputs)
-    assert sum(gen.stats.values()) == len(graphs) == sum(gen.stats[k] for k in gen.stats)
+        assert_breaks(g)
+        # everything before the last node is left as the valid prefix it was
+        assert [n.name for n in prefix_graph(g).nodes] == [n.name for n in g.nodes[:-1]]
+    assert sum(gen.stats.values()) == len(graphs)  # one violation counted per model
     assert gen.stats.insertions == sum(len(g.nodes) for g in graphs)  # Isra's counters, for `dlcfuzz gen`
 
 

@@ -226,10 +226,47 @@ def test_supported_names_missing_ops() -> None:
     assert "DFT" not in OPS and "DFT" in supported(g)
 
 
+def _tvm_topk_or_reduce(op: str, dtype: str) -> None:
+    """Compiles and runs one TopK / ReduceMax / ReduceMin on ``dtype`` with real TVM (its ONNX
+    frontend, which reaches the same kernels the Relax exporter's graphs do); raises what TVM raises."""
+    from onnx import helper
+
+    from dlcfuzz.backends.base import Test
+    from dlcfuzz.backends.tvm import TvmBackend
+    from dlcfuzz.ir import ONNX_CODE
+    from tests.helpers import make_model
+
+    code = ONNX_CODE[dtype]
+    x = np.arange(12).reshape(4, 3).astype(dtype)
+    if op == "TopK":
+        model = make_model([helper.make_node("TopK", ["x", "k"], ["v", "i"])], [("x", code, [4, 3])],
+                           [("v", code, [4, 2]), ("i", 7, [4, 2])], inits=[("k", np.array([2], np.int64))])
+    else:
+        model = make_model([helper.make_node(op, ["x"], ["y"], axes=[1], keepdims=0)], [("x", code, [4, 3])],
+                           [("y", code, [4])])
+    be = TvmBackend()
+    be.run(be.compile(be.load(Test(model, "", {"x": x})), be.variants()[0]), {"x": x})
+
+
 def test_unsupported_call_reads_the_dtype_table() -> None:
-    assert unsupported_call("Relu", [TensorType((2,), "float32")]) is None
-    for (op, dtype), why in UNSUPPORTED_DTYPES.items():
-        assert why in unsupported_call(op, [TensorType((2,), dtype)])
+    # what the table must say, written out here (not read back from it)
+    refused = [("TopK", "int16"), ("TopK", "uint16"), ("TopK", "uint32"), ("TopK", "uint64"),
+               ("ReduceMax", "bool"), ("ReduceMin", "bool")]
+    accepted = [("TopK", "int32"), ("TopK", "int64"), ("TopK", "float32"), ("ReduceMax", "float32"),
+                ("ReduceMin", "int8"), ("Relu", "float32"), ("Relu", "bool")]
+    for op, dtype in refused:
+        why = unsupported_call(op, [TensorType((2,), dtype)])
+        assert why and why.startswith(f"{op} on {dtype}: ") and why.endswith(UNSUPPORTED_DTYPES[op, dtype]), why
+    for op, dtype in accepted:
+        assert unsupported_call(op, [TensorType((2,), dtype)]) is None, (op, dtype)
+    assert set(UNSUPPORTED_DTYPES) == set(refused)
+    # the refusals are TVM's own: it fails on them and runs their neighbours
+    with pytest.raises(Exception, match="Unsupported input dtype"):
+        _tvm_topk_or_reduce("TopK", "uint16")
+    with pytest.raises(Exception, match="Cannot decide min_value"):
+        _tvm_topk_or_reduce("ReduceMax", "bool")
+    _tvm_topk_or_reduce("TopK", "int32")
+    _tvm_topk_or_reduce("ReduceMax", "float32")
     assert unsupported_call("RoiAlign", [TensorType((1, 1, 2, 2), "float32")], {"mode": "max"})
     assert unsupported_call("RoiAlign", [TensorType((1, 1, 2, 2), "float32")], {"mode": "avg"}) is None
     data, idx = TensorType((3,), "bool"), TensorType((2, 1), "int64")

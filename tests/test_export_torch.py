@@ -122,7 +122,9 @@ def test_table_matches_torch_ops_and_sources_are_standalone() -> None:
         assert callable(getattr(torch_ops, op, None)), op
     ops_tree = ast.parse(export_torch.ops_source())
     exp_tree = ast.parse(export_torch.exporter_source())
-    for tree in (ops_tree, exp_tree):  # no dlcfuzz import anywhere, not even inside functions
+    g = ort_generator([REGISTRY["Conv"], REGISTRY["Add"], REGISTRY["Relu"]], op_range=(3, 5)).generate(0)
+    whole_tree = ast.parse(export_torch.to_torch_source(g))  # what a bug bundle's model.py holds
+    for tree in (ops_tree, exp_tree, whole_tree):  # no dlcfuzz import anywhere, not even inside functions
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
                 assert not any(a.name.startswith("dlcfuzz") for a in node.names)

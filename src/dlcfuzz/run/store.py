@@ -104,7 +104,8 @@ class Store:
         self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, json.dumps(value)))
 
     def next_test_id(self) -> int:
-        return (self.db.execute("SELECT MAX(id) FROM tests").fetchone()[0] or -1) + 1
+        last = self.db.execute("SELECT MAX(id) FROM tests").fetchone()[0]
+        return 0 if last is None else last + 1  # not `last or -1`: test 0 is a committed test
 
     def bug_signatures(self) -> set[str]:
         return {r[0] for r in self.db.execute("SELECT signature FROM bugs")}

@@ -1,0 +1,283 @@
+"""Signatures: one per distinct bug.  Messages normalized (numbers, addresses, paths, a test's own
+names), compiler frames, crash / disruptive / value / migrated signatures, and titles, on findings
+written out here."""
+
+from __future__ import annotations
+
+from dlcfuzz.ir import INPUT_KIND, NODE_KIND, Graph, Node, TensorType, Value
+from dlcfuzz.oracle import CRASH, DIFFERENTIAL, DISRUPTIVE, METAMORPHIC, Finding
+from dlcfuzz.run.dedup import (
+    compiler_frames,
+    graph_signature,
+    migrated_signature,
+    normalize,
+    producer,
+    signature,
+    title,
+)
+
+TVM_TB = '''Traceback (most recent call last):
+  File "/work/dlcfuzz/run/worker.py", line 88, in run_phase
+    out = fn()
+  File "/usr/lib/python3/site-packages/tvm/relax/frontend/onnx/onnx_frontend.py", line 1201, in from_onnx
+    return g.from_onnx(model)
+  File "/usr/lib/python3/site-packages/tvm/relax/frontend/onnx/onnx_frontend.py", line 977, in _convert
+    op = self._convert_operator(op_name, inputs, attr)
+  File "/usr/lib/python3/site-packages/tvm/relax/op/nn/nn.py", line 455, in conv2d
+    return _ffi_api.conv2d(data, weight)
+  File "/usr/lib/python3/site-packages/tvm/_ffi/base.py", line 21, in raise_last_ffi_error
+    raise py_err
+tvm.error.InternalError: Check failed
+'''
+
+
+def crash(message: str, traceback: str = "", **kw) -> Finding:
+    args = {"oracle": CRASH, "kind": "exception", "backend": "tvm", "variant": "fused", "phase": "compile",
+            "message": message, "error_type": "InternalError", "traceback": traceback} | kw
+    return Finding(**args)
+
+
+# -- normalize -----------------------------------------------------------------------------------------
+def test_normalize_strips_numbers_addresses_paths_and_names() -> None:
+    assert normalize("bad axis 3 at 0x7ffd1234abcd") == "bad axis N at ADDR"
+    assert normalize("cannot open /tmp/dlcfuzz-x1/model.onnx now") == "cannot open PATH now"
+    assert normalize("value v12 of node n3 is wrong") == "value NAME of node NAME is wrong"
+    assert normalize("tmp123 and shape dims 4x5") == "N and shape dims N"
+    assert normalize("spaces   and\ttabs") == "spaces and tabs"
+    # a test's own names, whatever they look like, as whole identifiers only
+    assert normalize("input 'data' of conv_out", names=["data", "conv_out"]) == "input 'NAME' of NAME"
+    assert normalize("metadata is fine", names=["data"]) == "metadata is fine"
+    assert normalize("x.data is a field", names=["data"]) == "x.data is a field"
+    assert normalize("conv_out_2 differs", names=["conv_out"]) == "N differs"  # not a whole name: a digit word
+    assert normalize("Xa X", names=["X", "Xa"]) == "NAME NAME"
+    # the longest name first: a name may extend another past a non-word character (ONNX names do)
+    assert normalize("x.1 is bad", names=["x", "x.1"]) == "NAME is bad"
+    assert normalize("no names", names=[""]) == "no names"
+
+
+def test_normalize_keeps_the_first_informative_lines() -> None:
+    text = "\n".join([
+        "Traceback (most recent call last):",
+        '  File "/x/y.py", line 3, in f',
+        "Exception from src/core/x.cpp:12:",
+        "Check 'false' failed at src/frontends/onnx/frontend/src/core/graph.cpp:400:",
+        "FrontEnd API failed with OpConversionFailure:",
+        "",
+        "first real line 1",
+        "0: some backtrace frame",
+        "Stack trace: deep",
+        "second real line",
+        "third real line",
+    ])
+    assert normalize(text) == "first real line N | second real line"
+    assert normalize(text, lines=1) == "first real line N"
+    assert normalize(text, lines=3) == "first real line N | second real line | third real line"
+    assert normalize("") == "" and normalize(None) == ""  # type: ignore[arg-type]
+    assert len(normalize("word " * 200)) == 300
+
+
+def test_normalized_messages_are_equal_under_renaming_and_differ_between_errors() -> None:
+    one = normalize("Op Conv (node n4) at 0xdeadbeef: kernel 3 > input 2 in /a/b.py", names=["x1"])
+    two = normalize("Op Conv (node n17) at 0x1: kernel 5 > input 4 in /c/d/e.py", names=["x1"])
+    assert one == two
+    assert one != normalize("Op Pool (node n4) at 0xdeadbeef: kernel 3 > input 2 in /a/b.py")
+
+
+# -- compiler frames ----------------------------------------------------------------------------------------
+def test_compiler_frames_are_the_innermost_in_compiler_code() -> None:
+    assert compiler_frames(TVM_TB) == ["onnx_frontend.py:_convert", "nn.py:conv2d", "base.py:raise_last_ffi_error"]
+    assert compiler_frames(TVM_TB, n=1) == ["base.py:raise_last_ffi_error"]
+    assert compiler_frames(TVM_TB, n=5)[0] == "onnx_frontend.py:from_onnx"  # worker.py is dlcfuzz's own
+    assert compiler_frames("no frames here") == []
+    for d in ("openvino", "onnxruntime", "torch", "onnx/reference", "tests"):
+        assert compiler_frames(f'  File "/p/{d}/m.py", line 1, in f') == ["m.py:f"], d
+    assert compiler_frames('  File "/p/dlcfuzz/m.py", line 1, in f') == []
+    # faulthandler lists the innermost frame first
+    dump = ("Fatal Python error: Segmentation fault\n\nCurrent thread (most recent call first):\n"
+            '  File "/s/torch/inner.py", line 5, in deep\n  File "/s/torch/outer.py", line 9, in top\n')
+    assert compiler_frames(dump) == ["outer.py:top", "inner.py:deep"]
+    assert compiler_frames(dump.replace("Fatal Python error", "Fatal error"), n=1) == ["inner.py:deep"]
+    assert compiler_frames(dump.replace("(most recent call first)", ""), n=1) == ["inner.py:deep"]
+
+
+# -- signatures -----------------------------------------------------------------------------------------------
+def test_crash_signatures_equal_under_renamed_values_and_differ_between_errors() -> None:
+    a = signature(crash("conv in node n3 of 0x55aa: bad group 4 for 'images'", TVM_TB), names=["images"])
+    b = signature(crash("conv in node n9 of 0x1: bad group 8 for 'input_0'", TVM_TB), names=["input_0"])
+    assert a == b and len(a) == 16 and int(a, 16) >= 0
+    base = crash("conv in node n3: bad group 4", TVM_TB)
+    s = signature(base)
+    variants = [
+        crash("pool in node n3: bad group 4", TVM_TB),  # another message
+        crash("conv in node n3: bad group 4", TVM_TB, error_type="ValueError"),
+        crash("conv in node n3: bad group 4", TVM_TB, backend="openvino"),
+        crash("conv in node n3: bad group 4", TVM_TB, phase="run"),
+        crash("conv in node n3: bad group 4", TVM_TB, kind="signal"),
+        crash("conv in node n3: bad group 4", TVM_TB.replace("in conv2d", "in conv3d")),  # other frames
+    ]
+    for f in variants:
+        assert signature(f) != s, f
+    # the variant is not part of the bug; a frame outside the compiler is not either
+    assert signature(crash("conv in node n3: bad group 4", TVM_TB, variant="unfused")) == s
+    assert signature(crash("conv in node n3: bad group 4", TVM_TB.replace("run_phase", "other"))) == s
+
+
+def test_signature_format_is_stable() -> None:
+    """Signatures are stored (known_bugs.toml, campaign folders): their hash input is a contract."""
+    import hashlib
+
+    def sha(*parts: str) -> str:
+        return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:16]
+
+    f = Finding(DISRUPTIVE, "signal", "ov", "cpu", "compile", "m",
+                details={"violation": {"op": "Neg", "kind": "dtype", "constraint": "T excludes uint8"}})
+    assert signature(f) == sha("ov", DISRUPTIVE, "signal", "compile", "Neg", "dtype")
+    # a violation record without its fields, or none at all, signs like empty fields
+    assert signature(Finding(DISRUPTIVE, "signal", "ov", "cpu", "compile", "m", details={"violation": {}})) == sha(
+        "ov", DISRUPTIVE, "signal", "compile", "", "")
+    assert signature(Finding(DISRUPTIVE, "signal", "ov", "cpu", "compile", "m")) == sha(
+        "ov", DISRUPTIVE, "signal", "compile", "", "")
+    assert migrated_signature(crash("x", phase="import"), "MaxPool", "fx:_pool") == sha(
+        "migrated", "tvm", CRASH, "fx:_pool")
+    value = Finding(DIFFERENTIAL, "value", "tvm", "fused", "run", "m", other="baseline")
+    assert migrated_signature(value, "Relu") == sha("migrated", "tvm", DIFFERENTIAL, "Relu", "value")
+    # no producer given: the same as an unknown one
+    assert signature(value) == signature(value, "", "")
+
+
+def test_disruptive_signatures_by_operator_and_kind_of_violation() -> None:
+    def found(op: str, broken: str, constraint: str, **kw) -> Finding:
+        args = {"oracle": DISRUPTIVE, "kind": "signal", "backend": "ov", "variant": "cpu", "phase": "compile",
+                "message": f"boom {constraint}", "details": {"violation": {"op": op, "kind": broken,
+                                                                          "constraint": constraint}}} | kw
+        return Finding(**args)
+
+    s = signature(found("Reciprocal", "dtype", "T excludes int32"))
+    assert signature(found("Reciprocal", "dtype", "T excludes uint8")) == s  # the kind, not the value
+    assert signature(found("Neg", "dtype", "T excludes uint8")) != s
+    assert signature(found("Reciprocal", "rank", "rank in [1, 2]")) != s
+    assert signature(found("Reciprocal", "dtype", "T excludes int32", backend="tvm")) != s
+    assert signature(found("Reciprocal", "dtype", "T excludes int32", kind="timeout")) != s
+    assert signature(found("Reciprocal", "dtype", "T excludes int32", phase="run")) != s
+    assert signature(found("Reciprocal", "dtype", "T excludes int32", traceback=TVM_TB)) != s
+    # not a crash signature of the same message
+    assert signature(crash("boom T excludes int32", backend="ov", kind="signal", error_type="")) != s
+
+
+def test_value_signatures_by_backend_kind_and_operator() -> None:
+    def value(oracle: str = DIFFERENTIAL, **kw) -> Finding:
+        args = {"oracle": oracle, "kind": "value", "backend": "tvm", "variant": "fused", "phase": "run",
+                "message": "3/4 elements differ (max abs diff 0.5)", "other": "baseline", "output": 0} | kw
+        return Finding(**args)
+
+    s = signature(value(), "Conv", "float32")
+    assert signature(value(variant="unfused", message="1/4 elements differ", output=2), "Conv", "float32") == s
+    assert signature(value(), "Gemm", "float32") != s
+    assert signature(value(), "Conv", "float16") != s
+    assert signature(value(kind="shape"), "Conv", "float32") != s
+    assert signature(value(backend="ov"), "Conv", "float32") != s
+    assert signature(value(METAMORPHIC, other="a"), "Conv", "float32") != s
+    # metamorphic findings are told apart by the variant they disagree with
+    assert signature(value(METAMORPHIC, other="a"), "Conv") != signature(value(METAMORPHIC, other="b"), "Conv")
+    assert signature(value(other="x"), "Conv", "float32") == s  # the differential baseline is always the same
+
+
+def graph_with_names(x: str, node: str) -> Graph:
+    g = Graph()
+    g.add_value(Value(x, TensorType((2,), "float32"), INPUT_KIND))
+    g.add_value(Value(f"{x}_relu", TensorType((2,), "float32"), NODE_KIND))
+    g.add_node(Node("Relu", [x], [f"{x}_relu"], name=node))
+    g.set_leaf_outputs()
+    return g
+
+
+def test_producer_and_graph_signature() -> None:
+    g = graph_with_names("images", "relu_block")
+    assert producer(g, 0) == ("Relu", "float32")
+    assert producer(g, 1) == ("", "") and producer(g, -1) == ("", "")
+    g2 = Graph()
+    g2.add_value(Value("x", TensorType((2,), "int64"), INPUT_KIND))
+    g2.outputs = ["x"]  # a graph input passed through: no operator produced it
+    assert producer(g2, 0) == ("", "int64")
+    # value findings: the operator that computed the differing output of a one-node graph
+    value = Finding(DIFFERENTIAL, "value", "tvm", "fused", "run", "m", other="baseline", output=0)
+    neg = graph_with_names("images", "relu_block")
+    neg.nodes[0].op = "Neg"
+    assert graph_signature(value, g) != graph_signature(value, neg)
+    assert graph_signature(value, g) == graph_signature(value, graph_with_names("pixels", "act"))
+    # crash messages that name the graph's values and nodes sign alike across graphs
+    one = crash("relu_block: input images has a bad shape")
+    two = crash("act: input pixels has a bad shape")
+    assert graph_signature(one, g) == graph_signature(two, graph_with_names("pixels", "act"))
+    assert graph_signature(one, g) != graph_signature(two, g)
+
+
+def test_migrated_signatures_by_conversion_function() -> None:
+    tb = ('Traceback (most recent call last):\n  File "/s/tvm/relax/frontend/torch/fx.py", line 9, in _conv2d\n'
+          '  File "/s/tvm/relax/frontend/torch/fx.py", line 99, in _pool\n')
+    a = migrated_signature(crash("x", phase="import"), "MaxPool", "fx:_pool")
+    assert a == migrated_signature(crash("y", phase="import"), "AveragePool", "fx:_pool")
+    assert a != migrated_signature(crash("x", phase="import"), "MaxPool", "fx:_conv2d")
+    assert a != migrated_signature(crash("x", phase="import", backend="ov"), "MaxPool", "fx:_pool")
+    # several converters reported: the one innermost in the traceback, else all of them
+    both = "fx:_conv2d,fx:_pool"
+    assert migrated_signature(crash("x", tb, phase="import"), "Conv", both) == a
+    assert migrated_signature(crash("x", phase="import"), "Conv", both) != a
+    # converters named "module:function" (the function after the last colon), or bare
+    assert migrated_signature(crash("x", tb, phase="import"), "Conv", "a:fx:_pool,plain") == migrated_signature(
+        crash("y", phase="import"), "Conv", "a:fx:_pool")
+    assert migrated_signature(crash("x", tb, phase="import"), "Conv", "plain,_pool") == migrated_signature(
+        crash("y", phase="import"), "Conv", "_pool")
+    inner_conv = tb.replace("in _pool", "in _other")
+    assert (migrated_signature(crash("x", inner_conv, phase="import"), "Conv", both)
+            == migrated_signature(crash("z", phase="start"), "Conv", "fx:_conv2d"))
+    # without a reported converter: the operator and the normalized message (crash) or the kind (values)
+    ov = migrated_signature(crash("Col2Im node 7 failed", phase="import"), "Col2Im")
+    assert ov == migrated_signature(crash("Col2Im node 9 failed", phase="import"), "Col2Im")
+    assert ov != migrated_signature(crash("Col2Im node 9 failed", phase="import"), "Im2Col")
+    assert ov != migrated_signature(crash("Col2Im is unknown", phase="import"), "Col2Im")
+    assert ov != migrated_signature(crash("Col2Im node 7 failed", phase="import", error_type="X"), "Col2Im")
+    assert migrated_signature(crash("bad images", phase="import"), "Col2Im", names=["images"]) == migrated_signature(
+        crash("bad pixels", phase="import"), "Col2Im", names=["pixels"])
+    diff = Finding(DIFFERENTIAL, "value", "ov", "cpu", "run", "1/2 differ", other="baseline")
+    assert migrated_signature(diff, "Col2Im") == migrated_signature(
+        Finding(DIFFERENTIAL, "value", "ov", "gpu", "run", "2/2 differ", other="baseline"), "Col2Im")
+    assert migrated_signature(diff, "Col2Im") != migrated_signature(diff, "Im2Col")
+    assert migrated_signature(diff, "Col2Im") != migrated_signature(
+        Finding(DIFFERENTIAL, "shape", "ov", "cpu", "run", "", other="baseline"), "Col2Im")
+    assert migrated_signature(diff, "Col2Im", "fx:_col") != migrated_signature(diff, "Col2Im")
+    # a crash after the frontend is an optimizer or runtime bug: the campaign's own signature
+    late = crash("fuse failed in n3", TVM_TB, phase="compile")
+    assert migrated_signature(late, "Conv", "fx:_conv2d") == signature(late)
+    late = crash("fuse failed for images", TVM_TB, phase="compile")
+    assert migrated_signature(late, "Conv", names=["images"]) == signature(late, names=["images"])
+    assert migrated_signature(late, "Conv", names=["images"]) != signature(late)
+    assert migrated_signature(crash("x", phase="import"), "MaxPool", "fx:_pool") != signature(
+        crash("x", phase="import"))
+
+
+def test_titles() -> None:
+    assert title(crash("bad 0x1f in node n2")) == "tvm compile exception: InternalError: bad ADDR in node NAME"
+    assert title(crash("killed by SIGSEGV", kind="signal")) == "tvm compile signal: killed by SIGSEGV"
+    value = Finding(DIFFERENTIAL, "value", "tvm", "fused", "run", "m", other="baseline")
+    assert title(value, "Conv") == "tvm vs the reference: value mismatch at the output of Conv"
+    assert title(value) == "tvm vs the reference: value mismatch"
+    meta = Finding(METAMORPHIC, "shape", "tvm", "fused", "run", "m", other="unfused")
+    assert title(meta) == "tvm fused vs unfused: shape mismatch"
+    v = {"op": "Neg", "constraint": "T excludes uint8"}
+    dis = Finding(DISRUPTIVE, "signal", "ov", "cpu", "compile", "SIGSEGV (model breaks 'Neg: T excludes uint8')",
+                  details={"violation": v})
+    assert title(dis) == "ov compile signal on a Neg that breaks 'T excludes uint8': SIGSEGV"
+    inc = Finding(DISRUPTIVE, "inconsistent", "ov", "b", "run", "m", other="a", details={"violation": v})
+    assert title(inc) == "ov accepts a Neg that breaks 'T excludes uint8'; b and a disagree"
+    assert len(title(crash("word " * 100, kind="signal"))) == 200
+    long = "b" * 250
+    assert len(title(Finding(DIFFERENTIAL, "value", long, "v", "run", "m"))) == 200
+    assert len(title(Finding(DISRUPTIVE, "inconsistent", long, "b", "run", "m", other="a",
+                             details={"violation": v}))) == 200
+    assert len(title(Finding(DISRUPTIVE, "signal", long, "b", "run", "m", details={"violation": v}))) == 200
+    # the message up to the "(model breaks ...)" note, spaces and all
+    dis.message = "killed by SIGSEGV (model breaks 'Neg: T excludes uint8')"
+    assert title(dis).endswith(": killed by SIGSEGV")
+    # a finding without its violation record still gets a title
+    assert title(Finding(DISRUPTIVE, "signal", "ov", "cpu", "compile", "boom")).startswith("ov compile signal on a ")
