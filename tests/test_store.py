@@ -16,7 +16,7 @@ def record(i: int, ops=("Add", "Relu"), finite: bool = True, valid: bool = True)
 
 
 def bug(sig: str, title: str = "t") -> tuple:
-    return (sig, "crash", "exception", "tvm", "fused", "compile", title, False, f"bugs/{sig}")
+    return (sig, "crash", "exception", "tvm", "fused", "compile", title, "compiler", f"bugs/{sig}")
 
 
 def finding(sig: str, message: str = "m") -> tuple:
@@ -48,7 +48,7 @@ def test_commit_writes_one_test_with_everything(tmp_path: Path) -> None:
         "s1", "a title", 2, 0, "bugs/s1")
     assert (b[0]["oracle"], b[0]["kind"], b[0]["backend"], b[0]["variant"], b[0]["phase"]) == (
         "crash", "exception", "tvm", "fused", "compile")
-    assert b[0]["reference_suspect"] == 0 and b[0]["first_seen"] > 0
+    assert b[0]["category"] == "compiler" and b[0]["first_seen"] > 0
     assert s.coverage() == [("op", "Add"), ("op", "Relu")]
     assert rows(tmp_path, "SELECT * FROM frontend_coverage") == [(0, "tvm", "a.py:1\na.py:2")]
     # plain tuples come back once the Row view is done

@@ -27,7 +27,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 
 from dlcfuzz.ir import Graph
-from dlcfuzz.oracle import BASELINE, CRASH, DISRUPTIVE, EXPORTER, Finding
+from dlcfuzz.oracle import BASELINE, CRASH, DISRUPTIVE, EXPORTER, METAMORPHIC, Finding
 
 _FRAME = re.compile(r'File "([^"]+)", line \d+, in (\S+)')
 _NORMALIZE = [
@@ -151,7 +151,7 @@ def title(f: Finding, producer_op: str = "") -> str:
         return f"{f.backend} {f.phase} {f.kind} on {broken}: {f.message.split(' (model breaks')[0]}"[:200]
     if f.oracle == CRASH:
         what = f"{f.error_type}: {normalize(f.message)}" if f.kind == "exception" else f.message
-        return f"{f.backend} {f.variant} {f.phase} {f.kind}: {what}"[:200]
+        return f"{f.backend} {f.phase} {f.kind}: {what}"[:200]
     first = f.details.get("first_diverging") or {}
     op = first.get("op") or producer_op
     where = (f" first at {op} ({first.get('node') or first.get('output')})" if first.get("op")
@@ -159,7 +159,8 @@ def title(f: Finding, producer_op: str = "") -> str:
     kind = first.get("kind", f.kind)
     if f.category == BASELINE:
         return f"{f.other} disagrees with {f.backend} {f.variant} and another compiler: {kind} mismatch{where}"[:200]
-    return f"{f.backend} {f.variant} vs {f.other}: {kind} mismatch{where}"[:200]
+    who = f"{f.backend} {f.variant}" if f.oracle == METAMORPHIC else f.backend  # one bug spans the variants
+    return f"{who} vs {f.other}: {kind} mismatch{where}"[:200]
 
 
 # migrated tests: the frontend backend -> the compiler behind it; a crash after the import is the
