@@ -120,3 +120,24 @@ def test_fixed_specs_still_valid_on_ort():
     for op in ("MaxPool", "AveragePool", "QuantizeLinear", "DequantizeLinear"):
         for seed in range(6):
             check_graph(ort_generator([REGISTRY[op]], opset=19, max_rank=3, max_dim=3).generate(seed), seed=seed)
+
+
+@pytest.mark.parametrize("op", ["QLinearConv", "ConvInteger"])
+def test_conv_quantization_parameters_have_the_shapes_onnx_names(op: str) -> None:
+    """ONNX: x's (and QLinearConv's y's) scale and zero point are "a scalar"; w's are "a scalar or a 1-D
+    tensor ... equal to the number of output channels (M)" (OpenVINO reads a 1-element x_scale per axis)."""
+    seen = 0
+    for seed in range(60):
+        m, node = _model(op, seed)
+        inputs = list(node.input)
+        m_out = _shape(m, inputs[3 if op == "QLinearConv" else 1])[0]
+        scalars = [1, 2, 6, 7] if op == "QLinearConv" else [2]
+        per_channel = [4, 5] if op == "QLinearConv" else [3]
+        for k in scalars:
+            if k < len(inputs) and inputs[k]:
+                assert _shape(m, inputs[k]) == (), (op, seed, k, _shape(m, inputs[k]))
+                seen += 1
+        for k in per_channel:
+            if k < len(inputs) and inputs[k]:
+                assert _shape(m, inputs[k]) in ((), (m_out,)), (op, seed, k, _shape(m, inputs[k]), m_out)
+    assert seen >= 20

@@ -272,21 +272,31 @@ def _conv_checks(w: int) -> dict:
 CONV_INTEGER = OpSpec(
     "ConvInteger", "quant",
     [In("x", rank=(3, 5), room=2), In("w", shape=_w_shape, weight=True),
-     # ORT: both zero points per tensor only (ONNX: w's also per output channel)
-     Const("x_zero_point", lambda c: zero_point(c, _unit_shape(c), c.x.dtype) if c._xzp else None),
-     Const("w_zero_point", lambda c: zero_point(c, _unit_shape(c), c.ins[1].dtype) if c._wzp else None)],
+     # ONNX: x_zero_point "is a scalar"; w's "a scalar or a 1-D tensor ... equal to the number of output
+     # channels (M)" (ORT: per tensor only), so a 1-element vector only where M is 1
+     Const("x_zero_point", lambda c: zero_point(c, (), c.x.dtype) if c._xzp else None),
+     Const("w_zero_point", lambda c: zero_point(c, _m_unit_shape(c), c.ins[1].dtype) if c._wzp else None)],
     lambda c: [TensorType((c.s[0], group(c) * c._m, *conv_dims(c)), "int32")],
     attrs={**CONV.attrs, "_xzp": BOOL, "_wzp": BOOL},
-    checks=_conv_checks(1),
+    checks={**_conv_checks(1),
+            "x zero point is a scalar": lambda c: c.ins[2] is None or c.ins[2].shape == (),
+            "w zero point: per tensor or [M]": lambda c: c.ins[3] is None
+            or c.ins[3].shape in ((), (c.ins[1].shape[0],))},
     since=10,
 )
+
+
+def _m_unit_shape(c) -> tuple[int, ...]:
+    """A per-tensor shape where ONNX allows "a scalar or a 1-D tensor [of] the number of output channels
+    (M)": a scalar, or a 1-element vector when M is 1."""
+    return _unit_shape(c) if group(c) * c._m == 1 else ()
 
 
 def _qc_w_params(c, which: str):
     """w_scale / w_zero_point: per tensor or per output channel, one shape for both."""
     m = group(c) * c._m
     if which == "scale":
-        c.set("_wshape", (m,) if c.rng.random() < 0.5 else _unit_shape(c))
+        c.set("_wshape", (m,) if c.rng.random() < 0.5 else _m_unit_shape(c))
         return scale(c, c._wshape)
     return zero_point(c, c._wshape, c.ins[3].dtype)
 
@@ -303,13 +313,15 @@ QLINEAR_CONV = OpSpec(
      Const("y_zero_point", lambda c: zero_point(c, c._yshape, c.x.dtype if ort(c) else c._yt)),
      In("B", T="T4", shape=lambda c: (group(c) * c._m,), optional=True, weight=True)],
     lambda c: [TensorType((c.s[0], group(c) * c._m, *conv_dims(c)), c.x.dtype if ort(c) else c._yt)],
-    # ORT: x and y scale / zero point per tensor (a scalar or a 1-element vector)
-    attrs={**CONV.attrs, "_xshape": Choice(((), (1,))), "_yshape": Choice(((), (1,))),
+    # ONNX: x's and y's scale and zero point are "a scalar, which means a per-tensor/layer quantization"
+    # (a 1-element vector is read per axis by OpenVINO)
+    attrs={**CONV.attrs, "_xshape": Choice(((),)), "_yshape": Choice(((),)),
            "_yt": lambda c: _fixed(None) if ort(c) else Choice(("int8", "uint8"))},
     checks={**_conv_checks(3),
             "B is [M]": lambda c: c.ins[8] is None or c.ins[8].shape == (c.ins[3].shape[0],),
             "w scale and zero point: per tensor or [M]": lambda c: c.ins[4].shape == c.ins[5].shape
-            and c.ins[4].shape in ((), (1,), (c.ins[3].shape[0],)),
+            and c.ins[4].shape in ((), (c.ins[3].shape[0],)),
+            "x and y scale and zero point are scalars": lambda c: all(c.ins[k].shape == () for k in (1, 2, 6, 7)),
             "ORT: int8 x needs int8 w": lambda c: not ort(c) or c.x.dtype != "int8" or c.ins[3].dtype == "int8"},
     since=10,
 )
