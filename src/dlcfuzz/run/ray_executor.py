@@ -24,6 +24,7 @@ dlcfuzz[ray]``).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Callable, Iterator
@@ -150,9 +151,20 @@ class RayExecutor:
                 try:
                     result = ray.get(ref)
                 except RayActorError as e:
-                    # the actor died: the earliest of its submissions was running (an actor runs them in
-                    # order) and counts a failure; the ones queued behind it never started
+                    # the actor died: submissions it finished before dying still hold their results
+                    # (recorded as usual); the earliest unfinished one was running (an actor runs them
+                    # in order) and counts a failure; the ones queued behind it never started
                     mine = sorted((v[2], r) for r, v in inflight.items() if v[1] is actor)
+                    finished = []
+                    for _, r in mine:
+                        if r is not ref and ray.wait([r], timeout=0)[0]:
+                            with contextlib.suppress(RayActorError):
+                                finished.append((r, ray.get(r)))
+                    for r, result in finished:
+                        del inflight[r]
+                        log += record(result)
+                        self.recorded += 1
+                    mine = [(q, r) for q, r in mine if r in inflight]
                     for k, (_, r) in enumerate(mine):
                         item_id, payload = inflight.pop(r)[3:]
                         if k == 0:
