@@ -32,6 +32,8 @@ from dlcfuzz.oracle import BASELINE, CRASH, DISRUPTIVE, EXPORTER, METAMORPHIC, F
 _FRAME = re.compile(r'File "([^"]+)", line \d+, in (\S+)')
 _NORMALIZE = [
     (re.compile(r"0x[0-9a-fA-F]+"), "ADDR"),
+    # MLIR types (IREE): tensor<4x?xf32>, !torch.vtensor<[4,?],f32>: shapes differ from test to test
+    (re.compile(r"(tensor|vector|memref|vtensor)<[^<>]*>"), r"\1<T>"),
     # dimension lists: OpenVINO prints f32[4,2] for a static variant and f32[?,?] for a dynamic one
     (re.compile(r"[\[{(]\s*(?:-?\d+|\?|\.\.\.?|-?\d+\s*\.\.\s*-?\d+)(?:\s*,\s*(?:-?\d+|\?|\.\.\.?|"
                 r"-?\d+\s*\.\.\s*-?\d+))*\s*[\]})]"), "[DIMS]"),
