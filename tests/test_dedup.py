@@ -190,6 +190,13 @@ def test_value_signatures_by_backend_kind_and_operator() -> None:
                                                  "Conv") != signature(value(), "Conv")
 
 
+def test_dtype_classes() -> None:
+    from dlcfuzz.run.dedup import dtype_class
+
+    assert [dtype_class(d) for d in ("", "bool", "int8", "uint64", "int32", "float16", "float64")] == [
+        "", "bool", "int", "int", "int", "float", "float"]
+
+
 def graph_with_names(x: str, node: str) -> Graph:
     g = Graph()
     g.add_value(Value(x, TensorType((2,), "float32"), INPUT_KIND))
