@@ -182,8 +182,9 @@ def test_migration_report_shows_harvest_discards_and_bugs_per_backend(tmp_path: 
                     "seed": 0},
            [(["Add"], "onnx-expect", True), (["Relu"], "discarded: NoTensorOutput: the call returns no tensor", False),
             (["torch.add"], "torch-library", True), (["Conv"], "onnx-expect", True)],
-           [("aaaa000000000001", "crash", "exception", "tvm", "default", "import", NASTY, 0, 0),
-            ("aaaa000000000002", "differential", "value", "ort", "disable_all", "run", "ort vs the library", 0, 3)])
+           [("aaaa000000000001", "crash", "exception", "tvm", "default", "import", NASTY, "compiler", 0),
+            ("aaaa000000000002", "differential", "value", "ort", "disable_all", "run", "ort vs the library", "compiler",
+             3)])
     store = Store(folder)
     store.set_meta("harvest", {"onnx-node": {"source": "onnx-node", "instances": 1147, "operators": 182,
                                              "skipped": {"string tensor": 26}, "seconds": 8.8}})

@@ -182,10 +182,10 @@ def _badges(b: BugRow) -> str:
     if b.known is not None:
         what = " · ".join(str(b.known[k]) for k in ("title", "link", "note") if b.known.get(k))
         out.append(f'<span class="badge known" title="{escape(what)}">known upstream</span>')
-    if b.category != "compiler":
-        why = {"baseline": "other compilers agree against the baseline", "exporter": "dlcfuzz's own exporter"}
-        out.append(f'<span class="badge suspect" title="{escape(why.get(b.category, b.category))}">'
-                   f'{escape(b.category)} issue</span>')
+    why = {"baseline": "other compilers agree against the baseline", "exporter": "dlcfuzz's own exporter",
+           "noise": "rounding: a tie broken the other way", "undefined": "ONNX leaves the result undefined"}
+    if b.category in why:
+        out.append(f'<span class="badge suspect" title="{escape(why[b.category])}">{escape(b.category)} issue</span>')
     return "".join(out)
 
 
