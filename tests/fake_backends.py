@@ -342,3 +342,22 @@ def hard_sigmoid(model_bytes):
 '''
 exec(HARD_SIGMOID_SOURCE, _namespace)
 hard_sigmoid = _namespace["hard_sigmoid"]
+
+
+class Prolific(OrtBackend):
+    """ORT that fails every compile with a message of its own per model: a new distinct bug in every test
+    (a planted high-yield compiler, for the allocation's test)."""
+
+    name = "prolific"
+
+    def variants(self) -> list[Variant]:
+        return [v for v in super().variants() if v.name == "basic"]
+
+    def compile(self, imported: bytes, variant: Variant):
+        import hashlib
+
+        compiled = super().compile(imported, variant)
+        # letters, not digits: signatures normalize numbers away
+        word = "".join(chr(97 + b % 26) for b in hashlib.sha256(imported).digest()[:8])
+        raise RuntimeError(f"planted failure {word}")
+        return compiled

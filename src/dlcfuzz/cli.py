@@ -90,11 +90,34 @@ def _generator(args: argparse.Namespace, limits, specs, coverage=None):
         valid = model_error  # the baselines' validity: checked, inferred and run as the graph declares
         if args.target == "ort":
             profile = full_profile(limits.opset, tuple(s.op for s in specs))
+    admit = _target_profile(args.for_backend) if getattr(args, "for_backend", None) else None
     try:
-        return make_generator(args.strategy, specs, limits, args.ops, profile, coverage, valid,
+        return make_generator(args.strategy, specs, limits, args.ops, profile, coverage, valid, admit=admit,
                               **_strategy_options(args))
     except ValueError as e:
         raise UsageError(str(e)) from None
+
+
+def _target_profile(name: str):
+    """``gen --for NAME``: what that compiler (its installed version) and the baseline ORT both take."""
+    from dlcfuzz.backends import KNOWN, load_backend
+    from dlcfuzz.run.profile import Both, find_profile
+
+    if name not in KNOWN:
+        raise UsageError(f"--for: unknown backend {name!r}; known: {', '.join(sorted(KNOWN))}")
+    got = []
+    for b in (name, "ort"):
+        backend = load_backend(b)
+        ok, why = backend.available()
+        if not ok:
+            raise UsageError(f"--for {name}: {why}")
+        version = backend.version()
+        profile = find_profile(b, version, lambda line: print(line, file=sys.stderr))
+        if profile is None:
+            raise UsageError(f"--for {name}: no support profile for {b} {version}; build it with: "
+                             f"dlcfuzz probe --backends {b}")
+        got.append(profile)
+    return Both(*got)
 
 
 def cmd_gen(args: argparse.Namespace) -> int:
@@ -315,6 +338,37 @@ def cmd_backends(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_probe(args: argparse.Namespace) -> int:
+    from dlcfuzz.run.profile import profile_path
+    from dlcfuzz.solve import Limits
+
+    backends = _backends(args.backends)
+    if args.per_op < 1 or args.jobs < 1:
+        raise UsageError("--per-op and --jobs must be at least 1")
+    specs = _resolve_ops(_names(args.op_set) if args.op_set else None)
+    return _probe(backends, Path(args.out), specs, Limits(), args.per_op, args.jobs, profile_path)
+
+
+def _probe(backends: list[str], out: Path, specs: list, limits, per_op: int, jobs: int, where) -> int:
+    """Probes ``backends`` and prints, per compiler, what its profile declines and where it is cached."""
+    from dlcfuzz.run.probe import probe
+
+    print(f"probing {', '.join(backends)}: {per_op} single-operator tests per operator", file=sys.stderr)
+    campaign, profiles = probe(backends, out, specs, limits, per_op, jobs)
+    for why in campaign.disabled.values():
+        print(f"disabled: {why}", file=sys.stderr)
+    for name, p in sorted(profiles.items()):
+        declined_ops = sorted(op for op in p.counts if not p.admits_op(op))
+        features = {op: p.declined_keys(op) for op in sorted(p.counts) if p.admits_op(op) and p.declined_keys(op)}
+        print(f"{name} {p.version}: {len(p.counts)} operators probed, {len(declined_ops)} declined"
+              f"{': ' + ', '.join(declined_ops) if declined_ops else ''}")
+        for op, keys in features.items():
+            print(f"  {op}: declines {', '.join(keys)}")
+        print(f"  profile: {where(name, p.version)}")
+    print(f"{bug_summary(campaign.cfg.out)}; list them with: dlcfuzz bugs {campaign.cfg.out}")
+    return 0
+
+
 def cmd_fuzz(args: argparse.Namespace) -> int:
     from dlcfuzz.run.campaign import Campaign, CampaignConfig
     from dlcfuzz.run.store import StoreError
@@ -333,7 +387,7 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
                          limits, phases, strategy=args.strategy, strategy_options=_strategy_options(args),
                          coverage_from=_campaign_folders(args.coverage_from), known_bugs=_known_bugs(args),
                          reduce_seconds=args.reduce_budget, executor=args.executor, ray_address=args.ray_address,
-                         devices=devices)
+                         devices=devices, targeted=not args.untargeted, allocate=not args.no_allocation)
     display = _Display()
     try:
         campaign = Campaign(cfg, display.update)
@@ -349,6 +403,13 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     live = [b for b in campaign.backends if b != "reference"]
     if not live:
         raise UsageError("no backend under test could start (see the reasons above)")
+    for line in campaign.warnings:
+        print(line, file=sys.stderr)
+    if cfg.targeted and campaign.unprofiled and args.probe_per_op > 0:
+        from dlcfuzz.run.profile import profile_path
+
+        _probe(campaign.unprofiled, out / "probes", specs, limits, args.probe_per_op, args.jobs, profile_path)
+        campaign.load_profiles()
     print(f"campaign {out}: backends {', '.join(f'{b} {campaign.versions[b]}' for b in live)}"
           + (" (resuming)" if campaign.resumed else ""))
     display.devices = _variant_devices(campaign.variants, live)
@@ -653,6 +714,9 @@ class _Display:
                 t.add_row(b, o, str(c), str(p.bugs[(b, o)]))
             for b, c in sorted(p.unsupported.items()):
                 t.add_row(b, "unsupported", str(c), "")
+            for b, st in sorted(p.backends.items()):
+                t.add_row(b, "tests (useful, CPU s)", f"{st.tests} ({100 * st.useful_rate:.0f}%, {st.seconds:.0f} s)",
+                          str(st.bugs))
             self.live.update(t)
         elif now - self.last > 15:
             self.last = now
@@ -660,6 +724,20 @@ class _Display:
 
     def final(self, p) -> None:
         print(self.line(p))
+        for line in backend_lines(p):
+            print(line)
+
+
+def backend_lines(p) -> list[str]:
+    """Per backend: tests it ran (and was the target of), CPU seconds inside it, useful-test rate and new
+    compiler bugs; then the tests without a baseline."""
+    lines = [f"  {b:<10} {s.tests:>6} tests ({s.targeted} targeted), {s.seconds:8.1f} s CPU, "
+             f"useful {100 * s.useful_rate:5.1f}%, {s.bugs} new bugs"
+             f"{f', {3600 * s.bugs / s.seconds:.1f} per CPU-hour' if s.seconds else ''}"
+             for b, s in sorted(p.backends.items())]
+    if p.crash_only:
+        lines.append(f"  {p.crash_only} tests had no baseline that could run them (crash-only tests)")
+    return lines
 
 
 def _progress(items, label: str, total: int):
@@ -701,6 +779,8 @@ def build_parser() -> argparse.ArgumentParser:
     g = sub.add_parser("gen", help="generate valid computation graphs as ONNX models")
     g.add_argument("-n", type=int, default=10, help="number of graphs")
     g.add_argument("--out", required=True, help="output folder")
+    g.add_argument("--for", dest="for_backend", metavar="BACKEND",
+                   help="only calls this compiler takes, by its support profile (see 'dlcfuzz probe')")
     _generation_options(g, default_ops=(1, 30), strategies=STRATEGIES)
     g.set_defaults(func=cmd_gen)
 
@@ -732,7 +812,22 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--compile-timeout", type=float, default=120.0, help="seconds per compile phase")
     f.add_argument("--run-timeout", type=float, default=30.0, help="seconds per run phase")
     f.add_argument("--memory-mb", type=int, default=8192, help="resident memory cap of one compiler worker")
+    f.add_argument("--untargeted", action="store_true",
+                   help="generate for ONNX in general, not each test for one compiler from its support profile")
+    f.add_argument("--no-allocation", action="store_true",
+                   help="run every backend and variant on every test, instead of sharing CPU by each one's yield")
+    f.add_argument("--probe-per-op", type=int, default=2,
+                   help="tests per operator when a compiler has no support profile for its version yet (0: none)")
     f.set_defaults(func=cmd_fuzz)
+
+    pr = sub.add_parser("probe", help="build the support profiles of compilers (what each version accepts, "
+                                      "per operator, dtype and attribute feature), cached per version")
+    pr.add_argument("--backends", help="comma-separated (default: ort,tvm,openvino,inductor,iree)")
+    pr.add_argument("--per-op", type=int, default=6, help="single-operator tests per operator")
+    pr.add_argument("--jobs", type=int, default=1, help="tests run at once")
+    pr.add_argument("--out", default="probes", help="folder for the probing campaigns (their findings are bugs)")
+    pr.add_argument("--op-set", help="comma-separated operators, or @file (default: all)")
+    pr.set_defaults(func=cmd_probe)
 
     mg = sub.add_parser("migrate", help="OPERA: migrate library tests into single-operator tests of compiler "
                                         "frontends (also: 'migrate record', 'migrate apfd')")

@@ -34,7 +34,7 @@ import numpy as np
 
 from dlcfuzz.gen.isra import split_available
 from dlcfuzz.ir import CONST_KIND, Graph, Node
-from dlcfuzz.solve import Instantiator, Limits, Proposal, Stats, TypeProfile
+from dlcfuzz.solve import Admission, Instantiator, Limits, Proposal, Stats, TypeProfile
 from dlcfuzz.solve.space import call_space
 from dlcfuzz.spec.dsl import EmptyDomain, OpSpec
 
@@ -112,14 +112,16 @@ class GuidedStats(Stats):
 class GuidedGenerator:
     def __init__(self, specs: Sequence[OpSpec], limits: Limits, op_range: tuple[int, int],
                  profile: TypeProfile | None = None, strategy: str = "guided", coverage: Coverage | None = None,
-                 p_rej: float = 0.9, temperature: float = 0.2, paths: bool = False, decay: float = 0.1) -> None:
+                 p_rej: float = 0.9, temperature: float = 0.2, paths: bool = False, decay: float = 0.1,
+                 admit: Admission | None = None) -> None:
         if strategy not in STRATEGIES:
             raise ValueError(f"unknown strategy {strategy!r}; known: {', '.join(STRATEGIES)}")
         self.limits, self.op_range, self.profile = limits, op_range, profile
         self.strategy = strategy
         self.coverage = coverage or Coverage()
         self.p_rej, self.temperature, self.decay = p_rej, temperature, decay
-        self.specs, self.unavailable = split_available(specs, limits, profile)
+        self.admit = admit  # the target compiler's support profile: only calls it takes
+        self.specs, self.unavailable = split_available(specs, limits, profile, admit)
         hirgen = (*HIRGEN_CRITERIA, "path") if paths else HIRGEN_CRITERIA
         self.criteria: tuple[str, ...] = {"hirgen": hirgen, "gencog": ("vertex",),
                                           "guided": (*hirgen, "vertex")}[strategy]
@@ -170,7 +172,7 @@ class GuidedGenerator:
         rng = random.Random(seed)
         g = Graph(opset=self.limits.opset, meta={"seed": seed, "strategy": self.strategy})
         inst = Instantiator(g, self.limits, rng, np.random.default_rng(seed), self.profile,
-                            use_penalty=self.directed)
+                            use_penalty=self.directed, admit=self.admit)
         for _ in range(rng.randint(*self.op_range)):
             self._insert(inst, rng)
         g.set_leaf_outputs()

@@ -10,17 +10,17 @@ from collections.abc import Sequence
 import numpy as np
 
 from dlcfuzz.ir import Graph
-from dlcfuzz.solve import Instantiator, Limits, Stats, TypeProfile
+from dlcfuzz.solve import Admission, Instantiator, Limits, Stats, TypeProfile
 from dlcfuzz.spec.dsl import EmptyDomain, OpSpec
 
 MAX_TRIES = 20  # per insertion; each extra try is counted as a retry
 
 
 def split_available(specs: Sequence[OpSpec], limits: Limits,
-                    profile: TypeProfile | None) -> tuple[list[OpSpec], list[str]]:
-    """(the specs that can be instantiated under the dtype set, opset and target; the names of
-    those that cannot).  Raises ValueError when none can."""
-    probe = Instantiator(Graph(), limits, random.Random(0), np.random.default_rng(0), profile)
+                    profile: TypeProfile | None, admit: Admission | None = None) -> tuple[list[OpSpec], list[str]]:
+    """(the specs that can be instantiated under the dtype set, opset, kernel profile and target
+    compiler; the names of those that cannot).  Raises ValueError when none can."""
+    probe = Instantiator(Graph(), limits, random.Random(0), np.random.default_rng(0), profile, admit=admit)
     ok = [s for s in specs if probe.available(s)]
     if not ok:
         raise ValueError("no operator can be generated under this dtype set, opset and target")
@@ -45,17 +45,18 @@ def insert_uniform(inst: Instantiator, specs: Sequence[OpSpec], rng: random.Rand
 
 class IsraGenerator:
     def __init__(self, specs: Sequence[OpSpec], limits: Limits, op_range: tuple[int, int],
-                 profile: TypeProfile | None = None) -> None:
+                 profile: TypeProfile | None = None, admit: Admission | None = None) -> None:
         self.limits = limits
         self.op_range = op_range
         self.profile = profile
-        self.specs, self.unavailable = split_available(specs, limits, profile)
+        self.admit = admit  # the target compiler's support profile: only calls it takes
+        self.specs, self.unavailable = split_available(specs, limits, profile, admit)
         self.stats = Stats()
 
     def generate(self, seed: int) -> Graph:
         rng = random.Random(seed)
         g = Graph(opset=self.limits.opset, meta={"seed": seed, "strategy": "isra"})
-        inst = Instantiator(g, self.limits, rng, np.random.default_rng(seed), self.profile)
+        inst = Instantiator(g, self.limits, rng, np.random.default_rng(seed), self.profile, admit=self.admit)
         for _ in range(rng.randint(*self.op_range)):
             insert_uniform(inst, self.specs, rng, self.stats)
             self.last_ctx = inst.last_ctx

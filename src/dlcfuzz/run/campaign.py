@@ -28,7 +28,7 @@ from dlcfuzz.backends import Backend, load_backend
 from dlcfuzz.backends.base import CRASH, OK, Outcome, Test, Variant
 from dlcfuzz.backends.devices import DEVICES, keep
 from dlcfuzz.export.onnx import checker_error, to_bytes, to_onnx
-from dlcfuzz.gen import make_generator
+from dlcfuzz.gen import UNTARGETED, make_generator
 from dlcfuzz.gen.guided import STRATEGIES as GUIDED
 from dlcfuzz.gen.guided import Coverage
 from dlcfuzz.ir import Graph
@@ -46,10 +46,12 @@ from dlcfuzz.oracle import (
 )
 from dlcfuzz.oracle import CRASH as ORACLE_CRASH
 from dlcfuzz.oracle.unsupported import is_unsupported
+from dlcfuzz.run.allocate import Allocator
 from dlcfuzz.run.bundle import write_bundle
 from dlcfuzz.run.dedup import graph_signature, producer, title
 from dlcfuzz.run.known import KNOWN, NEW, KnownBugs, Reporting
 from dlcfuzz.run.localize import localize, rounded_outputs
+from dlcfuzz.run.profile import DECLINED, Both, SupportProfile, find_profile, save_profile, test_status
 from dlcfuzz.run.reduce import Case, ReduceError, reduce_case, write_reduction
 from dlcfuzz.run.store import Store, TestRecord
 from dlcfuzz.run.worker import PhaseLimits, WorkerDied, WorkerPool
@@ -85,12 +87,37 @@ class CampaignConfig:
     executor: str = "local"  # "local": threads in this process; "ray": one Ray actor per job
     ray_address: str | None = None  # ray: the cluster to join (None: start a local Ray instance)
     devices: tuple[str, ...] = DEVICES  # the devices whose variants run (backends.devices)
+    # each test is generated for one target compiler, from its support profile (run/profile.py), and
+    # the others run it where their profiles admit it
+    targeted: bool = True
+    # the target, the other backends that run a test and their variants follow each one's yield of new
+    # bugs per CPU-second (run/allocate.py); False: every backend and variant runs every test
+    allocate: bool = True
+    # compiled variants per backend (0: all); the uncompiled anchors always run (probing needs one)
+    variants_per_backend: int = 0
+    fresh_profiles: bool = False  # start every profile empty (probing) instead of from the cache
 
     def identity(self) -> dict:
         """What must match for a rerun to resume this campaign."""
         return {"seed": self.seed, "ops": list(self.ops), "backends": sorted(self.backends),
                 "operators": sorted(s.op for s in self.specs), "limits": asdict(self.limits),
                 "strategy": self.strategy, "strategy_options": self.strategy_options, "tolerances": self.tolerances}
+
+
+@dataclass
+class BackendStats:
+    """One backend's share of a campaign: tests it ran, useful ones (it took the test: imported and
+    ran it, or failed on it, which is a finding; not a decline), seconds inside it, new bugs."""
+
+    tests: int = 0
+    useful: int = 0
+    seconds: float = 0.0
+    bugs: int = 0
+    targeted: int = 0  # tests generated for it
+
+    @property
+    def useful_rate(self) -> float:
+        return self.useful / self.tests if self.tests else 0.0
 
 
 @dataclass
@@ -107,6 +134,8 @@ class Progress:
     reduce_seconds: float = 0.0  # time spent reducing them
     compiler_seconds: float = 0.0
     resumed_from: int = 0
+    crash_only: int = 0  # valid tests without a baseline: only crashes and variant disagreements count
+    backends: dict[str, BackendStats] = field(default_factory=dict)
 
     def count(self, record: TestRecord, verdict, new_bugs: list[tuple], known: list[str]) -> None:
         """Adds one committed test: its findings, new distinct bugs ((signature, oracle, kind, backend, ...)),
@@ -162,16 +191,59 @@ class Tester:
     actor holds its own (its own worker processes: the same isolation as locally)."""
 
     def __init__(self, cfg: CampaignConfig, backends: dict[str, Backend], variants: dict[str, dict[str, Variant]],
-                 reduced: set[tuple[str, str]], pool: WorkerPool, coverage: Coverage | None, gen=None) -> None:
+                 reduced: set[tuple[str, str]], pool: WorkerPool, coverage: Coverage | None, gen=None,
+                 profiles: dict[str, SupportProfile] | None = None, allocator: Allocator | None = None) -> None:
         self.cfg = cfg
         self.backends, self.variants, self.reduced = backends, variants, reduced
         # variants that run the model without the compiler under test (e.g. eager torch)
         self.uncompiled = {(b, n) for b, vs in variants.items() for n, v in vs.items() if v.options.get("uncompiled")}
+        self.anchors = self.uncompiled | {(b, v.options["compare_with"]) for b, vs in variants.items()
+                                          for v in vs.values() if v.options.get("compare_with")}
         self.pool = pool
         self.coverage = coverage
+        self.profiles = profiles or {}
+        self.allocator = allocator if cfg.allocate else None
         self.gen = gen or make_generator(cfg.strategy, cfg.specs, cfg.limits, cfg.ops, _profile(cfg), coverage,
                                          **cfg.strategy_options)
+        # one generator per target compiler, each making only calls that its target and the baseline take
+        self.gens = {"": self.gen}
+        if cfg.targeted and cfg.strategy not in UNTARGETED:
+            baseline = self.profiles.get(FALLBACK[0])
+            for name in self.compilers:
+                if name in self.profiles:
+                    admit = Both(self.profiles[name], baseline) if baseline is not None else self.profiles[name]
+                    self.gens[name] = make_generator(cfg.strategy, cfg.specs, cfg.limits, cfg.ops, _profile(cfg),
+                                                     coverage, admit=admit, **cfg.strategy_options)
         self.lock = threading.Lock()
+
+    @property
+    def compilers(self) -> list[str]:
+        return [b for b in self.backends if b != REFERENCE]
+
+    def plan(self, test_id: int) -> tuple[str, dict[str, list[str]]]:
+        """(the target compiler of a test, "" for none; the variants each backend runs it on): by the
+        allocator's draws, else targets in turn and every backend on every variant."""
+        names = self.compilers
+        if self.allocator is None or not names:
+            targets = [b for b in names if b in self.gens]
+            return (targets[test_id % len(targets)] if targets else ""), {b: self._variants(b) for b in names}
+        target, runs = self.allocator.choose(names)
+        if target not in self.gens:
+            target = ""
+        return str(target), {b: self._variants(b) for b in names if runs[b]}
+
+    def _variants(self, backend: str) -> list[str]:
+        """The variants of ``backend`` a test runs on: its anchors (what others are compared with), and
+        of the compiled ones the first ``variants_per_backend``, or those the allocator draws."""
+        names = list(self.variants[backend])
+        anchors = [v for v in names if (backend, v) in self.anchors]
+        compiled = [v for v in names if (backend, v) not in self.anchors]
+        if self.cfg.variants_per_backend:
+            compiled = compiled[:self.cfg.variants_per_backend]
+        elif self.allocator is not None and len(compiled) > 1:
+            _, runs = self.allocator.choose([(backend, v) for v in compiled])
+            compiled = [v for v in compiled if runs[(backend, v)]]
+        return [v for v in names if v in anchors or v in compiled]
 
     def share(self, keys: list[tuple[str, str]]) -> None:
         """Coverage merged at the driver from other executors' tests (guided strategies)."""
@@ -185,16 +257,19 @@ class Tester:
         cfg = self.cfg
         t_start = time.perf_counter()
         seed = derive_seed(cfg.seed, test_id)
+        target, plan = self.plan(test_id)
         with self.lock:
-            graph = self.gen.generate(seed)
+            graph = self.gens[target].generate(seed)
             covered = self.coverage.take_new() if self.coverage is not None else []
+        if target:
+            graph.meta["target"] = target
         model = to_bytes(graph)
         graph_json = graph.to_json()
         t_generate = time.perf_counter() - t_start
         ops = {n.op for n in graph.nodes}
         violation = graph.meta.get("violation")
         if violation is not None:
-            return self._run_invalid(test_id, seed, graph, model, violation, covered, t_start, t_generate)
+            return self._run_invalid(test_id, seed, graph, model, violation, covered, t_start, t_generate, plan)
 
         # inputs whose baseline outputs are finite (bounded retries); the baseline is the reference
         # evaluator where it is trusted for every node of the graph, else (or where it fails) ORT
@@ -210,18 +285,19 @@ class Tester:
             if reference is None or all_finite(reference.outputs or []):
                 break
         t_inputs = time.perf_counter() - t0
-        e = self.evaluate(graph, test, (judge_by, reference, declined))
+        e = self.evaluate(graph, test, (judge_by, reference, declined), plan)
         record = TestRecord(test_id, seed, sorted(ops), e.baseline_name, e.finite, attempts, e.baseline is not None,
                             time.perf_counter() - t_start, t_generate, t_inputs, e.compiler_seconds, e.oracle_seconds)
         return Executed(record, graph, test, e.outcomes, e.verdict, e.baseline, reference, covered)
 
-    def evaluate(self, graph: Graph, test: Test, baseline: tuple | None = None) -> Evaluation:
-        """Every backend under test on ``test`` (a valid graph with its inputs), judged against the
-        baseline (``baseline``: what ``_baseline`` returned for these inputs, else it runs now), with
-        every value divergence located."""
+    def evaluate(self, graph: Graph, test: Test, baseline: tuple | None = None,
+                 plan: dict[str, list[str]] | None = None) -> Evaluation:
+        """Every backend under test on ``test`` (a valid graph with its inputs; ``plan``: the variants
+        each backend runs, default all), judged against the baseline (``baseline``: what ``_baseline``
+        returned for these inputs, else it runs now), with every value divergence located."""
         ops = {n.op for n in graph.nodes}
         judge_by, reference, declined = baseline or self._baseline(test, ops, graph)
-        outcomes, late, compiler_s = self._run_backends(test, ops, graph)
+        outcomes, late, compiler_s = self._run_backends(test, ops, graph, plan=plan)
         t0 = time.perf_counter()
         outputs = reference.outputs if reference is not None else None
         baseline_name = "/".join(judge_by) if judge_by is not None else "none"
@@ -248,27 +324,37 @@ class Tester:
             failed.append((backend, variant, f"baseline failed: {o.error_type or o.status}: {o.message}"[:300]))
         return None, None, failed
 
-    def _run_backends(self, test: Test, ops: set[str], graph: Graph, invalid: bool = False):
-        """Every backend under test on ``test``, in its workers: (outcomes, unconfirmed crashes,
-        seconds inside the compilers)."""
+    def _run_backends(self, test: Test, ops: set[str], graph: Graph, invalid: bool = False,
+                      plan: dict[str, list[str]] | None = None):
+        """The backends under test on ``test`` (``plan``: which, on which variants; default all), in their
+        workers, leaving out those that cannot take the graph: (outcomes, unconfirmed crashes, seconds
+        inside the compilers)."""
         outcomes: dict[str, dict[str, Outcome]] = {}
         late: list[Finding] = []  # crashes that a fresh worker did not reproduce
         compiler_s = 0.0
-        for name, backend in self.backends.items():
-            if name == REFERENCE or (invalid and not backend.checks_models) or not backend.supports(ops, graph):
+        if plan is None:
+            plan = {b: list(self.variants[b]) for b in self.compilers}
+        for name, variants in plan.items():
+            backend = self.backends[name]
+            if (invalid and not backend.checks_models) or not backend.supports(ops, graph):
                 continue
-            outcomes[name], unconfirmed, seconds = run_confirmed(self.pool, name, test, list(self.variants[name]))
+            # a compiler expected to decline a valid graph is not run on it: that test would be wasted
+            if (self.cfg.targeted and not invalid and name in self.profiles
+                    and not self.profiles[name].admits_graph(graph)):
+                continue
+            outcomes[name], unconfirmed, seconds = run_confirmed(self.pool, name, test, variants)
             late += unconfirmed
             compiler_s += seconds
         return outcomes, late, compiler_s
 
     def _run_invalid(self, test_id: int, seed: int, graph: Graph, model: bytes, violation: dict,
-                     covered: list, t_start: float, t_generate: float) -> Executed:
+                     covered: list, t_start: float, t_generate: float, plan: dict[str, list[str]]) -> Executed:
         """A disruptive test: the model breaks one constraint on purpose; the compilers that check
         the models they are handed must reject it with an error."""
         rng = np.random.default_rng(seed)
         test = Test(model, graph.to_json(), {v.name: random_array(rng, v.type, v.hint) for v in graph.inputs})
-        outcomes, late, compiler_s = self._run_backends(test, {n.op for n in graph.nodes}, graph, invalid=True)
+        outcomes, late, compiler_s = self._run_backends(test, {n.op for n in graph.nodes}, graph, invalid=True,
+                                                        plan=plan)
         t0 = time.perf_counter()
         confirmed = _checker_error(graph) is not None
         verdict = judge_invalid(outcomes, violation, confirmed, self.cfg.tolerances, self.reduced)
@@ -289,6 +375,9 @@ class TesterSpec:
     variants: dict[str, dict[str, Variant]]
     reduced: set[tuple[str, str]]
     coverage: list[tuple[str, str]] | None  # the driver's coverage when the executor started (None: unguided)
+    # the support profiles when the executor started (an actor targets its tests by them; they are not
+    # refined there, and an actor's allocation stays at its prior: the yields are counted at the driver)
+    profiles: dict[str, SupportProfile] = field(default_factory=dict)
 
     def build(self) -> Tester:
         import tempfile
@@ -301,7 +390,8 @@ class TesterSpec:
             coverage = Coverage()
             coverage.load(self.coverage)
         pool = WorkerPool(cfg.phases, cfg.recycle, Path(tempfile.gettempdir()) / "dlcfuzz-actor-logs")
-        return Tester(cfg, {n: load_backend(n) for n in self.backends}, self.variants, self.reduced, pool, coverage)
+        return Tester(cfg, {n: load_backend(n) for n in self.backends}, self.variants, self.reduced, pool, coverage,
+                      profiles=self.profiles, allocator=Allocator(cfg.seed))
 
 
 def _keys(cov: Coverage):
@@ -330,6 +420,7 @@ class Driver:
         self.devices: tuple[str, ...] = DEVICES  # variants on other devices are left out
         self.device_notes: dict[str, str] = {}  # "backend/device" -> why the backend has no variants there
         self.reporting = Reporting(self.store.bug_signatures(), KnownBugs.load(known_bugs), self.versions)
+        self.profiles: dict[str, SupportProfile] = {}  # what each compiler takes, learned as tests run
         self.lost = 0  # tests whose executor died twice (Ray: the actor), recorded as lost
 
     def _start(self, names: list[str]) -> None:
@@ -377,6 +468,9 @@ class Campaign(Driver):
         self.reduced: set[tuple[str, str]] = set()
         self.devices = cfg.devices
         self._tester: Tester | None = None
+        self.allocator = Allocator(cfg.seed)
+        self.unprofiled: list[str] = []  # compilers without a profile for their version (to probe)
+        self.warnings: list[str] = []
 
     # -- set-up -------------------------------------------------------------------------------------
     def start_backends(self) -> None:
@@ -385,13 +479,37 @@ class Campaign(Driver):
         self._start([REFERENCE, *self.cfg.backends])
         self.reduced |= {(b, n) for b, vs in self.variants.items() for n, v in vs.items()
                          if v.options.get("reduced_precision")}
+        self.load_profiles()
+
+    def load_profiles(self) -> None:
+        """Each compiler's support profile for its version (and the baseline ORT's, which every targeted
+        test must also suit), from the cache or dlcfuzz's package; an empty one to learn from where
+        there is none (``unprofiled``: run ``probe`` to build them)."""
+        names = [b for b in self.backends if b != REFERENCE]
+        versions = dict(self.versions)
+        if FALLBACK[0] not in versions:
+            versions[FALLBACK[0]] = load_backend(FALLBACK[0]).version()
+            names.append(FALLBACK[0])
+        self.unprofiled = []
+        for name in names:
+            got = None if self.cfg.fresh_profiles else find_profile(name, versions[name], self.warnings.append)
+            if got is None:
+                self.unprofiled.append(name)
+                got = SupportProfile(name, versions[name])
+            self.profiles[name] = got
+
+    def save_profiles(self) -> None:
+        """Writes back what this campaign's tests taught the profiles (into the user's cache)."""
+        for p in self.profiles.values():
+            if p.learned:
+                save_profile(p)
 
     @property
     def tester(self) -> Tester:
         """The local execute half, sharing this campaign's generator, coverage and worker pool."""
         if self._tester is None:
             self._tester = Tester(self.cfg, self.backends, self.variants, self.reduced, self.pool, self.coverage,
-                                  self.gen)
+                                  self.gen, self.profiles, self.allocator)
         return self._tester
 
     # -- one test -------------------------------------------------------------------------------------
@@ -428,9 +546,34 @@ class Campaign(Driver):
         with self.lock:
             self.store.commit(record, outcome_rows(outcomes), rows, new_bugs, ex.covered)
             self.progress.count(record, verdict, new_bugs, known)
+            self._learn(graph, outcomes, new_bugs, record)
         self.on_progress(self.progress)
         for folder, case in to_reduce:  # after the commit: a reduction cut short loses nothing found
             self._reduce(folder, case)
+
+    def _learn(self, graph: Graph, outcomes: dict[str, dict[str, Outcome]], new_bugs: list[tuple],
+               record: TestRecord) -> None:
+        """What one test teaches: each compiler's profile, the allocator's yields (new compiler bugs per
+        second, per backend and per variant) and the per-backend counts of the progress display."""
+        p = self.progress
+        if record.valid and record.baseline == "none" and graph.meta.get("violation") is None:
+            p.crash_only += 1
+        target = graph.meta.get("target")
+        if target:
+            p.backends.setdefault(target, BackendStats()).targeted += 1
+        for b, outs in outcomes.items():
+            mine = [x for x in new_bugs if x[3] == b and x[7] == "compiler"]
+            seconds = {v: sum(o.seconds.values()) for v, o in outs.items()}
+            stats = p.backends.setdefault(b, BackendStats())
+            stats.tests += 1
+            stats.seconds += sum(seconds.values())
+            stats.bugs += len(mine)
+            status = (self.profiles[b].learn(graph, outs) if b in self.profiles and graph.meta.get("violation") is None
+                      else test_status(b, outs))
+            stats.useful += status != DECLINED
+            self.allocator.credit(b, sum(seconds.values()), len(mine))
+            for v, sec in seconds.items():
+                self.allocator.credit((b, v), sec, sum(x[4] == v for x in mine))
 
     def record_lost(self, test_id: int, reason: str) -> None:
         """A test whose executor died twice (not the compiler: that is a finding): a tests row with
@@ -472,6 +615,7 @@ class Campaign(Driver):
         finally:
             self.pool.close()
             self.store.close()
+            self.save_profiles()
         return self.progress
 
     def _run_ray(self, todo, deadline: float | None) -> None:
@@ -479,7 +623,7 @@ class Campaign(Driver):
 
         cov = self.coverage
         spec = TesterSpec(replace(self.cfg, specs=[]), [s.op for s in self.cfg.specs], list(self.backends),
-                          self.variants, self.reduced, list(_keys(cov)) if cov is not None else None)
+                          self.variants, self.reduced, list(_keys(cov)) if cov is not None else None, self.profiles)
 
         def record(ex: Executed) -> list[tuple[str, str]]:
             # coverage merges here: a key is the test's if no recorded test had it; the merged keys go

@@ -16,8 +16,10 @@ lies in the domain; a new input for it gets a hint that confines its values to t
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Sequence
+from collections import ChainMap
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 
@@ -37,6 +39,15 @@ from dlcfuzz.solve.intervals import (
 from dlcfuzz.solve.intervals import domain as slot_domain
 from dlcfuzz.solve.types import TypeProfile, input_type_vars, type_domains
 from dlcfuzz.spec.dsl import Const, Ctx, EmptyDomain, Exact, In, OpSpec, ShapeDom
+
+
+class Admission(Protocol):
+    """What a target compiler takes (``run.profile.SupportProfile``): a generator for it only makes
+    calls the target admits, so that no test is spent on one operator the compiler declines."""
+
+    def admits_op(self, op: str) -> bool: ...
+
+    def admits(self, node: Node, values: Mapping[str, Value]) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -144,8 +155,10 @@ class Instantiator:
     """Instantiates operator calls into one graph under construction."""
 
     def __init__(self, graph: Graph, limits: Limits, rng: random.Random, nprng: np.random.Generator,
-                 profile: TypeProfile | None = None, use_penalty: bool = False) -> None:
+                 profile: TypeProfile | None = None, use_penalty: bool = False,
+                 admit: Admission | None = None) -> None:
         self.g = graph
+        self.admit = admit
         self.lim = limits
         self.rng = rng
         self.np = nprng
@@ -171,7 +184,7 @@ class Instantiator:
 
     def available(self, spec: OpSpec) -> bool:
         """Whether the operator can be instantiated at all under the dtype set and profile."""
-        if spec.since > self.lim.opset:
+        if spec.since > self.lim.opset or (self.admit is not None and not self.admit.admits_op(spec.op)):
             return False
         doms, tvars = self.types_of(spec)
         return all(doms.get(tv) for tv, inp in zip(tvars, spec.inputs, strict=True) if isinstance(inp, In))
@@ -319,6 +332,9 @@ class Instantiator:
                 raise EmptyDomain(f"{spec.op}: output {t} exceeds the size limit")
         node = Node(spec.op, inputs, [], {k: v for k, v in c.attrs.items() if k[0] != "_" and v is not None},
                     f"n{len(self.g.nodes)}")
+        if self.admit is not None and not self.admit.admits(node, ChainMap({v.name: v for v, _ in self._staged},
+                                                                           self.g.values)):
+            raise EmptyDomain(f"{spec.op}: the target compiler declines this call")
         out_ivs = output_intervals(spec.op, self._ivs, c.ins, node.attrs, outs)
         values = [Value(self._name(), t, NODE_KIND) for t in outs]
         node.outputs = [v.name for v in values]

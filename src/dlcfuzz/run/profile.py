@@ -1,0 +1,220 @@
+"""Support profiles: what one compiler version accepts, declines or fails on, per operator, dtype and
+attribute feature (NNSmith probes operator x dtype; a decline of TopK ``sorted=0`` or of a Resize mode
+needs the attribute too).
+
+A profile counts, for each (operator, key), the tests whose nodes carried that key and that the
+compiler accepted (some variant ran them), declined (every failure an explicit decline,
+``oracle.unsupported``) or failed on (a crash or an unexplained error: a finding).  Keys are the
+operator itself (``*``), the first input's dtype and rank, string and flag attributes, and whether each
+later input is absent, a constant or a runtime tensor (TVM declines inputs that "must be a constant").
+
+It is built by ``dlcfuzz probe`` (single-operator tests through the real compiler, as a campaign, so a
+crash found while probing is a bug like any other), cached per compiler version in the user's cache
+folder, and refined online by every campaign: an accepted test credits all its keys, a declined one
+debits the keys of the one node that no accepted test vouches for, when there is exactly one such node.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from dlcfuzz.backends.base import OK, Outcome
+from dlcfuzz.ir import CONST_KIND, Graph, Node, Value
+from dlcfuzz.oracle.unsupported import is_unsupported
+
+ACCEPTED, DECLINED, FAILED = "accepted", "declined", "failed"
+STATUSES = (ACCEPTED, DECLINED, FAILED)
+FORMAT = 1  # bump when the keys change: profiles written with other keys are rebuilt
+
+
+class ProfileError(ValueError):
+    """A profile file that cannot be read (corrupt, or written by another format)."""
+
+
+def cache_dir() -> Path:
+    """Where profiles are cached: $DLCFUZZ_CACHE, else $XDG_CACHE_HOME/dlcfuzz, else ~/.cache/dlcfuzz."""
+    if os.environ.get("DLCFUZZ_CACHE"):
+        return Path(os.environ["DLCFUZZ_CACHE"])
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "dlcfuzz"
+
+
+def node_keys(node: Node, values: Mapping[str, Value]) -> list[str]:
+    """The keys a profile judges ``node`` by (see the module doc)."""
+    keys = ["*"]
+    first = values[node.inputs[0]] if node.inputs and node.inputs[0] else None
+    if first is not None:
+        keys += [f"dtype={first.type.dtype}", f"rank={first.type.rank}"]
+    for name, v in sorted(node.attrs.items()):
+        if isinstance(v, str):
+            keys.append(f"{name}={v}")
+        elif isinstance(v, (list, tuple)) and v and all(isinstance(s, str) for s in v):
+            keys += [f"{name}={s}" for s in sorted(set(v))]
+        elif isinstance(v, (bool, int)) and -1 <= int(v) <= 1:  # flags (sorted, ceil_mode, keepdims ...)
+            keys.append(f"{name}={int(v)}")
+    for k, name in enumerate(node.inputs[1:], start=1):
+        form = "absent" if not name else "const" if values[name].kind == CONST_KIND else "runtime"
+        keys.append(f"in{k}={form}")
+    return keys
+
+
+def test_status(backend: str, outcomes: Mapping[str, Outcome]) -> str:
+    """accepted: some variant ran the test; declined: every variant failed with an explicit decline;
+    failed: otherwise (a crash, a timeout, an unexplained error: the compiler took the test, and it is
+    a finding)."""
+    if any(o.status == OK for o in outcomes.values()):
+        return ACCEPTED
+    if outcomes and all(o.status == "error" and is_unsupported(backend, o.phase, o.error_type, o.message)
+                        for o in outcomes.values()):
+        return DECLINED
+    return FAILED
+
+
+class SupportProfile:
+    """One compiler version's profile: counts[op][key] = [accepted, declined, failed]."""
+
+    def __init__(self, backend: str, version: str, counts: dict[str, dict[str, list[int]]] | None = None) -> None:
+        self.backend, self.version = backend, version
+        self.counts: dict[str, dict[str, list[int]]] = counts or {}
+        self.learned = 0  # tests learned from since loading
+
+    # -- prediction ---------------------------------------------------------------------------------
+    def _seen(self, op: str, key: str) -> list[int]:
+        return self.counts.get(op, {}).get(key, [0, 0, 0])
+
+    def _declined(self, op: str, key: str) -> bool:
+        # one decline with no acceptance is enough: a rare feature (TopK's sorted=0) shows up once in a
+        # probe.  A key declined along with the real culprit stays declined only until a test with it is
+        # accepted, which targeted tests of other compilers and untargeted campaigns provide.
+        a, d, _ = self._seen(op, key)
+        return a == 0 and d >= 1
+
+    def admits_op(self, op: str) -> bool:
+        """False when every test of the operator was declined."""
+        return not self._declined(op, "*")
+
+    def admits(self, node: Node, values: Mapping[str, Value]) -> bool:
+        """Whether the compiler is expected to take ``node`` (unknown keys are admitted: exploring them
+        is how the profile learns)."""
+        return not any(self._declined(node.op, k) for k in node_keys(node, values))
+
+    def admits_graph(self, graph: Graph) -> bool:
+        return all(self.admits(n, graph.values) for n in graph.nodes)
+
+    def declined_keys(self, op: str) -> list[str]:
+        return sorted(k for k in self.counts.get(op, {}) if self._declined(op, k))
+
+    # -- learning -----------------------------------------------------------------------------------
+    def learn(self, graph: Graph, outcomes: Mapping[str, Outcome]) -> str:
+        """Counts one test's outcomes on this compiler (see the module doc); returns its status."""
+        status = test_status(self.backend, outcomes)
+        keyed = [(n.op, node_keys(n, graph.values)) for n in graph.nodes]
+        if status == DECLINED:
+            # only the node(s) that nothing accepted vouches for can be the declined one
+            unproven = [(op, [k for k in keys if self._seen(op, k)[0] == 0]) for op, keys in keyed]
+            unproven = [(op, keys) for op, keys in unproven if keys]
+            if len(keyed) == 1:
+                keyed = unproven or keyed
+            elif len(unproven) == 1:
+                keyed = unproven
+            else:
+                keyed = []  # ambiguous: several suspects, learn nothing
+        column = STATUSES.index(status)
+        for op, keys in keyed:
+            for k in keys:
+                self._count(op, k)[column] += 1
+        self.learned += 1
+        return status
+
+    def _count(self, op: str, key: str) -> list[int]:
+        return self.counts.setdefault(op, {}).setdefault(key, [0, 0, 0])
+
+    def merge(self, other: SupportProfile) -> None:
+        for op, keys in other.counts.items():
+            for k, c in keys.items():
+                mine = self._count(op, k)
+                for i in range(3):
+                    mine[i] += c[i]
+
+    # -- storage ------------------------------------------------------------------------------------
+    def to_json(self) -> str:
+        return json.dumps({"format": FORMAT, "backend": self.backend, "version": self.version,
+                           "counts": self.counts}, sort_keys=True, indent=0)
+
+    @classmethod
+    def from_json(cls, text: str) -> SupportProfile:
+        try:
+            d = json.loads(text)
+            if d.get("format") != FORMAT:
+                raise ProfileError(f"format {d.get('format')}, this dlcfuzz writes {FORMAT}")
+            counts = {str(op): {str(k): [int(x) for x in c] for k, c in keys.items()}
+                      for op, keys in d["counts"].items()}
+            if any(len(c) != 3 for keys in counts.values() for c in keys.values()):
+                raise ProfileError("a count is not [accepted, declined, failed]")
+            return cls(str(d["backend"]), str(d["version"]), counts)
+        except ProfileError:
+            raise
+        except (ValueError, KeyError, TypeError, AttributeError) as e:
+            raise ProfileError(f"{type(e).__name__}: {e}") from None
+
+
+def profile_path(backend: str, version: str, folder: Path | None = None) -> Path:
+    safe = "".join(c if c.isalnum() or c in ".-_+" else "_" for c in version)
+    return (folder or cache_dir()) / "profiles" / f"{backend}-{safe}.json"
+
+
+def load_profile(backend: str, version: str, folder: Path | None = None,
+                 warn=lambda line: None) -> SupportProfile | None:
+    """The cached profile of exactly this compiler version; None when there is none, or when the file
+    is corrupt or of another version (``warn`` gets one line saying so; the caller rebuilds it)."""
+    path = profile_path(backend, version, folder)
+    if not path.exists():
+        return None
+    try:
+        p = SupportProfile.from_json(path.read_text())
+    except (OSError, ProfileError) as e:
+        warn(f"support profile {path} is unreadable ({e}); it is rebuilt")
+        return None
+    if (p.backend, p.version) != (backend, version):
+        warn(f"support profile {path} is for {p.backend} {p.version}, not {version}; it is rebuilt")
+        return None
+    return p
+
+
+def save_profile(p: SupportProfile, folder: Path | None = None) -> Path:
+    """Writes the profile atomically (a campaign killed mid-write leaves the old file)."""
+    path = profile_path(p.backend, p.version, folder)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".tmp{os.getpid()}")
+    tmp.write_text(p.to_json())
+    tmp.replace(path)
+    return path
+
+
+class Both:
+    """Admits what two profiles both admit: a test's target compiler and its baseline (ORT), so that
+    every targeted test has a baseline that can run it."""
+
+    def __init__(self, first: SupportProfile, second: SupportProfile) -> None:
+        self.first, self.second = first, second
+
+    def admits_op(self, op: str) -> bool:
+        return self.first.admits_op(op) and self.second.admits_op(op)
+
+    def admits(self, node: Node, values: Mapping[str, Value]) -> bool:
+        return self.first.admits(node, values) and self.second.admits(node, values)
+
+
+def find_profile(backend: str, version: str, warn=lambda line: None) -> SupportProfile | None:
+    """This compiler version's profile: the user's cache, else the one packaged with dlcfuzz for the
+    pinned versions (built by ``dlcfuzz probe``), else None (to be probed)."""
+    got = load_profile(backend, version, warn=warn)
+    if got is None:
+        from importlib.resources import as_file, files
+
+        with as_file(files("dlcfuzz.data")) as data:
+            got = load_profile(backend, version, Path(data), warn)
+    return got

@@ -1,0 +1,206 @@
+"""Support profiles (run/profile.py), targeted generation and the CPU allocation, on the real compilers."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dlcfuzz.backends.base import ERROR, OK, Outcome, Test
+from dlcfuzz.export.onnx import to_bytes
+from dlcfuzz.gen import make_generator
+from dlcfuzz.ir import CONST_KIND, INPUT_KIND, Graph, Node, TensorType, Value
+from dlcfuzz.run.allocate import Allocator
+from dlcfuzz.run.campaign import Campaign, CampaignConfig
+from dlcfuzz.run.probe import probe
+from dlcfuzz.run.profile import (
+    ACCEPTED,
+    DECLINED,
+    FAILED,
+    SupportProfile,
+    find_profile,
+    load_profile,
+    node_keys,
+    profile_path,
+    save_profile,
+)
+from dlcfuzz.run.worker import PhaseLimits, WorkerPool
+from dlcfuzz.solve import Limits
+from dlcfuzz.spec import REGISTRY
+from dlcfuzz.values import synthesize
+
+HAS_TVM = importlib.util.find_spec("tvm") is not None
+# TVM 0.27's Relax ONNX frontend: "TopK sorted must be 1 for Relax frontend" (onnx_frontend.py), and no
+# converter for Celu ("The following operators are not supported for frontend ONNX: Celu")
+TVM_DECLINES = "ValueError", "TopK sorted must be 1 for Relax frontend"
+
+
+def topk(sorted_: int, dtype: str = "float32") -> Graph:
+    g = Graph(opset=17)
+    g.add_value(Value("x", TensorType((2, 3), dtype), INPUT_KIND))
+    g.add_value(Value("k", TensorType((1,), "int64"), CONST_KIND, np.array([2], np.int64)))
+    g.add_value(Value("y", TensorType((2, 2), dtype), "node"))
+    g.add_value(Value("i", TensorType((2, 2), "int64"), "node"))
+    g.add_node(Node("TopK", ["x", "k"], ["y", "i"], {"axis": 1, "largest": 1, "sorted": sorted_}, "n0"))
+    g.set_leaf_outputs()
+    return g
+
+
+def ran() -> dict[str, Outcome]:
+    return {"a": Outcome(OK, outputs=[]), "b": Outcome(ERROR, "compile", error_type="RuntimeError", message="x")}
+
+
+def declined() -> dict[str, Outcome]:
+    kind, text = TVM_DECLINES
+    return {"a": Outcome(ERROR, "import", error_type=kind, message=text)}
+
+
+def test_keys_name_the_features_a_compiler_declines():
+    keys = node_keys(topk(0).nodes[0], topk(0).values)
+    assert set(keys) == {"*", "dtype=float32", "rank=2", "axis=1", "largest=1", "sorted=0", "in1=const"}
+
+
+def test_a_feature_declined_and_never_accepted_is_declined():
+    p = SupportProfile("tvm", "0.27")
+    assert p.learn(topk(1), ran()) == ACCEPTED  # one variant ran it: taken
+    assert p.learn(topk(0), declined()) == DECLINED
+    g = topk(0)
+    assert not p.admits(g.nodes[0], g.values)
+    assert p.declined_keys("TopK") == ["sorted=0"]  # the others were vouched for by the accepted test
+    assert p.admits(topk(1).nodes[0], topk(1).values) and p.admits_op("TopK")
+
+
+def test_an_operator_never_accepted_is_declined_and_a_crash_is_not_a_decline():
+    p = SupportProfile("tvm", "0.27")
+    crash = {"a": Outcome("crash", "compile", error_type="SIGSEGV", signal=11)}
+    assert p.learn(topk(0), crash) == FAILED
+    assert p.admits_op("TopK")
+    p.learn(topk(0), declined())
+    assert not p.admits_op("TopK")
+
+
+def test_a_declined_multi_operator_test_debits_only_its_one_unproven_node():
+    p = SupportProfile("tvm", "0.27")
+    g = topk(0)
+    relu = Node("Relu", ["y"], ["r"], {}, "n1")
+    g.add_value(Value("r", TensorType((2, 2), "float32"), "node"))
+    g.add_node(relu)
+    g.set_leaf_outputs()
+    single = Graph(opset=17)
+    single.add_value(Value("y", TensorType((2, 2), "float32"), INPUT_KIND))
+    single.add_value(Value("r", TensorType((2, 2), "float32"), "node"))
+    single.add_node(Node("Relu", ["y"], ["r"], {}, "n0"))
+    p.learn(single, ran())  # Relu is vouched for
+    p.learn(g, declined())
+    assert p.declined_keys("Relu") == []
+    assert not p.admits_op("TopK")
+    q = SupportProfile("tvm", "0.27")  # nothing vouched for: two suspects, nothing learned
+    q.learn(g, declined())
+    assert q.counts == {}
+
+
+def test_a_profile_of_one_version_is_never_used_for_another(tmp_path: Path):
+    p = SupportProfile("tvm", "0.27.0")
+    p.learn(topk(0), declined())
+    save_profile(p, tmp_path)
+    assert load_profile("tvm", "0.27.0", tmp_path).counts == p.counts
+    assert load_profile("tvm", "0.28.0", tmp_path) is None
+    # a file of the right name that holds another version's profile is refused too
+    profile_path("tvm", "0.28.0", tmp_path).write_text(p.to_json())
+    warned: list[str] = []
+    assert load_profile("tvm", "0.28.0", tmp_path, warned.append) is None
+    assert len(warned) == 1 and "0.27.0" in warned[0] and "rebuilt" in warned[0]
+
+
+def test_a_corrupt_profile_gives_one_line_and_is_rebuilt(tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("DLCFUZZ_CACHE", str(tmp_path))
+    path = profile_path("ort", "9.9")
+    path.parent.mkdir(parents=True)
+    for bad in ("{not json", json.dumps({"format": 1, "backend": "ort", "version": "9.9", "counts": {"A": {"*": [1]}}})):
+        path.write_text(bad)
+        warned: list[str] = []
+        assert find_profile("ort", "9.9", warned.append) is None
+        assert len(warned) == 1 and "\n" not in warned[0] and str(path) in warned[0]
+
+
+def test_cli_rebuilds_a_corrupt_profile_cache(tmp_path: Path, monkeypatch, capsys):
+    from dlcfuzz.backends import load_backend
+    from dlcfuzz.cli import main
+
+    monkeypatch.setenv("DLCFUZZ_CACHE", str(tmp_path / "cache"))
+    version = load_backend("ort").version()
+    path = profile_path("ort", version)
+    path.parent.mkdir(parents=True)
+    path.write_text("\x00garbage")
+    rc = main(["fuzz", "--backends", "ort", "--max-tests", "3", "--budget", "60s", "--op-set", "Relu,Add",
+               "--probe-per-op", "1", "--reduce-budget", "0", "--out", str(tmp_path / "c")])
+    err = capsys.readouterr().err
+    assert rc == 0
+    assert "unreadable" in err and "rebuilt" in err
+    assert load_profile("ort", version) is not None  # probed again and cached
+
+
+@pytest.mark.skipif(not HAS_TVM, reason="apache-tvm is not installed (pip install apache-tvm)")
+def test_probing_tvm_marks_its_known_declines(tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("DLCFUZZ_CACHE", str(tmp_path / "cache"))
+    specs = [REGISTRY[op] for op in ("Celu", "Relu", "TopK")]
+    campaign, profiles = probe(["tvm"], tmp_path, specs, Limits(), per_op=8, jobs=1)
+    tvm = profiles["tvm"]
+    assert not tvm.admits_op("Celu")
+    assert tvm.admits_op("Relu") and tvm.admits_op("TopK")
+    assert "sorted=0" in tvm.declined_keys("TopK")
+    assert load_profile("tvm", tvm.version).counts == tvm.counts  # cached for this version
+
+
+@pytest.mark.skipif(not HAS_TVM, reason="apache-tvm is not installed (pip install apache-tvm)")
+def test_graphs_generated_for_tvm_import_into_tvm(tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("DLCFUZZ_CACHE", str(tmp_path / "cache"))
+    # operators TVM 0.27 declines, whole or in part, among ones it takes
+    ops = ("Celu", "TopK", "ReverseSequence", "Relu", "Add", "MaxPool", "Transpose", "Pow", "LpNormalization")
+    specs = [REGISTRY[op] for op in ops]
+    _, profiles = probe(["tvm"], tmp_path, specs, Limits(), per_op=8, jobs=1)
+    from dlcfuzz.backends.ort import full_profile
+
+    gen = make_generator("isra", specs, Limits(), (3, 6), full_profile(17, ops), admit=profiles["tvm"])
+    pool = WorkerPool(PhaseLimits(), 200, tmp_path / "logs")
+    statuses = []
+    try:
+        for i in range(30):
+            g = gen.generate(i)
+            test = Test(to_bytes(g), g.to_json(), synthesize(g, np.random.default_rng(i), 0))
+            got = pool.run("tvm", test, ["unfused-generic"])["unfused-generic"]
+            statuses.append((got.status, got.message[:100]))
+    finally:
+        pool.close()
+    assert "Celu" in gen.unavailable
+    declines = [s for s in statuses if s[0] == ERROR and "not supported" in s[1] or "sorted must be 1" in s[1]]
+    assert not declines
+    assert sum(s == OK for s, _ in statuses) >= 27  # a few may be real TVM bugs, never declines
+
+
+def test_thompson_allocation_follows_yield():
+    a = Allocator(seed=1, floor=0.1)
+    for _ in range(50):
+        a.credit("rich", 10.0, 2)
+        a.credit("poor", 10.0, 0)
+    targets = [a.choose(["rich", "poor"])[0] for _ in range(200)]
+    assert targets.count("rich") > 190
+    runs = [a.choose(["rich", "poor"])[1]["poor"] for _ in range(400)]
+    assert 0.05 < sum(runs) / 400 < 0.2  # the floor keeps the poor arm voting now and then
+
+
+def test_allocation_shifts_cpu_toward_a_planted_high_yield_backend(tmp_path: Path):
+    specs = [REGISTRY[op] for op in ("Add", "Mul", "Sub", "Abs", "Neg", "Sigmoid", "Tanh", "Exp")]
+    cfg = CampaignConfig(tmp_path / "c", ["ort", "tests.fake_backends:Prolific"], specs, budget_seconds=None,
+                         max_tests=40, ops=(1, 3), seed=random.Random(3).randrange(1000))
+    c = Campaign(cfg)
+    c.start_backends()
+    p = c.run()
+    prolific, ort = p.backends["tests.fake_backends:Prolific"], p.backends["ort"]
+    assert prolific.bugs >= 20 and ort.bugs == 0
+    assert prolific.targeted > 0.75 * 40
+    assert prolific.tests >= 36 and ort.tests < 0.6 * 40  # ort only votes now and then
