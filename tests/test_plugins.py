@@ -92,7 +92,9 @@ def test_plugin_listed_and_run_in_a_campaign(tmp_path: Path) -> None:
 
     out = tmp_path / "campaign"
     run = dlcfuzz(["fuzz", "--backends", "tiny-ort", "--max-tests", "3", "--budget", "120s", "--reduce-budget", "0",
-                   "--op-set", "Add,Relu,Neg", "--ops", "2:3", "--dtypes", "float32", "--out", str(out)],
+                   "--op-set", "Add,Relu,Neg", "--ops", "2:3", "--dtypes", "float32", "--out", str(out),
+                   # every variant on every test, and the declines planted in the plugin not steered around
+                   "--untargeted", "--no-allocation"],
                   site, tmp_path)
     assert run.returncode == 0, run.stderr
     db = sqlite3.connect(out / "campaign.sqlite")
