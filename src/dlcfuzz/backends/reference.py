@@ -163,10 +163,11 @@ RULES: tuple[Rule, ...] = (
          "ORT and OpenVINO take element 0, the reference another), seen in a 10-minute ORT campaign",
          lambda n, g: n.attrs.get("coordinate_transformation_mode") == "pytorch_half_pixel"
          and 1 in g.values[n.outputs[0]].type.shape),
-    Rule("Resize", "tf_crop_and_resize from scales: the reference maps coordinates with the fractional width "
-         "n * scale where ONNX says length_resized, the integer output length (length 4, scale 1.3, roi "
-         "[0.1,0.9]: ORT and the spec's formula 3,9,15,21,27; the reference 3,8.71,...), seen in a 5-minute ORT "
-         "campaign", lambda n, g: n.attrs.get("coordinate_transformation_mode") == "tf_crop_and_resize"
+    Rule("Resize", "tf_crop_and_resize and align_corners from scales: the reference maps coordinates with the "
+         "fractional width n * scale where ONNX says length_resized, the integer output length (length 4, scale "
+         "1.3, crop roi [0.1,0.9]: ORT and the spec's formula 3,9,15,21,27, the reference 3,8.71,...; "
+         "align_corners: ORT 0,7.5,...,30, the reference 0,7.14,...,28.57), seen in a 5-minute ORT campaign",
+         lambda n, g: n.attrs.get("coordinate_transformation_mode") in ("tf_crop_and_resize", "align_corners")
          and _fractional_width(n, g)),
     Rule("Resize", "negative axes, float64 data; integer data with linear/cubic rounds differently (1/10)",
          lambda n, g: any(a < 0 for a in n.attrs.get("axes") or []) or _x(n, g).dtype == "float64"
