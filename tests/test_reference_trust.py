@@ -149,3 +149,19 @@ def test_max_pool_valid_with_ceil_mode_is_refused():
     assert not _trusted(g)
     floor = _pool("MaxPool", (5,), (1,), kernel_shape=[4], strides=[4], auto_pad="VALID")
     assert _trusted(floor)
+
+
+def test_resize_to_the_same_length_from_another_scale_is_refused():
+    def g(scale: float, out: int) -> Graph:
+        return _graph("Resize", [("x", (3,), "float32", None), ("", (), "", None),
+                                 ("s", (1,), "float32", np.array([scale], dtype=np.float32))],
+                      [("y", (out,), "float32")], mode="nearest", nearest_mode="floor")
+    x = {"x": np.array([0.0, 10.0, 20.0], dtype=np.float32)}
+    # floor(3 * 1.2) = 3: ONNX's scale = length_resized / length_original = 1, half_pixel maps i to i
+    same = g(1.2, 3)
+    expected, ref = _both(same, x)
+    np.testing.assert_array_equal(expected[0], [0.0, 10.0, 20.0])
+    assert compare(expected, ref) is not None and not _trusted(same)
+    grown = g(2.0, 6)  # (i + 0.5) / 2 - 0.5, floor: 0, 0, 10, 10, 20, 20 in both
+    expected, ref = _both(grown, x)
+    assert compare(expected, ref) is None and _trusted(grown)

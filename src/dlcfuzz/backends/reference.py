@@ -86,6 +86,19 @@ def _fractional_width(node, graph) -> bool:
     return any(w != int(w) for w in widths)
 
 
+def _same_length_other_scale(node, graph) -> bool:
+    """Resize from scales where an axis keeps its length under a scale that is not 1 (or the scales
+    are not constant)."""
+    if _in(node, 3) or not _in(node, 2):
+        return False
+    scales = _const(node, graph, 2)
+    if scales is None:
+        return True
+    shape, out = _x(node, graph).shape, graph.values[node.outputs[0]].type.shape
+    axes = node.attrs.get("axes") or range(len(shape))
+    return any(shape[a] == out[a] and float(sc) != 1.0 for a, sc in zip(axes, scales, strict=False))
+
+
 _INTS = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
 
 RULES: tuple[Rule, ...] = (
@@ -169,6 +182,10 @@ RULES: tuple[Rule, ...] = (
          "align_corners: ORT 0,7.5,...,30, the reference 0,7.14,...,28.57), seen in a 5-minute ORT campaign",
          lambda n, g: n.attrs.get("coordinate_transformation_mode") in ("tf_crop_and_resize", "align_corners")
          and _fractional_width(n, g)),
+    Rule("Resize", "an axis resized from a scale other than 1 to its own length: ONNX defines scale = "
+         "length_resized / length_original (1 there: the identity, as ORT and OpenVINO give), the reference "
+         "maps with the given scale (length 3, scale 1.2, nearest: ORT 0,10,20, the reference 0,0,10), seen in a "
+         "5-minute ORT campaign", lambda n, g: _same_length_other_scale(n, g)),
     Rule("Resize", "negative axes, float64 data; integer data with linear/cubic rounds differently (1/10)",
          lambda n, g: any(a < 0 for a in n.attrs.get("axes") or []) or _x(n, g).dtype == "float64"
          or (_x(n, g).dtype in _INTS and (n.attrs.get("mode") or "nearest") != "nearest")),
