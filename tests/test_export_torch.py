@@ -27,6 +27,8 @@ UNDEFINED = {
     ("ReduceLogSumExp", "int"): "integer LogSumExp (ORT truncates each exp)",
     ("Pow", "int"): "integer Pow with negative exponents",
     ("ReduceLogSum", "int"): "integer LogSum (the reference rejects it, ORT truncates)",
+    ("Resize", "int"): "integer linear/cubic Resize: ONNX does not say how interpolated values round (ORT and "
+                       "the reference differ)",
 }
 
 
@@ -143,3 +145,26 @@ def test_table_matches_torch_ops_and_sources_are_standalone() -> None:
 
     # both texts are concatenated into one repro script: no name may be defined twice
     assert not top_names(ops_tree) & top_names(exp_tree)
+
+
+def _resize_graph(n: int, out: int, scale: float, **attrs) -> Graph:
+    g = Graph(opset=17)
+    g.add_value(Value("x", TensorType((1, 1, n), "float32"), "input"))
+    g.add_value(Value("s", TensorType((3,), "float32"), "const", np.array([1, 1, scale], dtype=np.float32)))
+    g.add_value(Value("y", TensorType((1, 1, out), "float32"), "node"))
+    g.add_node(Node("Resize", ["x", "", "s"], ["y"], attrs))
+    g.outputs = ["y"]
+    return g
+
+
+def test_resize_takes_the_output_length_as_onnx_length_resized() -> None:
+    """ONNX's formulas use length_resized, the output's (whole) length, not the fractional n * scale
+    that onnx's reference evaluator uses (ORT follows ONNX)."""
+    x = np.array([[[0.0, 10.0, 20.0, 30.0]]], dtype=np.float32)
+    # pytorch_half_pixel, floor(4 * 0.301) = 1 output: x_original = 0 (not (0.5 / 0.301) - 0.5 = 1.16)
+    g = _resize_graph(4, 1, 0.301, coordinate_transformation_mode="pytorch_half_pixel", mode="nearest",
+                      nearest_mode="floor")
+    np.testing.assert_array_equal(_run_torch(g, {"x": x})[0].ravel(), [0.0])
+    # align_corners, floor(4 * 1.3) = 5 outputs: x_original = i * 3 / 4 -> 0, 7.5, 15, 22.5, 30
+    g = _resize_graph(4, 5, 1.3, coordinate_transformation_mode="align_corners", mode="linear")
+    np.testing.assert_allclose(_run_torch(g, {"x": x})[0].ravel(), [0, 7.5, 15, 22.5, 30], rtol=1e-6)

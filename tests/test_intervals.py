@@ -188,6 +188,37 @@ def test_fresh_ranges_lie_in_the_domain_and_the_default_range() -> None:
     assert fresh_range(Domain(0.0, 5.0), t((2,)), rng) == (0.0, 2.0)
 
 
+def test_a_spread_domain_accepts_only_intervals_that_prove_a_nonzero_element() -> None:
+    # DynamicQuantizeLinear divides by (max(0, max x) - min(0, min x)) / 255: an all-zero x is undefined
+    d = domain("DynamicQuantizeLinear", 0, F32, 4, None, [])
+    assert d.accepts((0.5, 2.0)) and d.accepts((-2.0, -0.5))
+    assert not d.accepts((0.0, 0.0)) and not d.accepts((-4.0, 4.0))  # x - x lies in any mixed interval
+    assert not d.accepts((0.0, 2.0))  # Relu of negatives: all zero
+    rng = random.Random(0)
+    for _ in range(5):
+        lo, hi = fresh_range(d, t((3,)), rng)
+        assert max(hi, -lo) >= 1.0  # new inputs reach well past 0
+    assert fresh_range(Domain(-1.0, 0.0, spread=0.5), t((2,)), rng)[0] <= -0.5
+
+
+def test_dynamic_quantize_never_reads_an_all_zero_tensor() -> None:
+    """Graphs of operators that can zero a tensor (x - x, Relu of negatives, Min ...) feeding
+    DynamicQuantizeLinear: its input always holds a nonzero element (on ONNX Runtime)."""
+    specs = [REGISTRY[o] for o in ("Sub", "Relu", "Neg", "Min", "DynamicQuantizeLinear")]
+    gen = ort_generator(specs, op_range=(3, 8), dtypes=(F32,))
+    seen = 0
+    for seed in range(60):
+        g = gen.generate(seed)
+        names, sess = _run_all_values(g)
+        feeds = synthesize(g, np.random.default_rng(seed))
+        vals = {**feeds, **dict(zip(names, sess.run(None, feeds), strict=True))}
+        for node in g.nodes:
+            if node.op == "DynamicQuantizeLinear":
+                seen += 1
+                assert np.any(vals[node.inputs[0]]), f"seed {seed}: all-zero input {node.inputs[0]}"
+    assert seen >= 30
+
+
 # ---------------------------------------------------------------------------------------------
 # Soundness: actual ONNX Runtime outputs lie within the computed intervals
 # ---------------------------------------------------------------------------------------------

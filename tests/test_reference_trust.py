@@ -94,3 +94,74 @@ def test_without_the_graph_an_operator_with_any_rule_is_refused():
     b = ReferenceBackend()
     assert not b.supports({"LpNormalization", "Add"}) and not b.supports({"GlobalLpPool"})
     assert b.supports({"Add", "Relu"})
+
+
+def _crop_resize(roi: list[float], scales: list[float] | None, sizes: list[int] | None, n: int, out: int) -> Graph:
+    inputs = [("x", (1, 1, n), "float32", None), ("roi", (6,), "float32", np.array([0, 0, *roi[:1], 1, 1, *roi[1:]],
+                                                                                  dtype=np.float32))]
+    inputs.append(("scales", (3,), "float32", np.array(scales, dtype=np.float32)) if scales else ("", (), "", None))
+    if sizes:
+        inputs.append(("sizes", (3,), "int64", np.array(sizes, dtype=np.int64)))
+    return _graph("Resize", inputs, [("y", (1, 1, out), "float32")], mode="linear", extrapolation_value=-9.0,
+                  coordinate_transformation_mode="tf_crop_and_resize")
+
+
+def test_crop_and_resize_from_a_fractional_scale_is_refused_and_from_sizes_trusted():
+    x = {"x": np.array([[[0.0, 10.0, 20.0, 30.0]]], dtype=np.float32)}
+    # ONNX: x_original = start (n - 1) + i (end - start) (n - 1) / (length_resized - 1), length_resized
+    # = floor(4 * 1.3) = 5: 0.3 + 0.6 i, i.e. 3, 9, 15, 21, 27 on x = 0, 10, 20, 30
+    g = _crop_resize([0.1, 0.9], [1, 1, 1.3], None, 4, 5)
+    expected, ref = _both(g, x)
+    np.testing.assert_allclose(expected[0].ravel(), [3, 9, 15, 21, 27], rtol=1e-5)
+    assert compare(expected, ref) is not None  # the reference divides by 4 * 1.3 - 1, not 5 - 1
+    assert not _trusted(g)
+    for whole in (_crop_resize([0.1, 0.9], [1, 1, 1.25], None, 4, 5), _crop_resize([0.1, 0.9], None, [1, 1, 5], 4, 5)):
+        expected, ref = _both(whole, x)
+        np.testing.assert_allclose(ref[0].ravel(), [3, 9, 15, 21, 27], rtol=1e-5)
+        assert compare(expected, ref) is None and _trusted(whole)
+
+
+def _pool(op: str, n: tuple[int, ...], out: tuple[int, ...], **attrs) -> Graph:
+    return _graph(op, [("x", (1, 1, *n), "float32", None)], [("y", (1, 1, *out), "float32")], **attrs)
+
+
+def test_average_pool_ceil_mode_with_pads_is_refused_and_without_pads_trusted():
+    x = np.arange(20, dtype=np.float32).reshape(1, 1, 5, 4)
+    # kernel 5, stride 4, pads 1 all round, ceil: 2x2 windows rows [-1,4) [3,8), cols [-1,4) [3,8) (clipped
+    # to the input); count_include_pad 0 averages the input elements in each
+    windows = [x[0, 0, r0:r1, c0:c1].mean() for r0, r1 in ((0, 4), (3, 5)) for c0, c1 in ((0, 4), (3, 4))]
+    g = _pool("AveragePool", (5, 4), (2, 2), kernel_shape=[5, 5], strides=[4, 4], pads=[1, 1, 1, 1], ceil_mode=1)
+    expected, ref = _both(g, {"x": x})
+    np.testing.assert_allclose(expected[0].ravel(), windows, rtol=1e-6)
+    assert compare(expected, ref) is not None
+    assert not _trusted(g)
+    plain = _pool("AveragePool", (6, 6), (3, 3), kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1)
+    expected, ref = _both(plain, {"x": np.arange(36, dtype=np.float32).reshape(1, 1, 6, 6)})
+    assert compare(expected, ref) is None and _trusted(plain)
+
+
+def test_max_pool_valid_with_ceil_mode_is_refused():
+    # ONNX's VALID formula: ceil((5 - 4 + 1) / 4) = 1 output; its explicit-pads formula with pads 0:
+    # ceil((5 - 4) / 4) + 1 = 2 (ORT, OpenVINO, TVM): the spec is ambiguous, the reference takes the first
+    g = _pool("MaxPool", (5,), (1,), kernel_shape=[4], strides=[4], auto_pad="VALID", ceil_mode=1)
+    expected, ref = _both(g, {"x": np.arange(5, dtype=np.float32).reshape(1, 1, 5)})
+    assert expected[0].shape == (1, 1, 2) and ref[0].shape == (1, 1, 1)
+    assert not _trusted(g)
+    floor = _pool("MaxPool", (5,), (1,), kernel_shape=[4], strides=[4], auto_pad="VALID")
+    assert _trusted(floor)
+
+
+def test_resize_to_the_same_length_from_another_scale_is_refused():
+    def g(scale: float, out: int) -> Graph:
+        return _graph("Resize", [("x", (3,), "float32", None), ("", (), "", None),
+                                 ("s", (1,), "float32", np.array([scale], dtype=np.float32))],
+                      [("y", (out,), "float32")], mode="nearest", nearest_mode="floor")
+    x = {"x": np.array([0.0, 10.0, 20.0], dtype=np.float32)}
+    # floor(3 * 1.2) = 3: ONNX's scale = length_resized / length_original = 1, half_pixel maps i to i
+    same = g(1.2, 3)
+    expected, ref = _both(same, x)
+    np.testing.assert_array_equal(expected[0], [0.0, 10.0, 20.0])
+    assert compare(expected, ref) is not None and not _trusted(same)
+    grown = g(2.0, 6)  # (i + 0.5) / 2 - 0.5, floor: 0, 0, 10, 10, 20, 20 in both
+    expected, ref = _both(grown, x)
+    assert compare(expected, ref) is None and _trusted(grown)

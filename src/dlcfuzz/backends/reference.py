@@ -72,6 +72,33 @@ def _rnn_extras(node, graph) -> bool:
     return _in(node, 4) or node.attrs.get("activations") is not None or node.attrs.get("clip") is not None
 
 
+def _fractional_width(node, graph) -> bool:
+    """Resize from scales (not sizes) where some scaled length n * scale is not a whole number, or the
+    scales are not constant."""
+    if _in(node, 3) or not _in(node, 2):
+        return False
+    scales = _const(node, graph, 2)
+    if scales is None:
+        return True
+    shape = _x(node, graph).shape
+    axes = node.attrs.get("axes") or range(len(shape))
+    widths = [shape[a] * float(sc) for a, sc in zip(axes, scales.astype(np.float32), strict=False)]
+    return any(w != int(w) for w in widths)
+
+
+def _same_length_other_scale(node, graph) -> bool:
+    """Resize from scales where an axis keeps its length under a scale that is not 1 (or the scales
+    are not constant)."""
+    if _in(node, 3) or not _in(node, 2):
+        return False
+    scales = _const(node, graph, 2)
+    if scales is None:
+        return True
+    shape, out = _x(node, graph).shape, graph.values[node.outputs[0]].type.shape
+    axes = node.attrs.get("axes") or range(len(shape))
+    return any(shape[a] == out[a] and float(sc) != 1.0 for a, sc in zip(axes, scales, strict=False))
+
+
 _INTS = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
 
 RULES: tuple[Rule, ...] = (
@@ -106,8 +133,17 @@ RULES: tuple[Rule, ...] = (
          "5 outputs, ORT and OpenVINO 8; kernel 3, pads [2,0]: the unpadded windows' maxima), seen in a 10-minute "
          "ORT campaign",
          lambda n, g: bool(n.attrs.get("ceil_mode")) and any(n.attrs.get("pads") or [])),
+    Rule("MaxPool", "auto_pad VALID with ceil_mode: ONNX gives two formulas, VALID's ceil((n - k + 1) / s) "
+         "and explicit pads' ceil((n + 0 - k) / s) + 1, which differ where s does not divide n - k; the reference "
+         "takes the first, ORT, OpenVINO and TVM all the second (kernel [2,4], strides [2,4] on 2x5: 1x1 vs 1x2), "
+         "seen in a 5-minute ORT campaign",
+         lambda n, g: bool(n.attrs.get("ceil_mode")) and _auto_pad(n) == "VALID"),
     Rule("AveragePool", "asserts on ceil_mode with auto_pad (1/1)",
          lambda n, g: bool(n.attrs.get("ceil_mode")) and _auto_pad(n) != "NOTSET"),
+    Rule("AveragePool", "ceil_mode with explicit pads: windows misplaced (kernel 5, strides 4, pads [1,1,1,1] on "
+         "5x4, count_include_pad 0: every output off, ORT and a by-hand mean of each window agree), seen in a "
+         "5-minute ORT campaign",
+         lambda n, g: bool(n.attrs.get("ceil_mode")) and any(n.attrs.get("pads") or [])),
     Rule("LpPool", "averages instead of summing windows that hold padding (0/20 at opset 17, where LpPool-11 "
          "draws no ceil_mode or dilations: kept for opset 18+)",
          lambda n, g: g.opset >= 18 and (_auto_pad(n) != "NOTSET" or any(n.attrs.get("pads") or []))),
@@ -140,6 +176,16 @@ RULES: tuple[Rule, ...] = (
          "ORT and OpenVINO take element 0, the reference another), seen in a 10-minute ORT campaign",
          lambda n, g: n.attrs.get("coordinate_transformation_mode") == "pytorch_half_pixel"
          and 1 in g.values[n.outputs[0]].type.shape),
+    Rule("Resize", "tf_crop_and_resize and align_corners from scales: the reference maps coordinates with the "
+         "fractional width n * scale where ONNX says length_resized, the integer output length (length 4, scale "
+         "1.3, crop roi [0.1,0.9]: ORT and the spec's formula 3,9,15,21,27, the reference 3,8.71,...; "
+         "align_corners: ORT 0,7.5,...,30, the reference 0,7.14,...,28.57), seen in a 5-minute ORT campaign",
+         lambda n, g: n.attrs.get("coordinate_transformation_mode") in ("tf_crop_and_resize", "align_corners")
+         and _fractional_width(n, g)),
+    Rule("Resize", "an axis resized from a scale other than 1 to its own length: ONNX defines scale = "
+         "length_resized / length_original (1 there: the identity, as ORT and OpenVINO give), the reference "
+         "maps with the given scale (length 3, scale 1.2, nearest: ORT 0,10,20, the reference 0,0,10), seen in a "
+         "5-minute ORT campaign", lambda n, g: _same_length_other_scale(n, g)),
     Rule("Resize", "negative axes, float64 data; integer data with linear/cubic rounds differently (1/10)",
          lambda n, g: any(a < 0 for a in n.attrs.get("axes") or []) or _x(n, g).dtype == "float64"
          or (_x(n, g).dtype in _INTS and (n.attrs.get("mode") or "nearest") != "nearest")),

@@ -38,22 +38,23 @@ def antialias_weights(ratio: float, scale: float, support: int, a: float) -> lis
 
 
 def source_coords(n_in: int, n_out: int, scale: float, roi, ctm: str) -> np.ndarray:
-    """ONNX's coordinate transformation: each output position's coordinate in the input.  As the
-    ONNX reference, length_resized is scale * n_in (ORT and TVM take the output length: they differ
-    when it is not whole, and for pytorch_half_pixel at length 1, where the reference takes -0.5)."""
-    width, y = scale * n_in, np.arange(n_out, dtype=np.float64)
+    """ONNX's coordinate transformation: each output position's coordinate in the input.  ONNX's
+    length_resized is the output length n_out (ORT agrees); onnx's reference evaluator takes the
+    fractional scale * n_in instead, and -0.5 for pytorch_half_pixel at length 1 where ONNX says 0:
+    the reference is not trusted there (backends/reference.py), so neither may this be."""
+    y = np.arange(n_out, dtype=np.float64)
     if ctm == "align_corners":
-        return np.zeros(n_out) if width == 1 else y * (n_in - 1) / (width - 1)
+        return np.zeros(n_out) if n_out == 1 else y * (n_in - 1) / (n_out - 1)
     if ctm == "asymmetric":
         return y / scale
     if ctm == "tf_crop_and_resize":
         lo, hi = roi
-        x = np.full(n_out, (hi - lo) * (n_in - 1) / 2) if width == 1 else y * (hi - lo) * (n_in - 1) / (width - 1)
+        x = np.full(n_out, (hi - lo) * (n_in - 1) / 2) if n_out == 1 else y * (hi - lo) * (n_in - 1) / (n_out - 1)
         return x + lo * (n_in - 1)
     if ctm == "pytorch_half_pixel":
-        return np.full(n_out, -0.5) if width == 1 else (y + 0.5) / scale - 0.5
-    if ctm == "half_pixel_symmetric":
-        return n_in / 2 * (1 - n_out / width) + (y + 0.5) / scale - 0.5
+        return np.zeros(n_out) if n_out == 1 else (y + 0.5) / scale - 0.5
+    if ctm == "half_pixel_symmetric":  # ONNX: output_width, the fractional scale * n_in, here
+        return n_in / 2 * (1 - n_out / (scale * n_in)) + (y + 0.5) / scale - 0.5
     return (y + 0.5) / scale - 0.5  # half_pixel
 
 

@@ -150,16 +150,26 @@ def data_interval(a: np.ndarray) -> Iv:
 # ---------------------------------------------------------------------------------------------
 class Domain(NamedTuple):
     """Values an input slot accepts: [lo, hi], and with ``away`` > 0 also |x| >= away with the
-    whole interval on one side of 0.  ``fresh`` optionally narrows where new inputs draw."""
+    whole interval on one side of 0.  ``fresh`` optionally narrows where new inputs draw.
+
+    ``spread`` > 0 asks for a non-degenerate value range: the range of the tensor's values,
+    extended to include 0, must be at least ``spread`` wide (max(0, max x) - min(0, min x)), i.e.
+    not all elements (near) zero.  An interval is an over-approximation, so it proves that only
+    when it lies wholly on one side of 0, at least ``spread`` from it; any other tensor is refused,
+    and the slot takes a new input instead, drawn over a range that reaches that far (uniform draws
+    of a non-degenerate range are not all 0)."""
 
     lo: float = -INF
     hi: float = INF
     away: float = 0.0
     fresh: Iv | None = None
+    spread: float = 0.0
 
     def accepts(self, iv: Iv) -> bool:
         lo, hi = iv
         if lo < self.lo or hi > self.hi:
+            return False
+        if self.spread and max(lo, -hi) < self.spread:
             return False
         a = self.away
         return not a or lo >= a or hi <= -a
@@ -170,7 +180,8 @@ class Domain(NamedTuple):
         fresh = self.fresh or other.fresh
         if self.fresh and other.fresh:
             fresh = (max(self.fresh[0], other.fresh[0]), min(self.fresh[1], other.fresh[1]))
-        return Domain(max(self.lo, other.lo), min(self.hi, other.hi), max(self.away, other.away), fresh)
+        return Domain(max(self.lo, other.lo), min(self.hi, other.hi), max(self.away, other.away), fresh,
+                      max(self.spread, other.spread))
 
 
 REJECT = Domain(INF, -INF)  # accepts nothing: the slot cannot take this dtype
@@ -208,6 +219,11 @@ def fresh_range(dom: Domain, t: TensorType, rng) -> Iv:
             lo = max(lo, margin)
         if -margin >= lo and -margin < dom.hi < 0:
             hi = min(hi, -margin)
+    if dom.spread and max(hi, -lo) < dom.spread:  # reach |x| >= spread, on a side the domain allows
+        if dom.hi >= dom.spread:
+            hi = max(hi, dom.spread)
+        elif dom.lo <= -dom.spread:
+            lo = min(lo, -dom.spread)
     if lo > hi:  # the domain misses the default range: take a piece of the domain next to it
         if dom.lo > dhi:
             lo, hi = dom.lo, min(dom.hi, dom.lo + (dhi - dlo))
@@ -1650,6 +1666,16 @@ def _d_groupnorm(slot, n, numel, c, ivs):
 def _d_dequantize(slot, n, numel, c, ivs):
     """int32 data times a scale <= 1 stays finite in float16 (the opset-19 output type)."""
     return mag(2.0 ** 14) if slot == 0 and n.dtype == "int32" else None
+
+
+@_dom("DynamicQuantizeLinear")
+def _d_dynamic_quantize(slot, n, numel, c, ivs):
+    """ONNX: y_scale = (max(0, max x) - min(0, min x)) / 255, and y = x / y_scale.  An all-zero x
+    gives a zero scale, a division the spec leaves undefined (ORT returns scale 1, the reference
+    1/255): the range must be non-degenerate, with a normal scale; max - min must not overflow."""
+    if slot != 0 or n.kind != "f":
+        return None
+    return Domain(-n.fmax / 4, n.fmax / 4, spread=255 * n.pos)
 
 
 @_dom("QLinearMatMul", "QLinearConv")
