@@ -190,3 +190,27 @@ def test_integer_overflow_is_undefined_not_a_bug() -> None:
     small = {"x": np.array([[30], [40], [50]], np.int32)}
     assert overflows(g, "p", big, {})
     assert not overflows(g, "p", small, {})
+
+
+def test_float64_computed_through_float32_gets_float32_tolerance() -> None:
+    """ONNX's LayerNormalization computes its statistics in stash_type (float by default), and window
+    functions compute in float: float64 outputs downstream of them carry float32 rounding."""
+    from dlcfuzz.ir import INPUT_KIND, Graph, Node, TensorType, Value
+    from dlcfuzz.oracle.compare import compare
+    from dlcfuzz.run.localize import single_outputs
+
+    g = Graph(opset=17)
+    for name in ("x", "s", "b"):
+        g.add_value(Value(name, TensorType((2, 3), "float64"), INPUT_KIND))
+    for name in ("y", "z", "w", "u"):
+        g.add_value(Value(name, TensorType((2, 3), "float64"), "node"))
+    g.add_node(Node("LayerNormalization", ["x", "s", "b"], ["y"], {"axis": -1}, "n0"))
+    g.add_node(Node("Neg", ["y"], ["z"], {}, "n1"))  # downstream: still float32's rounding
+    g.add_node(Node("LayerNormalization", ["x", "s", "b"], ["w"], {"axis": -1, "stash_type": 0}, "n2"))
+    g.add_node(Node("Abs", ["x"], ["u"], {}, "n3"))
+    g.outputs = ["y", "z", "w", "u"]
+    assert single_outputs(g) == [0, 1]
+    e = [np.array([1.0, 2.0])]
+    a = [np.array([1.0 + 3e-4, 2.0])]
+    assert compare(e, a) is not None  # float64's tolerance: a divergence
+    assert compare(e, a, single=[0]) is None  # float32's: rounding

@@ -116,6 +116,18 @@ class Graph:
                     ("float", "bool")))
         return out
 
+    def computed_in_float32(self) -> set[str]:
+        """float64 values whose computation passes through float32, as the spec defines it: ONNX's
+        window functions compute the window in float and cast it to ``output_datatype``, and
+        LayerNormalization computes its mean and variance in ``stash_type`` (float, by default).  They
+        carry float32's rounding, and are compared with its tolerance."""
+        out: set[str] = set()
+        for n in self.toposort():
+            stashed = n.op == "LayerNormalization" and n.attrs.get("stash_type", 1) == 1
+            if n.op in COMPUTES_IN_FLOAT or stashed or any(x in out for x in n.inputs if x):
+                out.update(o for o in n.outputs if o in self.values and self.values[o].type.dtype == "float64")
+        return out
+
     def set_leaf_outputs(self) -> None:
         """Make every node output that no node reads a graph output (Isra's convention)."""
         used = self.consumers()

@@ -112,14 +112,15 @@ def judge(outcomes: dict[str, dict[str, Outcome]], baseline: list[np.ndarray] | 
           tolerances: dict[str, tuple[float, float]] | None = None,
           reduced: Collection[tuple[str, str]] = (), uncompiled: Collection[tuple[str, str]] = (),
           baseline_name: str = "baseline", rounded: Collection[int] = (),
-          compare_with: Mapping[tuple[str, str], str] | None = None) -> Verdict:
+          compare_with: Mapping[tuple[str, str], str] | None = None, single: Collection[int] = ()) -> Verdict:
     """Findings for one test.  ``outcomes``: backend -> variant -> outcome (variants in order);
     ``reduced``: (backend, variant) pairs that compute in reduced precision on purpose;
     ``uncompiled``: (backend, variant) pairs that run the model without the compiler under test
     (their findings are the exporter's, and the backend's other variants are judged against them);
     ``baseline_name``: what computed ``baseline`` (named in the findings); ``rounded``: the integer
     outputs computed from float math (``Graph.rounded_from_floats``), compared with one unit of slack;
-    ``compare_with``: (backend, variant) -> the variant it is compared with (``compare_targets``)."""
+    ``compare_with``: (backend, variant) -> the variant it is compared with (``compare_targets``);
+    ``single``: the float64 outputs the spec computes through float32 (``Graph.computed_in_float32``)."""
     compare_with = compare_with or {}
     loose = (tolerances or {}) | REDUCED_PRECISION
     findings: list[Finding] = []
@@ -141,7 +142,7 @@ def judge(outcomes: dict[str, dict[str, Outcome]], baseline: list[np.ndarray] | 
             outs = o.outputs or []
             tol = loose if (backend, variant) in reduced else tolerances
             if baseline is not None and (variant == anchor or not exporter_anchor):
-                m = compare(baseline, outs, tol, rounded)
+                m = compare(baseline, outs, tol, rounded, single)
                 if m is not None:
                     f = _mismatch(DIFFERENTIAL, backend, variant, baseline_name, m)
                     f.category = own
@@ -155,7 +156,7 @@ def judge(outcomes: dict[str, dict[str, Outcome]], baseline: list[np.ndarray] | 
                 mate = anchor
             if mate is not None and mate != variant:
                 pair_reduced = (backend, variant) in reduced or (backend, mate) in reduced
-                m = compare(ran[mate].outputs or [], outs, loose if pair_reduced else tolerances, rounded)
+                m = compare(ran[mate].outputs or [], outs, loose if pair_reduced else tolerances, rounded, single)
                 if m is not None:
                     findings.append(_mismatch(METAMORPHIC, backend, variant, mate, m))
         if anchor is not None and baseline is not None:
@@ -168,7 +169,7 @@ def judge(outcomes: dict[str, dict[str, Outcome]], baseline: list[np.ndarray] | 
             mine = outcomes[f.backend][f.variant].outputs or []
             others = [(b, o) for b, vs in outcomes.items() if b not in (f.backend, judged_by) for o in vs.values()
                       if o.status == OK]
-            if (any(compare(mine, o.outputs or [], tolerances, rounded) is None for _, o in others)
+            if (any(compare(mine, o.outputs or [], tolerances, rounded, single) is None for _, o in others)
                     and not any(agree_with_baseline.get(b, False) for b, _ in others)):
                 f.category = BASELINE
         findings.append(f)

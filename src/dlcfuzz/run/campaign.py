@@ -50,7 +50,7 @@ from dlcfuzz.run.allocate import Allocator
 from dlcfuzz.run.bundle import write_bundle
 from dlcfuzz.run.dedup import graph_signature, producer, title
 from dlcfuzz.run.known import KNOWN, NEW, KnownBugs, Reporting
-from dlcfuzz.run.localize import localize, rounded_outputs
+from dlcfuzz.run.localize import localize, rounded_outputs, single_outputs
 from dlcfuzz.run.profile import DECLINED, Both, SupportProfile, find_profile, save_profile, test_status
 from dlcfuzz.run.reduce import Case, ReduceError, reduce_case, write_reduction
 from dlcfuzz.run.store import Store, TestRecord
@@ -305,7 +305,8 @@ class Tester:
 
         def judged():
             return judge(outcomes, outputs if finite else None, self.cfg.tolerances, self.reduced, self.uncompiled,
-                         baseline_name, rounded_outputs(graph), compare_targets(self.variants))
+                         baseline_name, rounded_outputs(graph), compare_targets(self.variants),
+                         single_outputs(graph))
 
         verdict = judged()
         # a divergence calls in the backends the allocation left out: whether it is the compiler's bug or

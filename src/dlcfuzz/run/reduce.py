@@ -95,7 +95,7 @@ from dlcfuzz.oracle import (
 from dlcfuzz.oracle.compare import REDUCED_PRECISION
 from dlcfuzz.run.bugreport import write_report
 from dlcfuzz.run.dedup import graph_signature, normalize
-from dlcfuzz.run.localize import exposed, first_divergence, localize, rounded_outputs
+from dlcfuzz.run.localize import exposed, first_divergence, localize, rounded_outputs, single_outputs
 from dlcfuzz.run.worker import PhaseLimits, WorkerDied, WorkerPool
 from dlcfuzz.solve import Limits
 from dlcfuzz.solve.types import input_type_vars
@@ -634,7 +634,7 @@ class _Reducer:
             verdict = judge_invalid({self.f.backend: outcomes}, self.violation, confirmed, self.tol, self.reduced)
         else:
             verdict = judge({self.f.backend: outcomes}, baseline, self.tol, self.reduced, self.uncompiled,
-                            self.f.other, rounded_outputs(g))
+                            self.f.other, rounded_outputs(g), single=single_outputs(g))
         findings = verdict.findings + late
         if any(f.diverges and graph_signature(f, g) != self.sig for f in findings):
             # where the divergence starts, as the campaign signed it (only needed while the diverging
