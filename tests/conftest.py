@@ -1,11 +1,10 @@
 """Collection settings for the suite."""
 
+import pytest
+
 # tests/migrate_sample/ holds torch's own behaviour, a fixture that `dlcfuzz migrate record` runs
 # (tests pass its path explicitly, which pytest still collects): not a test of dlcfuzz
 collect_ignore = ["migrate_sample"]
-
-import pytest
-
 
 @pytest.fixture(autouse=True, scope="session")
 def _profile_cache(tmp_path_factory):

@@ -120,7 +120,8 @@ def test_a_corrupt_profile_gives_one_line_and_is_rebuilt(tmp_path: Path, monkeyp
     monkeypatch.setenv("DLCFUZZ_CACHE", str(tmp_path))
     path = profile_path("ort", "9.9")
     path.parent.mkdir(parents=True)
-    for bad in ("{not json", json.dumps({"format": 1, "backend": "ort", "version": "9.9", "counts": {"A": {"*": [1]}}})):
+    short = json.dumps({"format": 1, "backend": "ort", "version": "9.9", "counts": {"A": {"*": [1]}}})
+    for bad in ("{not json", short):
         path.write_text(bad)
         warned: list[str] = []
         assert find_profile("ort", "9.9", warned.append) is None
@@ -148,12 +149,14 @@ def test_cli_rebuilds_a_corrupt_profile_cache(tmp_path: Path, monkeypatch, capsy
 def test_probing_tvm_marks_its_known_declines(tmp_path: Path, monkeypatch):
     monkeypatch.setenv("DLCFUZZ_CACHE", str(tmp_path / "cache"))
     specs = [REGISTRY[op] for op in ("Celu", "Relu", "TopK")]
-    campaign, profiles = probe(["tvm"], tmp_path, specs, Limits(), per_op=8, jobs=1)
+    campaigns, profiles = probe(["tvm"], tmp_path, specs, Limits(), per_op=8, jobs=1)
     tvm = profiles["tvm"]
     assert not tvm.admits_op("Celu")
     assert tvm.admits_op("Relu") and tvm.admits_op("TopK")
     assert "sorted=0" in tvm.declined_keys("TopK")
     assert load_profile("tvm", tvm.version).counts == tvm.counts  # cached for this version
+    assert "TopK" in tvm.mixed() and len(campaigns) == 2  # a second round probed it again
+    assert tvm.counts["TopK"]["*"][0] > 8  # more TopK tests than the first round had
 
 
 @pytest.mark.skipif(not HAS_TVM, reason="apache-tvm is not installed (pip install apache-tvm)")
@@ -177,7 +180,7 @@ def test_graphs_generated_for_tvm_import_into_tvm(tmp_path: Path, monkeypatch):
     finally:
         pool.close()
     assert "Celu" in gen.unavailable
-    declines = [s for s in statuses if s[0] == ERROR and "not supported" in s[1] or "sorted must be 1" in s[1]]
+    declines = [s for s in statuses if s[0] == ERROR and ("not supported" in s[1] or "sorted must be 1" in s[1])]
     assert not declines
     assert sum(s == OK for s, _ in statuses) >= 27  # a few may be real TVM bugs, never declines
 

@@ -46,7 +46,9 @@ class _Fixed:
 
 def _bundle(out: Path, g: Graph, backend: str, **kw) -> Path:
     """Runs a one-test campaign on ``g`` and returns the bundle of its (single) bug."""
-    cfg = CampaignConfig(out, [backend], [REGISTRY["Relu"]], budget_seconds=120, max_tests=1, **kw)
+    # untargeted: the campaign's one generator is the fixed one
+    cfg = CampaignConfig(out, [backend], [REGISTRY["Relu"]], budget_seconds=120, max_tests=1, targeted=False,
+                         **kw)
     c = Campaign(cfg)
     c.gen = _Fixed(g)
     c.run()

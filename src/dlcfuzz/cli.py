@@ -354,8 +354,8 @@ def _probe(backends: list[str], out: Path, specs: list, limits, per_op: int, job
     from dlcfuzz.run.probe import probe
 
     print(f"probing {', '.join(backends)}: {per_op} single-operator tests per operator", file=sys.stderr)
-    campaign, profiles = probe(backends, out, specs, limits, per_op, jobs)
-    for why in campaign.disabled.values():
+    campaigns, profiles = probe(backends, out, specs, limits, per_op, jobs)
+    for why in campaigns[0].disabled.values():
         print(f"disabled: {why}", file=sys.stderr)
     for name, p in sorted(profiles.items()):
         declined_ops = sorted(op for op in p.counts if not p.admits_op(op))
@@ -365,7 +365,8 @@ def _probe(backends: list[str], out: Path, specs: list, limits, per_op: int, job
         for op, keys in features.items():
             print(f"  {op}: declines {', '.join(keys)}")
         print(f"  profile: {where(name, p.version)}")
-    print(f"{bug_summary(campaign.cfg.out)}; list them with: dlcfuzz bugs {campaign.cfg.out}")
+    for campaign in campaigns:
+        print(f"{bug_summary(campaign.cfg.out)}; list them with: dlcfuzz bugs {campaign.cfg.out}")
     return 0
 
 

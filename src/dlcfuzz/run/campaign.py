@@ -95,7 +95,8 @@ class CampaignConfig:
     allocate: bool = True
     # compiled variants per backend (0: all); the uncompiled anchors always run (probing needs one)
     variants_per_backend: int = 0
-    fresh_profiles: bool = False  # start every profile empty (probing) instead of from the cache
+    # probing: the cached profiles forget what they knew of this campaign's operators (the rest is kept)
+    fresh_profiles: bool = False
 
     def identity(self) -> dict:
         """What must match for a rerun to resume this campaign."""
@@ -234,14 +235,18 @@ class Tester:
 
     def _variants(self, backend: str) -> list[str]:
         """The variants of ``backend`` a test runs on: its anchors (what others are compared with), and
-        of the compiled ones the first ``variants_per_backend``, or those the allocator draws."""
+        of the compiled ones the first ``variants_per_backend``, or those the allocator draws (two at
+        least)."""
         names = list(self.variants[backend])
         anchors = [v for v in names if (backend, v) in self.anchors]
         compiled = [v for v in names if (backend, v) not in self.anchors]
         if self.cfg.variants_per_backend:
             compiled = compiled[:self.cfg.variants_per_backend]
-        elif self.allocator is not None and len(compiled) > 1:
-            _, runs = self.allocator.choose([(backend, v) for v in compiled])
+        elif self.allocator is not None and len(compiled) > 2:
+            # at least two: variants judge each other where there is no baseline (and on disruptive tests)
+            best, runs = self.allocator.choose([(backend, v) for v in compiled])
+            if sum(runs.values()) < 2:
+                runs[max((k for k in runs if k != best), key=lambda k: self.allocator.rate(k))] = True
             compiled = [v for v in compiled if runs[(backend, v)]]
         return [v for v in names if v in anchors or v in compiled]
 
@@ -508,10 +513,12 @@ class Campaign(Driver):
             names.append(FALLBACK[0])
         self.unprofiled = []
         for name in names:
-            got = None if self.cfg.fresh_profiles else find_profile(name, versions[name], self.warnings.append)
+            got = find_profile(name, versions[name], self.warnings.append)
             if got is None:
                 self.unprofiled.append(name)
                 got = SupportProfile(name, versions[name])
+            elif self.cfg.fresh_profiles:
+                got.forget({s.op for s in self.cfg.specs})
             self.profiles[name] = got
 
     def save_profiles(self) -> None:

@@ -18,14 +18,27 @@ from dlcfuzz.spec import OpSpec
 
 def probe(backends: list[str], out: Path, specs: list[OpSpec], limits: Limits, per_op: int = 4, jobs: int = 1,
           phases: PhaseLimits | None = None, on_progress: Callable[[Progress], None] | None = None,
-          ) -> tuple[Campaign, dict[str, SupportProfile]]:
-    """Probes ``backends`` into a new campaign folder under ``out``; returns the campaign (its store
-    holds what probing found) and the profiles it built."""
-    folder = out / time.strftime("probe-%Y%m%d-%H%M%S")
-    cfg = CampaignConfig(folder, backends, specs, budget_seconds=None, max_tests=per_op * len(specs), jobs=jobs,
-                         ops=(1, 1), limits=limits, phases=phases or PhaseLimits(), strategy="probe",
-                         targeted=False, allocate=False, variants_per_backend=1, fresh_profiles=True)
-    campaign = Campaign(cfg, on_progress)
-    campaign.start_backends()
-    campaign.run()  # saves the profiles it learned
-    return campaign, {b: p for b, p in campaign.profiles.items() if p.learned}
+          ) -> tuple[list[Campaign], dict[str, SupportProfile]]:
+    """Probes ``backends`` on ``specs`` (what the cache knew of those operators is forgotten, the rest
+    kept), then probes again, ``2 * per_op`` times, the operators some compiler took in some tests and
+    declined in others: more tests tell which feature it declines.  Returns the rounds' campaigns
+    (their stores hold what probing found) and the profiles."""
+    stamp = time.strftime("probe-%Y%m%d-%H%M%S")
+    by_op = {s.op: s for s in specs}
+    campaigns: list[Campaign] = []
+    learned: dict[str, SupportProfile] = {}
+    for round_, (ops, n, fresh) in enumerate([(list(by_op), per_op, True), (None, 2 * per_op, False)]):
+        if ops is None:  # the second round: the mixed operators of the first
+            ops = sorted({op for p in learned.values() for op in p.mixed()} & by_op.keys())
+            if not ops:
+                break
+        cfg = CampaignConfig(out / f"{stamp}-{round_ + 1}", backends, [by_op[o] for o in ops], budget_seconds=None,
+                             max_tests=n * len(ops), jobs=jobs, ops=(1, 1), limits=limits,
+                             phases=phases or PhaseLimits(), strategy="probe", targeted=False, allocate=False,
+                             variants_per_backend=1, fresh_profiles=fresh)
+        campaign = Campaign(cfg, on_progress)
+        campaign.start_backends()
+        campaign.run()  # saves the profiles it learned
+        campaigns.append(campaign)
+        learned |= {b: p for b, p in campaign.profiles.items() if p.learned}
+    return campaigns, learned

@@ -132,12 +132,15 @@ class SupportProfile:
     def _count(self, op: str, key: str) -> list[int]:
         return self.counts.setdefault(op, {}).setdefault(key, [0, 0, 0])
 
-    def merge(self, other: SupportProfile) -> None:
-        for op, keys in other.counts.items():
-            for k, c in keys.items():
-                mine = self._count(op, k)
-                for i in range(3):
-                    mine[i] += c[i]
+    def forget(self, ops: set[str]) -> None:
+        """Drops what is known of ``ops`` (probing them again)."""
+        self.counts = {op: keys for op, keys in self.counts.items() if op not in ops}
+
+    def mixed(self) -> list[str]:
+        """Operators taken in some tests and declined in others: which feature is to blame needs more
+        tests to tell."""
+        return sorted(op for op, keys in self.counts.items()
+                      if keys.get("*", [0])[0] and any(c[1] for c in keys.values()))
 
     # -- storage ------------------------------------------------------------------------------------
     def to_json(self) -> str:
