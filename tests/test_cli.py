@@ -70,7 +70,7 @@ def test_bad_options_exit_2(tmp_path: Path) -> None:
 
 
 def test_gen_every_strategy(tmp_path: Path, capsys) -> None:
-    for strategy in ("isra", "hirgen", "gencog", "guided", "disruptive", "declgen", "randoop"):
+    for strategy in ("isra", "hirgen", "gencog", "guided", "feedback", "disruptive", "declgen", "randoop"):
         out = tmp_path / strategy
         assert main(["gen", "-n", "3", "--ops", "2:4", "--strategy", strategy, "--out", str(out)]) == 0
         summary = json.loads((out / "summary.json").read_text())

@@ -50,6 +50,9 @@ class Outcome:
     step: str = ""  # the last step the backend announced within the phase (e.g. the pass running)
     artifacts: dict[str, str | bytes] = field(default_factory=dict)  # files the backend made for this test
     covered: list[str] = field(default_factory=list)  # frontend statements the import ran ("file:line"), if measured
+    # compiler-side events of this variant's compile (a pass that changed the module, a rewrite that
+    # matched), e.g. "tvm:pass:FoldConstant": feedback for generation, cheap next to the compile itself
+    fired: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -72,6 +75,8 @@ class Backend:
     checks_models: bool = True
     # where the frontend's Python code lives (path fragments), for statement coverage of the import phase
     frontend_modules: tuple[str, ...] = ()
+    # whether compile() measures what it reports to ``fired`` (off: to measure what measuring costs)
+    report_fired: bool = True
 
     def available(self) -> tuple[bool, str]:
         """(True, "") or (False, one-line reason), without importing the compiler."""
@@ -101,11 +106,15 @@ class Backend:
 
     # Set by the worker: ``step(text)`` announces a step within the current phase (a pass), so that
     # a crash or an error in it names it; ``artifact(name, text)`` hands over a file for the bug
-    # bundle (e.g. the module as TVMScript).  Both do nothing outside a worker.
+    # bundle (e.g. the module as TVMScript); ``fired(keys)`` reports compiler-side events of the
+    # variant being compiled (``Outcome.fired``).  All do nothing outside a worker.
     def step(self, text: str) -> None:
         pass
 
     def artifact(self, name: str, text: str | bytes) -> None:
+        pass
+
+    def fired(self, keys: list[str]) -> None:
         pass
 
     def load(self, test: Test) -> Any:

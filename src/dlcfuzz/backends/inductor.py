@@ -4,7 +4,9 @@ sees a GPU, on CUDA (Triton kernels).
 
 The ONNX bytes are unused: torch has no ONNX frontend, so the import phase builds the module from
 the graph JSON.  Inductor compiles lazily on the first call, so compile() makes that call with
-the test's inputs; run() calls again.
+the test's inputs; run() calls again.  Each compiled variant reports (``Backend.fired``) the Inductor
+counters its compile raised (``inductor:<counter group>:<name>``): pattern rewrites by name, folding,
+extern kernels.
 
 ``inductor-torch`` (``InductorTorchBackend``) compiles a migrated torch call (a call spec, see
 ``dlcfuzz.export.torch_call``) the same way, statically and with dynamic shapes.
@@ -12,7 +14,10 @@ the test's inputs; run() calls again.
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -37,6 +42,42 @@ CUDA_VARIANTS = {
     "cuda-inductor": {"backend": "inductor", "device": "cuda", "compare_with": "cuda-eager"},
     "cuda-inductor-dynamic": {"backend": "inductor", "dynamic": True, "device": "cuda", "compare_with": "cuda-eager"},
 }
+
+
+# torch._dynamo's counter groups that say what Inductor did to the graph (rewrites that matched, folding,
+# extern kernels...); the other groups are Dynamo's capture and AOT bookkeeping
+FIRED_GROUPS = ("inductor", "inductor_pattern_matcher_per_pattern")
+BOOKKEEPING = ("cache", "async_compile", "triton_bundler")  # counters of caches, not of the compiler's work
+# Inductor counts matches per pattern name only while this variable is set; set to a node name no graph
+# has, so that its other use (logging the matches of the nodes it names) stays silent
+PATTERN_DEBUG = ("TORCHINDUCTOR_PATTERN_MATCH_DEBUG", "dlcfuzz-no-such-node")
+
+
+def _counters() -> dict[tuple[str, str], int]:
+    from torch._dynamo.utils import counters
+
+    return {(g, k): v for g in FIRED_GROUPS for k, v in counters[g].items()}
+
+
+def fired_keys(before: dict[tuple[str, str], int], after: dict[tuple[str, str], int]) -> list[str]:
+    """"inductor:<group>:<counter>" for each counter that grew between the two snapshots."""
+    return sorted(f"inductor:{g}:{k}" for (g, k), v in after.items()
+                  if v > before.get((g, k), 0) and not any(b in k for b in BOOKKEEPING))
+
+
+@contextlib.contextmanager
+def reporting_fired(backend: Backend) -> Iterator[None]:
+    """Reports to ``backend.fired`` the Inductor counters that grew inside the block (a diff, not a
+    reset: other variants' compiles in the same worker keep their counts)."""
+    if not backend.report_fired:
+        yield
+        return
+    os.environ.setdefault(*PATTERN_DEBUG)
+    before = _counters()
+    try:
+        yield
+    finally:
+        backend.fired(fired_keys(before, _counters()))
 
 
 def variants_for(cuda: bool) -> list[Variant]:
@@ -132,7 +173,8 @@ class InductorBackend(Backend):
         module = imported.module if device == "cpu" else copy.deepcopy(imported.module)
         fn = ns["compile_module"](module, variant.options)
         if variant.options.get("backend"):
-            ns["run_module"](fn, imported.inputs, device)  # Inductor compiles on the first call
+            with reporting_fired(self):
+                ns["run_module"](fn, imported.inputs, device)  # Inductor compiles on the first call
         return Compiled(ns, fn, imported.input_names, device)
 
     def run(self, compiled: Compiled, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
@@ -219,7 +261,8 @@ class InductorTorchBackend(Backend):
         inputs = dict(zip(imported.input_names, imported.inputs, strict=True))
         try:
             fn = ns["compile_call"](imported.module, variant.options["dynamic"])
-            ns["call_compiled"](fn, imported.input_names, inputs)
+            with reporting_fired(self):
+                ns["call_compiled"](fn, imported.input_names, inputs)
         except Exception as e:
             _captures_eagerly(imported, inputs, variant.options["dynamic"], e)
             raise

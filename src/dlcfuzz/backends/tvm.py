@@ -9,6 +9,10 @@ Variants are settings x targets:
 - targets: ``generic`` (plain ``llvm``) and ``native`` (``llvm`` with this machine's ``-mcpu``, so
   LLVM may use AVX-512 etc.; only when LLVM knows the host CPU), and ``cuda`` when a GPU exists.
 
+Each variant reports (``Backend.fired``) the passes of its compile, Relax and TIR, that changed the
+module: ``tvm:pass:<name>``, found by a pass instrument comparing the module before and after each pass
+structurally (about 5% of a tiny model's compile time).
+
 Targets are TVM 0.27 JSON dicts: the ``"llvm -mcpu=..."`` string form is no longer accepted.
 
 ``tvm-torch`` (``TvmTorchBackend``) is the same compiler behind TVM's PyTorch frontend: a migrated
@@ -39,6 +43,36 @@ SETTINGS = {
     "unfused": {"pipeline": "default", "opt_level": 0},
     "fused": {"pipeline": "cpu", "opt_level": 3},
 }
+
+
+# passes that only run other passes: they change the module whenever one inside does
+WRAPPER_PASSES = frozenset({"sequential", "_pipeline"})
+
+
+def pass_watch() -> Any:
+    """A pass instrument whose ``changed`` collects the names of the passes that returned a module
+    structurally different from the one they got (tensor contents ignored: a folded constant also
+    changes the module's structure)."""
+    import tvm
+    import tvm_ffi
+
+    @tvm.instrument.pass_instrument
+    class PassWatch:
+        def __init__(self) -> None:
+            self.before: list[Any] = []  # a stack: passes nest (a Sequential runs its passes inside)
+            self.changed: set[str] = set()
+
+        def run_before_pass(self, mod: Any, info: Any) -> None:
+            self.before.append(mod)
+
+        def run_after_pass(self, mod: Any, info: Any) -> None:
+            before = self.before.pop()
+            if info.name in WRAPPER_PASSES or info.name in self.changed or before.same_as(mod):
+                return
+            if not tvm_ffi.structural_equal(before, mod, skip_tensor_content=True):
+                self.changed.add(info.name)
+
+    return PassWatch()
 
 
 @cache
@@ -122,7 +156,18 @@ class TvmBackend(Backend):
         mod, names = imported
         target = tvm.target.Target(target_dict(variant))
         pipeline = relax.get_default_pipeline(target) if variant.options["pipeline"] == "cpu" else "default"
-        ex = tvm.compile(mod, target, relax_pipeline=pipeline)
+        if not self.report_fired:
+            ex = tvm.compile(mod, target, relax_pipeline=pipeline)
+        else:
+            watch, ctx = pass_watch(), tvm.transform.PassContext.current()
+            # the current context (TVM's defaults in a worker) with the watch added
+            watched = tvm.transform.PassContext(ctx.opt_level, list(ctx.required_pass), list(ctx.disabled_pass),
+                                                [*ctx.instruments, watch], dict(ctx.config))
+            try:
+                with watched:
+                    ex = tvm.compile(mod, target, relax_pipeline=pipeline)
+            finally:  # the passes that changed the module before an error count too
+                self.fired([f"tvm:pass:{name}" for name in sorted(watch.changed)])
         device = tvm.cuda() if target.kind.name == "cuda" else tvm.cpu()
         return Compiled(relax.VirtualMachine(ex, device), device, names)
 

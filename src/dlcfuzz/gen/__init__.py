@@ -12,7 +12,7 @@ from dlcfuzz.ir import Graph
 from dlcfuzz.solve import Admission, Limits, TypeProfile
 from dlcfuzz.spec.dsl import OpSpec
 
-VALID = ("isra", "hirgen", "gencog", "guided")  # every graph is valid by construction
+VALID = ("isra", "hirgen", "gencog", "guided", "feedback")  # every graph is valid by construction
 BASELINES = ("declgen", "randoop")  # Isra's baselines: need a validity check
 STRATEGIES = (*VALID, "disruptive", *BASELINES)
 FUZZ_STRATEGIES = (*VALID, "disruptive")  # the baselines exist to be measured against, not to fuzz with
@@ -35,6 +35,10 @@ def make_generator(strategy: str, specs: Sequence[OpSpec], limits: Limits, op_ra
         from dlcfuzz.gen.guided import GuidedGenerator
 
         return GuidedGenerator(specs, limits, op_range, profile, strategy, coverage, admit=admit, **options)
+    if strategy == "feedback":  # steered by the compilers' feedback (gen/feedback.py)
+        from dlcfuzz.gen.feedback import FeedbackGenerator
+
+        return FeedbackGenerator(specs, limits, op_range, profile, coverage, admit=admit, **options)
     if strategy == "probe":
         from dlcfuzz.gen.probe import ProbeGenerator
 

@@ -29,6 +29,7 @@ from dlcfuzz.backends.base import CRASH, OK, Outcome, Test, Variant
 from dlcfuzz.backends.devices import DEVICES, keep
 from dlcfuzz.export.onnx import checker_error, to_bytes, to_onnx
 from dlcfuzz.gen import UNTARGETED, make_generator
+from dlcfuzz.gen.feedback import STRATEGY as FEEDBACK
 from dlcfuzz.gen.guided import STRATEGIES as GUIDED
 from dlcfuzz.gen.guided import Coverage
 from dlcfuzz.ir import Graph
@@ -291,6 +292,11 @@ class Tester:
                 break
         t_inputs = time.perf_counter() - t0
         e = self.evaluate(graph, test, (judge_by, reference, declined), plan)
+        gen = self.gens[target]
+        if hasattr(gen, "feedback"):  # compiler-feedback guidance: what this test made the compilers do
+            fired = [k for vs in e.outcomes.values() for o in vs.values() for k in o.fired]
+            with self.lock:
+                covered = covered + gen.feedback(graph, fired)
         record = TestRecord(test_id, seed, sorted(ops), e.baseline_name, e.finite, attempts, e.baseline is not None,
                             time.perf_counter() - t_start, t_generate, t_inputs, e.compiler_seconds, e.oracle_seconds)
         return Executed(record, graph, test, e.outcomes, e.verdict, e.baseline, reference, covered)
@@ -477,7 +483,8 @@ class Campaign(Driver):
         super().__init__(cfg.out, cfg.identity(), WorkerPool(cfg.phases, cfg.recycle, cfg.out / "logs"),
                          cfg.known_bugs, on_progress)
         self.coverage = None
-        if cfg.strategy in GUIDED:  # coverage guidance continues from earlier campaigns and from this one's tests
+        # coverage guidance (and feedback keys) continue from earlier campaigns and from this one's tests
+        if cfg.strategy in (*GUIDED, FEEDBACK):
             self.coverage = Coverage()
             for folder in cfg.coverage_from:
                 other = Store(folder)

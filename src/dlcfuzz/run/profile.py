@@ -5,8 +5,9 @@ needs the attribute too).
 A profile counts, for each (operator, key), the tests whose nodes carried that key and that the
 compiler accepted (some variant ran them), declined (every failure an explicit decline,
 ``oracle.unsupported``) or failed on (a crash or an unexplained error: a finding).  Keys are the
-operator itself (``*``), the first input's dtype and rank, string and flag attributes, and whether each
-later input is absent, a constant or a runtime tensor (TVM declines inputs that "must be a constant").
+operator itself (``*``), the first input's dtype and rank, string and flag attributes, whether each
+later input is absent, a constant or a runtime tensor (TVM declines inputs that "must be a constant"),
+and how many outputs a call with optional outputs asks for.
 
 It is built by ``dlcfuzz probe`` (single-operator tests through the real compiler, as a campaign, so a
 crash found while probing is a bug like any other), cached per compiler version in the user's cache
@@ -58,6 +59,8 @@ def node_keys(node: Node, values: Mapping[str, Value]) -> list[str]:
     for k, name in enumerate(node.inputs[1:], start=1):
         form = "absent" if not name else "const" if values[name].kind == CONST_KIND else "runtime"
         keys.append(f"in{k}={form}")
+    if len(node.outputs) > 1:  # optional outputs asked for (MaxPool's Indices: TVM converts one output)
+        keys.append(f"outputs={len(node.outputs)}")
     return keys
 
 

@@ -9,7 +9,8 @@ and signal.  The pool replaces dead workers and recycles each one after ``recycl
 Protocol: length-prefixed pickles.  Parent -> child: ``(test, variant_names)``.  Child -> parent:
 ``("phase", phase, variant)``, ``("step", text)`` and ``("artifact", name, text)`` from the
 backend, ``("coverage", lines)`` after the import when frontend coverage is measured,
-``("result", variant, Outcome)`` per variant, ``("done",)``.
+``("result", variant, Outcome)`` per variant (with the keys the backend reported ``fired`` while
+compiling it, ``Outcome.fired``), ``("done",)``.
 The child moves its own stdout to stderr at start, so compilers that print cannot corrupt the
 protocol; stderr goes to a log file whose tail (including faulthandler's stack dump on a fatal
 signal) is attached to crash outcomes.
@@ -133,6 +134,8 @@ def child_main(backend_name: str) -> None:
 
     backend.step = step
     backend.artifact = lambda name, text: _send(proto_out, ("artifact", name, text))
+    fired: list[str] = []  # the current variant's compiler-side events; travel in its Outcome
+    backend.fired = fired.extend
     variants = {v.name: v for v in backend.variants()}
     measure = (_FrontendCoverage(backend.frontend_modules)
                if os.environ.get("DLCFUZZ_FRONTEND_COVERAGE") and backend.frontend_modules else None)
@@ -165,6 +168,7 @@ def child_main(backend_name: str) -> None:
             times = dict(seconds) if k == 0 else {}  # the shared import counts once, with the first variant
             phase = COMPILE
             state["step"] = ""
+            fired.clear()
             try:
                 _send(proto_out, ("phase", COMPILE, name))
                 t0 = time.perf_counter()
@@ -179,6 +183,7 @@ def child_main(backend_name: str) -> None:
             except Exception as e:
                 times[phase] = time.perf_counter() - t0
                 result = _error(phase, e, times, state["step"])
+            result.fired = sorted(set(fired))  # also on an error: the passes that ran before it count
             _send(proto_out, ("result", name, result))
         _send(proto_out, ("done",))
 
