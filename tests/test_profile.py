@@ -61,7 +61,7 @@ def declined() -> dict[str, Outcome]:
 
 def test_keys_name_the_features_a_compiler_declines():
     keys = node_keys(topk(0).nodes[0], topk(0).values)
-    assert set(keys) == {"*", "dtype=float32", "rank=2", "axis=1", "largest=1", "sorted=0", "in1=const"}
+    assert set(keys) == {"*", "dtype=float32", "rank=2", "axis=1", "largest=1", "sorted=0", "in1=const", "outputs=2"}
 
 
 def test_a_feature_declined_and_never_accepted_is_declined():

@@ -332,12 +332,12 @@ class Instantiator:
                 raise EmptyDomain(f"{spec.op}: output {t} exceeds the size limit")
         node = Node(spec.op, inputs, [], {k: v for k, v in c.attrs.items() if k[0] != "_" and v is not None},
                     f"n{len(self.g.nodes)}")
-        if self.admit is not None and not self.admit.admits(node, ChainMap({v.name: v for v, _ in self._staged},
-                                                                           self.g.values)):
-            raise EmptyDomain(f"{spec.op}: the target compiler declines this call")
         out_ivs = output_intervals(spec.op, self._ivs, c.ins, node.attrs, outs)
         values = [Value(self._name(), t, NODE_KIND) for t in outs]
         node.outputs = [v.name for v in values]
+        if self.admit is not None and not self.admit.admits(node, ChainMap({v.name: v for v, _ in self._staged},
+                                                                           self.g.values)):
+            raise EmptyDomain(f"{spec.op}: the target compiler declines this call")
         return Proposal(spec, node, self._staged, values, out_ivs, c)
 
     def commit(self, p: Proposal) -> Node:
