@@ -45,6 +45,31 @@ def statements() -> set[int]:
     return set(stmts)
 
 
+def missing_by_function(covered: set[int], total: set[int], top: int = 25) -> list[tuple[str, int]]:
+    """The uncovered statements grouped by the class and function that hold them, largest first."""
+    import ast
+
+    import tvm
+
+    path = Path(tvm.__file__).parent / "relax/frontend/onnx/onnx_frontend.py"
+    owner: dict[int, str] = {}
+
+    def visit(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.ClassDef, ast.FunctionDef)):
+                name = f"{prefix}{child.name}"
+                for line in range(child.lineno, (child.end_lineno or child.lineno) + 1):
+                    owner[line] = name
+                visit(child, name + ".")
+
+    visit(ast.parse(path.read_text()), "")
+    counts: dict[str, int] = {}
+    for line in total - covered:
+        key = owner.get(line, "<module>")
+        counts[key] = counts.get(key, 0) + 1
+    return sorted(counts.items(), key=lambda kv: -kv[1])[:top]
+
+
 def arm(name: str, n: int, ops: int, pool: WorkerPool, variant: str) -> dict:
     strategy, _, target = name.partition("@")
     specs = list(REGISTRY.values())
@@ -75,6 +100,7 @@ def main() -> None:
     ap.add_argument("-n", type=int, default=300)
     ap.add_argument("--ops", type=int, default=10)
     ap.add_argument("--arms", default="isra,isra@tvm,guided@tvm")
+    ap.add_argument("--missing", action="store_true", help="also list the largest uncovered functions per arm")
     args = ap.parse_args()
     total = statements()
     pool = WorkerPool(PhaseLimits(), 200, Path(tempfile.mkdtemp()), frontend_coverage=True)
@@ -87,6 +113,9 @@ def main() -> None:
             hit = len(r["covered"] & total)
             print(f"{name:<12} {r['imported']:>9} {r['ran']:>6} {hit:>11} {100 * hit / len(total):>8.1f}% "
                   f"{r['seconds']:>8.0f}", flush=True)
+            if args.missing:
+                for fn, n in missing_by_function(r["covered"], total):
+                    print(f"    {n:>4} uncovered in {fn}")
     finally:
         pool.close()
 

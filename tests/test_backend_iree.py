@@ -225,7 +225,7 @@ def test_campaign_draws_only_operators_iree_lowers(tmp_path: Path) -> None:
 
     env = {**os.environ, "PYTHONPATH": SRC}
     base = [sys.executable, "-m", "dlcfuzz.cli", "fuzz", "--backends", "iree", "--reduce-budget", "0", "--ops", "1:2",
-            "--budget", "60s"]
+            "--budget", "60s", "--no-allocation"]  # every variant on every test
     none = subprocess.run([*base, "--op-set", "ConvTranspose", "--out", str(tmp_path / "n")], env=env,
                           capture_output=True, text=True)
     assert none.returncode == 2 and none.stderr.count("\n") == 1, none.stderr

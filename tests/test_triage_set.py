@@ -45,7 +45,8 @@ def campaign(tmp_path_factory: pytest.TempPathFactory):
     missing = [b for b in wanted if not load_backend(b).available()[0]]
     if missing:
         pytest.skip(f"compilers of the triage set not installed: {', '.join(missing)}")
-    cfg = CampaignConfig(tmp_path_factory.mktemp("triage"), wanted, list(REGISTRY.values()))
+    # untargeted: a compiler's profile would skip the labelled declines instead of running them
+    cfg = CampaignConfig(tmp_path_factory.mktemp("triage"), wanted, list(REGISTRY.values()), targeted=False)
     c = Campaign(cfg)
     c.start_backends()
     yield c

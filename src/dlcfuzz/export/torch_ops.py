@@ -710,12 +710,22 @@ def Split(x, split=None, *, axis=0, num_outputs=None, nout=1):
     return tuple(torch.split(x, list(split), axis))
 
 
+def _slice_range(d: int, start: int, end: int, step: int) -> range:
+    """ONNX Slice's indices along one axis: negative starts and ends count from the end, then, for a
+    negative step, the start is clamped to [0, d-1] and the end to [-1, d-1] (Python's slices clamp a
+    start before the first element to "nothing", not to element 0), else both to [0, d]."""
+    start, end = start + d if start < 0 else start, end + d if end < 0 else end
+    if step > 0:
+        return range(min(max(start, 0), d), min(max(end, 0), d), step)
+    return range(min(max(start, 0), d - 1), min(max(end, -1), d - 1), step)
+
+
 def Slice(data, starts, ends, axes=None, steps=None):
     axes = list(range(len(starts))) if axes is None else _norm_axes(axes, data.dim())
     steps = [1] * len(starts) if steps is None else steps
     for a, b, e, st in zip(axes, starts, ends, steps, strict=True):
         d = data.shape[a]
-        r = range(d)[slice(b, e, st)]  # Python's slice clamping is ONNX's
+        r = _slice_range(d, int(b), int(e), int(st))
         index = [slice(None)] * data.dim()
         if st > 0:
             index[a] = slice(r.start, r.start + len(r) * st, st)
