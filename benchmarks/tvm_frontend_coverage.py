@@ -7,7 +7,8 @@ TVM reach at least 79 % of the file's statements (twice NNSmith's 39.7 %).
 
     python benchmarks/tvm_frontend_coverage.py [-n 300] [--ops 10] [--arms isra,isra@tvm,guided@tvm]
 
-An arm is STRATEGY or STRATEGY@tvm (generated for TVM, from its cached or packaged support profile).
+An arm is STRATEGY or STRATEGY@tvm (generated for TVM, from its cached or packaged support profile),
+optionally with /OPSET1+OPSET2... (the models split evenly among those opsets; default 17).
 """
 
 from __future__ import annotations
@@ -71,22 +72,24 @@ def missing_by_function(covered: set[int], total: set[int], top: int = 25) -> li
 
 
 def arm(name: str, n: int, ops: int, pool: WorkerPool, variant: str) -> dict:
+    name, _, opsets = name.partition("/")
     strategy, _, target = name.partition("@")
     specs = list(REGISTRY.values())
-    limits = Limits()
+    versions = [int(o) for o in opsets.split("+")] if opsets else [17]
     admit = None
     if target:
         got = [find_profile(b, load_backend(b).version()) for b in (target, "ort")]
         if None in got:
             raise SystemExit(f"no support profile for {target} or ort: run dlcfuzz probe --backends {target},ort")
         admit = Both(*got)
-    gen = make_generator(strategy, specs, limits, (ops, ops), full_profile(17, tuple(s.op for s in specs)),
-                         Coverage() if strategy != "isra" else None, admit=admit)
+    coverage = Coverage() if strategy != "isra" else None
+    gens = [make_generator(strategy, specs, Limits(opset=v), (ops, ops), full_profile(v, tuple(s.op for s in specs)),
+                           coverage, admit=admit) for v in versions]
     covered: set[int] = set()
     imported = ran = 0
     t0 = time.perf_counter()
     for i in range(n):
-        g = gen.generate(derive_seed(0, i))
+        g = gens[i % len(gens)].generate(derive_seed(0, i))
         test = Test(to_bytes(g), g.to_json(), synthesize(g, np.random.default_rng(i), 0))
         o = pool.run("tvm", test, [variant])[variant]
         imported += o.phase != "import"
@@ -103,21 +106,22 @@ def main() -> None:
     ap.add_argument("--missing", action="store_true", help="also list the largest uncovered functions per arm")
     args = ap.parse_args()
     total = statements()
-    pool = WorkerPool(PhaseLimits(), 200, Path(tempfile.mkdtemp()), frontend_coverage=True)
-    variant = pool.describe("tvm")[1][0][0]
-    print(f"{FILE}: {len(total)} statements; {args.n} models of {args.ops} operators per arm; variant {variant}")
-    print(f"{'arm':<12} {'imported':>9} {'ran':>6} {'statements':>11} {'coverage':>9} {'seconds':>8}")
-    try:
-        for name in args.arms.split(","):
+    print(f"{FILE}: {len(total)} statements; {args.n} models of {args.ops} operators per arm")
+    print(f"{'arm':<16} {'imported':>9} {'ran':>6} {'statements':>11} {'coverage':>9} {'seconds':>8}")
+    for name in args.arms.split(","):
+        # a fresh worker per arm: the frontend module's own statements run at its first import only
+        pool = WorkerPool(PhaseLimits(), args.n + 1, Path(tempfile.mkdtemp()), frontend_coverage=True)
+        try:
+            variant = pool.describe("tvm")[1][0][0]
             r = arm(name, args.n, args.ops, pool, variant)
             hit = len(r["covered"] & total)
-            print(f"{name:<12} {r['imported']:>9} {r['ran']:>6} {hit:>11} {100 * hit / len(total):>8.1f}% "
+            print(f"{name:<16} {r['imported']:>9} {r['ran']:>6} {hit:>11} {100 * hit / len(total):>8.1f}% "
                   f"{r['seconds']:>8.0f}", flush=True)
             if args.missing:
                 for fn, n in missing_by_function(r["covered"], total):
                     print(f"    {n:>4} uncovered in {fn}")
-    finally:
-        pool.close()
+        finally:
+            pool.close()
 
 
 if __name__ == "__main__":

@@ -302,3 +302,17 @@ def test_titles() -> None:
     assert title(dis).endswith(": killed by SIGSEGV")
     # a finding without its violation record still gets a title
     assert title(Finding(DISRUPTIVE, "signal", "ov", "cpu", "compile", "boom")).startswith("ov compile signal on a ")
+
+
+def test_openvino_node_dumps_are_keyed_on_the_failing_node_not_its_producers() -> None:
+    """OpenVINO lists a failing node's arguments with the operations that produced them: which
+    operation feeds the failing Reshape differs from test to test, the bug does not."""
+    from dlcfuzz.run.dedup import normalize
+
+    dump = ("While validating node 'opset1::Reshape Reshape_626 (opset1::Add n9[0]:f32[1,1,1,1], opset8::Slice "
+            "Slice_624[0]:i64[1]) -> (dynamic[...])' with friendly_name 'Reshape_626':\nShape inference input "
+            "shapes {[1,1,1,1],[1]}")
+    other = dump.replace("opset1::Add n9[0]", "opset1::Exp n3[0]").replace("_626", "_12")
+    assert normalize(dump) == normalize(other)
+    select = dump.replace("opset1::Reshape", "opset1::Select")
+    assert normalize(select) != normalize(dump)  # the failing node's own operation still tells bugs apart

@@ -31,6 +31,10 @@ from dlcfuzz.oracle import BASELINE, CRASH, DISRUPTIVE, EXPORTER, METAMORPHIC, F
 
 _FRAME = re.compile(r'File "([^"]+)", line \d+, in (\S+)')
 _NORMALIZE = [
+    # OpenVINO's node dumps list the node's arguments with the operations that produced them
+    # ("opset1::Reshape Reshape_6 (opset1::Add n9[0]:f32[1], opset8::Slice ...) -> (...)"): whichever
+    # operation feeds the failing node differs from test to test, the failing node is the bug
+    (re.compile(r"(node '\S+ \S+) \([^']*?\) -> \([^']*?\)'"), r"\1 (ARGS) -> (ARGS)'"),
     (re.compile(r"0x[0-9a-fA-F]+"), "ADDR"),
     # MLIR types (IREE): tensor<4x?xf32>, !torch.vtensor<[4,?],f32>: shapes differ from test to test
     (re.compile(r"(tensor|vector|memref|vtensor)<[^<>]*>"), r"\1<T>"),
