@@ -2,6 +2,7 @@
 (the reduced one where the campaign reduced it) on every installed compiler and on the baseline.
 
     python benchmarks/precision.py CAMPAIGN [--backends tvm,openvino,ort,inductor] [--category compiler]
+        [--sample N [--seed S]]    # a random sample stratified by backend, each bug's evidence printed
 
 Per backend it prints:
 - listed: the bugs listed in the category;
@@ -47,6 +48,48 @@ def case_of(bundle: Path) -> tuple[Test, Graph | None]:
     return Test((folder / "model.onnx").read_bytes(), graph_json, inputs), graph
 
 
+def stratified(bugs: list, n: int, seed: int) -> list:
+    """About ``n`` bugs drawn at random, each backend's share as in the list (at least one each)."""
+    import random
+
+    rng = random.Random(seed)
+    by: dict[str, list] = defaultdict(list)
+    for b in bugs:
+        by[b["backend"]].append(b)
+    out = []
+    for members in by.values():
+        k = max(1, round(n * len(members) / len(bugs)))
+        out += rng.sample(members, min(k, len(members)))
+    return out
+
+
+def ops_of(graph: Graph | None) -> str:
+    return f"[{len(graph.nodes)} ops]" if graph is not None else "[?]"
+
+
+def judge_bug(bug, mine: Outcome | None, baseline, others: dict[str, Outcome | None]) -> tuple[str, str]:
+    """(verdict, evidence): contradicted / against baseline / unconfirmed / gone, and which compilers say so."""
+    ran = {b: o for b, o in others.items() if o is not None}
+    if bug["oracle"] == "crash":
+        if mine is not None and mine.status == OK:
+            return "gone", "the accused variant runs it now"
+        return ("contradicted", "runs on " + ",".join(sorted(ran))) if ran else ("unconfirmed", "nobody else runs it")
+    if mine is None or mine.status != OK or baseline is None:
+        return "gone", "the accused variant or the baseline fails now"
+    if compare(baseline, mine.outputs or []) is None and bug["oracle"] == "differential":
+        return "gone", "matches the baseline now"
+    if not ran:
+        return "unconfirmed", "nobody else runs it"
+    sides_with_me = sorted(b for b, o in ran.items() if compare(mine.outputs or [], o.outputs or []) is None
+                           and compare(baseline, o.outputs or []) is not None)
+    sides_with_base = sorted(b for b, o in ran.items() if compare(baseline, o.outputs or []) is None)
+    if sides_with_me:
+        return "against baseline", "agree with it: " + ",".join(sides_with_me)
+    if sides_with_base:
+        return "contradicted", "agree with the baseline: " + ",".join(sides_with_base)
+    return "unconfirmed", "others differ from both: " + ",".join(sorted(ran))
+
+
 def first_ok(outcomes: dict[str, Outcome]) -> Outcome | None:
     return next((o for o in outcomes.values() if o.status == OK), None)
 
@@ -56,6 +99,9 @@ def main() -> None:
     p.add_argument("campaign")
     p.add_argument("--backends", default=",".join(DEFAULT))
     p.add_argument("--category", default="compiler", help="which list to check (compiler, baseline, exporter)")
+    p.add_argument("--sample", type=int, help="check a random sample of this many bugs, stratified by backend, and "
+                                              "print each one's evidence (for a hand check)")
+    p.add_argument("--seed", type=int, default=0)
     a = p.parse_args()
     folder = Path(a.campaign)
     db = sqlite3.connect(folder / "campaign.sqlite")
@@ -64,6 +110,8 @@ def main() -> None:
     where = "WHERE category = ?" if "category" in columns else "WHERE ? = ?"
     args = (a.category,) if "category" in columns else (1, 1)
     bugs = list(db.execute(f"SELECT * FROM bugs {where} ORDER BY first_seen", args))
+    if a.sample:
+        bugs = stratified(bugs, a.sample, a.seed)
     installed = [b for b in a.backends.split(",") if load_backend(b).available()[0]]
     stats: dict[str, Counter] = defaultdict(Counter)
     clusters: dict[tuple[str, str], list[str]] = defaultdict(list)
@@ -93,31 +141,11 @@ def main() -> None:
                         break
                 runs = {b: pool.run(b, test, variants[b]) for b in installed if b in variants}
                 mine = runs.get(accused, {}).get(bug["variant"])
-                if bug["oracle"] == "crash":
-                    if mine is not None and mine.status == OK:
-                        s["gone"] += 1
-                    others = [first_ok(runs[b]) for b in runs if b != accused]
-                    if any(o is not None for o in others):
-                        s["contradicted"] += 1
-                    else:
-                        s["unconfirmed"] += 1
-                    continue
-                if mine is None or mine.status != OK or baseline is None:
-                    s["gone"] += 1
-                    continue
-                if compare(baseline, mine.outputs or []) is None and bug["oracle"] == "differential":
-                    s["gone"] += 1
-                others = [first_ok(runs[b]) for b in runs if b != accused]
-                others = [o for o in others if o is not None]
-                if not others:
-                    s["unconfirmed"] += 1
-                elif any(compare(mine.outputs or [], o.outputs or []) is None
-                         and compare(baseline, o.outputs or []) is not None for o in others):
-                    s["against baseline"] += 1
-                elif any(compare(baseline, o.outputs or []) is None for o in others):
-                    s["contradicted"] += 1
-                else:
-                    s["unconfirmed"] += 1
+                verdict = judge_bug(bug, mine, baseline, {b: first_ok(runs[b]) for b in runs if b != accused})
+                s[verdict[0]] += 1
+                if a.sample:
+                    print(f"{bug['signature']} {accused:<9} {verdict[0]:<17} {verdict[1]:<40} "
+                          f"{ops_of(graph)} {bug['title'][:110]}", flush=True)
         finally:
             pool.close()
     for (backend, _key), members in clusters.items():
