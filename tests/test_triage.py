@@ -214,3 +214,29 @@ def test_float64_computed_through_float32_gets_float32_tolerance() -> None:
     a = [np.array([1.0 + 3e-4, 2.0])]
     assert compare(e, a) is not None  # float64's tolerance: a divergence
     assert compare(e, a, single=[0]) is None  # float32's: rounding
+
+
+def test_a_variant_that_computes_float64_in_float32_is_judged_with_float32_tolerance() -> None:
+    """OpenVINO's CPU plugin runs float64 models in float32 (measured: Log of 1.0000001234 gives float32's
+    1.19209282e-07): that rounding is not a bug of it, a large error still is."""
+    from dlcfuzz.backends.base import OK, Outcome
+    from dlcfuzz.oracle import judge
+
+    x = np.array([1.0000012345, 3.14159265358979], np.float64)  # float32 moves log(x) by ~4e-8 > atol 1e-8
+    exact = [np.log(x)]
+    in_f32 = [np.log(x.astype(np.float32)).astype(np.float64)]
+    outcomes = {"openvino": {"f32": Outcome(OK, outputs=in_f32)}}
+    assert judge(outcomes, exact).findings  # with float64's tolerance: a divergence
+    assert not judge(outcomes, exact, in_float32={("openvino", "f32")}).findings
+    wrong = {"openvino": {"f32": Outcome(OK, outputs=[in_f32[0] + 0.5])}}
+    assert judge(wrong, exact, in_float32={("openvino", "f32")}).findings
+
+
+def test_openvino_variants_say_they_compute_float64_in_float32() -> None:
+    import importlib.util
+
+    if importlib.util.find_spec("openvino") is None:
+        pytest.skip("openvino is not installed (pip install openvino)")
+    from dlcfuzz.backends.openvino import OpenVinoBackend
+
+    assert all(v.options["float64_in_float32"] for v in OpenVinoBackend().variants())

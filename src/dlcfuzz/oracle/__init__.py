@@ -112,7 +112,8 @@ def judge(outcomes: dict[str, dict[str, Outcome]], baseline: list[np.ndarray] | 
           tolerances: dict[str, tuple[float, float]] | None = None,
           reduced: Collection[tuple[str, str]] = (), uncompiled: Collection[tuple[str, str]] = (),
           baseline_name: str = "baseline", rounded: Collection[int] = (),
-          compare_with: Mapping[tuple[str, str], str] | None = None, single: Collection[int] = ()) -> Verdict:
+          compare_with: Mapping[tuple[str, str], str] | None = None, single: Collection[int] = (),
+          in_float32: Collection[tuple[str, str]] = ()) -> Verdict:
     """Findings for one test.  ``outcomes``: backend -> variant -> outcome (variants in order);
     ``reduced``: (backend, variant) pairs that compute in reduced precision on purpose;
     ``uncompiled``: (backend, variant) pairs that run the model without the compiler under test
@@ -120,7 +121,9 @@ def judge(outcomes: dict[str, dict[str, Outcome]], baseline: list[np.ndarray] | 
     ``baseline_name``: what computed ``baseline`` (named in the findings); ``rounded``: the integer
     outputs computed from float math (``Graph.rounded_from_floats``), compared with one unit of slack;
     ``compare_with``: (backend, variant) -> the variant it is compared with (``compare_targets``);
-    ``single``: the float64 outputs the spec computes through float32 (``Graph.computed_in_float32``)."""
+    ``single``: the float64 outputs the spec computes through float32 (``Graph.computed_in_float32``);
+    ``in_float32``: (backend, variant) pairs that compute float64 in float32 (all their outputs are
+    compared with float32's tolerance)."""
     compare_with = compare_with or {}
     loose = (tolerances or {}) | REDUCED_PRECISION
     findings: list[Finding] = []
@@ -141,8 +144,9 @@ def judge(outcomes: dict[str, dict[str, Outcome]], baseline: list[np.ndarray] | 
                 continue
             outs = o.outputs or []
             tol = loose if (backend, variant) in reduced else tolerances
+            as_single = range(len(outs)) if (backend, variant) in in_float32 else single
             if baseline is not None and (variant == anchor or not exporter_anchor):
-                m = compare(baseline, outs, tol, rounded, single)
+                m = compare(baseline, outs, tol, rounded, as_single)
                 if m is not None:
                     f = _mismatch(DIFFERENTIAL, backend, variant, baseline_name, m)
                     f.category = own
@@ -156,7 +160,7 @@ def judge(outcomes: dict[str, dict[str, Outcome]], baseline: list[np.ndarray] | 
                 mate = anchor
             if mate is not None and mate != variant:
                 pair_reduced = (backend, variant) in reduced or (backend, mate) in reduced
-                m = compare(ran[mate].outputs or [], outs, loose if pair_reduced else tolerances, rounded, single)
+                m = compare(ran[mate].outputs or [], outs, loose if pair_reduced else tolerances, rounded, as_single)
                 if m is not None:
                     findings.append(_mismatch(METAMORPHIC, backend, variant, mate, m))
         if anchor is not None and baseline is not None:

@@ -199,6 +199,9 @@ class Tester:
         self.backends, self.variants, self.reduced = backends, variants, reduced
         # variants that run the model without the compiler under test (e.g. eager torch)
         self.uncompiled = {(b, n) for b, vs in variants.items() for n, v in vs.items() if v.options.get("uncompiled")}
+        # variants that compute float64 in float32 (OpenVINO's CPU plugin)
+        self.in_float32 = {(b, n) for b, vs in variants.items() for n, v in vs.items()
+                           if v.options.get("float64_in_float32")}
         self.anchors = self.uncompiled | {(b, v.options["compare_with"]) for b, vs in variants.items()
                                           for v in vs.values() if v.options.get("compare_with")}
         self.pool = pool
@@ -317,7 +320,7 @@ class Tester:
         def judged():
             return judge(outcomes, outputs if finite else None, self.cfg.tolerances, self.reduced, self.uncompiled,
                          baseline_name, rounded_outputs(graph), compare_targets(self.variants),
-                         single_outputs(graph))
+                         single_outputs(graph), self.in_float32)
 
         verdict = judged()
         # a divergence calls in the backends the allocation left out: whether it is the compiler's bug or
