@@ -208,3 +208,28 @@ def test_allocation_shifts_cpu_toward_a_planted_high_yield_backend(tmp_path: Pat
     assert prolific.bugs >= 20 and ort.bugs == 0
     assert prolific.targeted > 0.75 * 40
     assert prolific.tests >= 36 and ort.tests < 0.6 * 40  # ort only votes now and then
+
+
+def test_a_divergence_calls_in_one_variant_of_each_backend_the_allocation_left_out(tmp_path: Path):
+    """The baseline-vs-compiler vote needs the other compilers; a test the allocation ran on one backend
+    only calls the others in when it diverges, each with one variant (a vote needs no more)."""
+    g = Graph(opset=17)
+    g.add_value(Value("x", TensorType((2, 3), "float32"), INPUT_KIND))
+    g.add_value(Value("y", TensorType((2, 3), "float32"), "node"))
+    g.add_node(Node("Sigmoid", ["x"], ["y"], {}, "n0"))  # Planted adds 1 to the outputs of Sigmoid graphs
+    g.set_leaf_outputs()
+    planted = "tests.fake_backends:Planted"
+    c = Campaign(CampaignConfig(tmp_path / "c", [planted, "ort"], [REGISTRY["Sigmoid"]], budget_seconds=None))
+    c.start_backends()
+    try:
+        test = Test(to_bytes(g), g.to_json(), {"x": np.zeros((2, 3), np.float32)})
+        e = c.tester.evaluate(g, test, plan={planted: ["basic", "all"]})
+        assert any(f.diverges and f.backend == planted for f in e.verdict.findings)
+        assert list(e.outcomes["ort"]) == ["disable_all"]  # called in, on one variant
+        g.nodes[0].op = "Relu"  # no divergence: nobody is called in
+        g.values["x"].hint = None
+        test = Test(to_bytes(g), g.to_json(), {"x": np.zeros((2, 3), np.float32)})
+        e = c.tester.evaluate(g, test, plan={planted: ["basic", "all"]})
+        assert "ort" not in e.outcomes
+    finally:
+        c.pool.close()

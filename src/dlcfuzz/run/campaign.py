@@ -237,6 +237,10 @@ class Tester:
             target = ""
         return str(target), {b: self._variants(b) for b in names if runs[b]}
 
+    def _voter(self, backend: str) -> list[str]:
+        names = list(self.variants[backend])
+        return [next((v for v in names if (backend, v) in self.anchors), names[0])]
+
     def _variants(self, backend: str) -> list[str]:
         """The variants of ``backend`` a test runs on: its anchors (what others are compared with), and
         of the compiled ones the first ``variants_per_backend``, or those the allocator draws (two at
@@ -324,8 +328,9 @@ class Tester:
 
         verdict = judged()
         # a divergence calls in the backends the allocation left out: whether it is the compiler's bug or
-        # the baseline's is decided by the other compilers' vote
-        absent = {b: list(self.variants[b]) for b in self.compilers if b not in outcomes and plan and b not in plan}
+        # the baseline's is decided by the other compilers' vote, and a vote needs one variant of each (its
+        # anchor, e.g. Inductor's eager, else its first): all of a slow compiler's would cost its compiles
+        absent = {b: self._voter(b) for b in self.compilers if b not in outcomes and plan and b not in plan}
         if absent and any(f.diverges for f in verdict.findings):
             t1 = time.perf_counter()
             more, more_late, more_s = self._run_backends(test, ops, graph, plan=absent)
