@@ -46,7 +46,7 @@ def statements() -> set[int]:
     return set(stmts)
 
 
-def missing_by_function(covered: set[int], total: set[int], top: int = 25) -> list[tuple[str, int]]:
+def missing_by_function(covered: set[int], total: set[int], top: int = 80) -> list[tuple[str, int]]:
     """The uncovered statements grouped by the class and function that hold them, largest first."""
     import ast
 

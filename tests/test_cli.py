@@ -58,6 +58,7 @@ def test_unknown_operator_exit_2(tmp_path: Path) -> None:
 
 def test_bad_options_exit_2(tmp_path: Path) -> None:
     for args in (["gen", "--out", str(tmp_path), "--ops", "5:2"], ["gen", "--out", str(tmp_path), "--opset", "9"],
+                 ["gen", "--out", str(tmp_path), "--opset", "13-99"], ["gen", "--out", str(tmp_path), "--opset", "x"],
                  ["gen", "--out", str(tmp_path), "--dtypes", "float33"], ["metrics", str(tmp_path / "missing")],
                  ["gen", "--out", str(tmp_path), "--strategy", "fancy"],
                  ["gen", "--out", str(tmp_path), "--strategy", "gencog", "--p-rej", "1.5"],

@@ -72,3 +72,35 @@ def test_target_onnx_covers_the_full_spec_and_stays_valid() -> None:
         dtypes |= {v.type.dtype for v in g.values.values()}
     assert {"float16", "uint16", "uint32"} <= dtypes
     assert gen.stats.retried_insertions <= 0.01 * gen.stats.insertions
+
+
+def test_opset_mix_draws_each_graph_opset_from_its_seed_and_stays_valid() -> None:
+    """Compilers convert each operator version with its own code: a campaign over opsets 13-23 makes
+    graphs at each of them, each valid at its own opset, the same graph for the same seed."""
+    from dlcfuzz.gen.opsets import OpsetMix, parse_opsets
+
+    opsets = parse_opsets("13-15,18,21-23", 13, 23)
+    assert opsets == (13, 14, 15, 18, 21, 22, 23)
+    mix = OpsetMix(lambda v: ort_generator(ALL, op_range=(3, 6), opset=v), opsets)
+    seen = set()
+    for seed in range(60):
+        g = mix.generate(seed)
+        seen.add(g.opset)
+        if seed < 12:
+            check_graph(g, run=g.opset < 22, seed=seed)  # ORT lacks a few opset-22 kernels (RoiAlign-22)
+        assert to_bytes(g) == to_bytes(mix.generate(seed))
+    assert seen == set(opsets)
+    # Gelu (opset 20) is in the mix; every opset's generator counts into one Stats
+    assert "Gelu" in {s.op for s in mix.specs} and "Gelu" not in mix.unavailable
+    assert all(g.stats is mix.stats for g in mix.gens.values())
+
+
+def test_parse_opsets_refuses_what_is_out_of_range() -> None:
+    import pytest
+
+    from dlcfuzz.gen.opsets import parse_opsets
+
+    assert parse_opsets("17", 13, 23) == (17,)
+    for bad in ("9", "13-30", "x", "21-17"):
+        with pytest.raises(ValueError):
+            parse_opsets(bad, 13, 23)

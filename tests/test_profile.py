@@ -32,6 +32,7 @@ from dlcfuzz.run.worker import PhaseLimits, WorkerPool
 from dlcfuzz.solve import Limits
 from dlcfuzz.spec import REGISTRY
 from dlcfuzz.values import synthesize
+from tests.helpers import ort_generator
 
 HAS_TVM = importlib.util.find_spec("tvm") is not None
 # TVM 0.27's Relax ONNX frontend: "TopK sorted must be 1 for Relax frontend" (onnx_frontend.py), and no
@@ -233,3 +234,23 @@ def test_a_divergence_calls_in_one_variant_of_each_backend_the_allocation_left_o
         assert "ort" not in e.outcomes
     finally:
         c.pool.close()
+
+
+def test_a_decline_of_one_operator_version_is_learned_for_that_version_alone():
+    """ONNX Runtime 1.31 runs RoiAlign-16 and has no kernel for RoiAlign-22 (measured): a model at opset
+    22 is declined, the same model at opset 21 runs, and the profile keeps the two apart."""
+    g = ort_generator([REGISTRY["RoiAlign"]], opset=21).generate(0)
+    pool = WorkerPool(PhaseLimits())
+    p = SupportProfile("ort", "test")
+    try:
+        for opset in (21, 22):
+            g.opset = opset
+            test = Test(to_bytes(g), g.to_json(), synthesize(g, np.random.default_rng(0), 0))
+            got = pool.run("ort", test, ["disable_all"])
+            assert p.learn(g, got) == (ACCEPTED if opset == 21 else DECLINED), got
+    finally:
+        pool.close()
+    node = g.nodes[0]
+    assert p.admits(node, g.values, 21) and p.admits(node, g.values, 16)
+    assert not p.admits(node, g.values, 22) and not p.admits(node, g.values, 23)
+    assert p.declined_keys("RoiAlign") == ["version=22"]

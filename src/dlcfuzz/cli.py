@@ -50,12 +50,20 @@ def _resolve_ops(names: list[str] | None):
     return resolve_ops(names)
 
 
-def _limits(args: argparse.Namespace):
+def _opsets(args: argparse.Namespace) -> tuple[int, ...]:
+    """``--opset``: one opset, or a range/list that each graph's opset is drawn from."""
     from dlcfuzz.export.onnx import MAX_OPSET, MIN_OPSET
+    from dlcfuzz.gen.opsets import parse_opsets
+
+    try:
+        return parse_opsets(str(args.opset), MIN_OPSET, MAX_OPSET)
+    except ValueError as e:
+        raise UsageError(f"--opset: {e}; e.g. --opset 17 or --opset {MIN_OPSET}-{MAX_OPSET}") from None
+
+
+def _limits(args: argparse.Namespace):
     from dlcfuzz.solve import Limits
 
-    if not MIN_OPSET <= args.opset <= MAX_OPSET:
-        raise UsageError(f"--opset {args.opset} is not supported; use {MIN_OPSET}..{MAX_OPSET}")
     dtypes = tuple(_names(args.dtypes)) if args.dtypes else ()
     bad = [d for d in dtypes if d not in DTYPES]
     if bad:
@@ -65,7 +73,7 @@ def _limits(args: argparse.Namespace):
     if args.max_rank < 1 or args.max_dim < 1:
         raise UsageError("--max-rank and --max-dim must be at least 1")
     return Limits(max_rank=args.max_rank, max_dim=args.max_dim, max_numel=args.max_numel,
-                  picking_rate=args.picking_rate, init_rate=args.init_rate, opset=args.opset, dtypes=dtypes,
+                  picking_rate=args.picking_rate, init_rate=args.init_rate, opset=_opsets(args)[0], dtypes=dtypes,
                   target=getattr(args, "target", "ort"))
 
 
@@ -79,21 +87,29 @@ def _strategy_options(args: argparse.Namespace) -> dict:
 
 
 def _generator(args: argparse.Namespace, limits, specs, coverage=None):
-    from dlcfuzz.gen import make_generator
+    from dataclasses import replace
 
-    profile, valid = None, None
+    from dlcfuzz.gen import make_generator
+    from dlcfuzz.gen.opsets import OpsetMix
+
+    full_profile, valid = None, None
     if args.target == "ort" or args.strategy in ("declgen", "randoop"):
         try:
             from dlcfuzz.backends.ort import full_profile, model_error
         except ImportError:
             raise UsageError("--target ort and the baselines need onnxruntime: pip install onnxruntime") from None
         valid = model_error  # the baselines' validity: checked, inferred and run as the graph declares
-        if args.target == "ort":
-            profile = full_profile(limits.opset, tuple(s.op for s in specs))
     admit = _target_profile(args.for_backend) if getattr(args, "for_backend", None) else None
+    options = _strategy_options(args)
+
+    def make(opset: int):
+        profile = full_profile(opset, tuple(s.op for s in specs)) if args.target == "ort" and full_profile else None
+        return make_generator(args.strategy, specs, replace(limits, opset=opset), args.ops, profile, coverage, valid,
+                              admit=admit, **options)
+
+    opsets = _opsets(args)
     try:
-        return make_generator(args.strategy, specs, limits, args.ops, profile, coverage, valid, admit=admit,
-                              **_strategy_options(args))
+        return OpsetMix(make, opsets) if len(opsets) > 1 else make(opsets[0])
     except ValueError as e:
         raise UsageError(str(e)) from None
 
@@ -146,7 +162,8 @@ def cmd_gen(args: argparse.Namespace) -> int:
         stem.with_suffix(".json").write_text(g.to_json())
     st = gen.stats
     summary = {
-        "graphs": args.n, "strategy": args.strategy, "seed": args.seed, "ops": list(args.ops), "opset": limits.opset,
+        "graphs": args.n, "strategy": args.strategy, "seed": args.seed, "ops": list(args.ops),
+        "opset": list(_opsets(args)) if len(_opsets(args)) > 1 else limits.opset,
         "insertions": st.insertions, "retried_insertions": st.retried_insertions, "retries": st.retries,
         "operator_types": len(ops), "operator_counts": dict(sorted(ops.items())),
         "unavailable_operators": gen.unavailable,
@@ -164,7 +181,7 @@ def cmd_gen(args: argparse.Namespace) -> int:
           f"generation {st.insertions / max(gen_time, 1e-9):.0f} insertions/s; "
           f"insertions needing a retry: {st.retried_insertions} ({retried:.2f}%)")
     if gen.unavailable:
-        print(f"left out (not in opset {limits.opset}, or no dtype for this target): {', '.join(gen.unavailable)}")
+        print(f"left out (not in opset {args.opset}, or no dtype for this target): {', '.join(gen.unavailable)}")
     if violations:
         print(f"each model breaks one constraint: {', '.join(f'{k} {v}' for k, v in sorted(violations.items()))}")
     if args.strategy == "declgen":
@@ -388,7 +405,8 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
                          limits, phases, strategy=args.strategy, strategy_options=_strategy_options(args),
                          coverage_from=_campaign_folders(args.coverage_from), known_bugs=_known_bugs(args),
                          reduce_seconds=args.reduce_budget, executor=args.executor, ray_address=args.ray_address,
-                         devices=devices, targeted=not args.untargeted, allocate=not args.no_allocation)
+                         devices=devices, targeted=not args.untargeted, allocate=not args.no_allocation,
+                         opsets=_opsets(args))
     display = _Display()
     try:
         campaign = Campaign(cfg, display.update)
@@ -749,7 +767,8 @@ def _progress(items, label: str, total: int):
     return track(items, description=label, total=total, transient=True)
 
 
-def _generation_options(p: argparse.ArgumentParser, default_ops: tuple[int, int], strategies: tuple[str, ...]) -> None:
+def _generation_options(p: argparse.ArgumentParser, default_ops: tuple[int, int], strategies: tuple[str, ...],
+                        default_opsets: str = "17") -> None:
     """The generator's options, shared by ``gen`` and ``fuzz``."""
     p.add_argument("--strategy", choices=strategies, default="isra",
                    help="isra: uniform operators; hirgen: coverage-guided; gencog: expressivity-directed; "
@@ -761,7 +780,9 @@ def _generation_options(p: argparse.ArgumentParser, default_ops: tuple[int, int]
     p.add_argument("--paths", action="store_true", help="hirgen/guided: also cover operator paths of length 3")
     p.add_argument("--ops", type=_op_range, default=default_ops, help="operator count range LB:UB")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--opset", type=int, default=17)
+    p.add_argument("--opset", default=default_opsets,
+                   help=f"opset of the models, or a range or list each model's opset is drawn from, e.g. 13-23 "
+                        f"(compilers convert each operator version with its own code; default: {default_opsets})")
     p.add_argument("--max-rank", type=int, default=5)
     p.add_argument("--max-dim", type=int, default=5)
     p.add_argument("--max-numel", type=int, default=4096, help="element limit of every tensor")
@@ -806,7 +827,7 @@ def build_parser() -> argparse.ArgumentParser:
     # 10 operators per graph: benchmarks/graph_size.py measured 351, 441, 434 and 678 distinct bugs per
     # CPU-hour at 5, 10, 20 and 40; at 40 the allocation spent 344 of 349 tests on OpenVINO, whose count was
     # inflated by node dumps that dedup now merges (70 of its crash messages are 33), so 10 it is
-    _generation_options(f, default_ops=(10, 10), strategies=FUZZ_STRATEGIES)
+    _generation_options(f, default_ops=(10, 10), strategies=FUZZ_STRATEGIES, default_opsets="13-23")
     f.add_argument("--coverage-from", action="append", metavar="CAMPAIGN",
                    help="hirgen/gencog/guided: start coverage guidance from an earlier campaign's (repeatable)")
     f.add_argument("--reduce-budget", type=_budget, default=60.0,

@@ -10,8 +10,9 @@ from dlcfuzz import __version__
 from dlcfuzz.ir import ONNX_CODE, Graph, TensorType
 
 DEFAULT_OPSET = 17
-# ONNX Runtime 1.31 accepts IR <= 13 and opset <= 26; TVM 0.27 and OpenVINO 2026.4 load 17-21.
-MIN_OPSET, MAX_OPSET = 17, 21
+# ONNX Runtime 1.31 accepts IR <= 13 and opset <= 26 (with no kernel for a few opset-22 versions:
+# RoiAlign, MaxRoiPool, GlobalLpPool); TVM 0.27, OpenVINO 2026.4 and IREE 3.13 load 13-23 (measured).
+MIN_OPSET, MAX_OPSET = 13, 23
 
 
 

@@ -32,6 +32,7 @@ from dlcfuzz.gen import UNTARGETED, make_generator
 from dlcfuzz.gen.feedback import STRATEGY as FEEDBACK
 from dlcfuzz.gen.guided import STRATEGIES as GUIDED
 from dlcfuzz.gen.guided import Coverage
+from dlcfuzz.gen.opsets import OpsetMix
 from dlcfuzz.ir import Graph
 from dlcfuzz.ir.hints import random_array
 from dlcfuzz.oracle import (
@@ -57,7 +58,7 @@ from dlcfuzz.run.reduce import Case, ReduceError, reduce_case, write_reduction
 from dlcfuzz.run.store import Store, TestRecord
 from dlcfuzz.run.worker import PhaseLimits, WorkerDied, WorkerPool
 from dlcfuzz.seeds import derive_seed
-from dlcfuzz.solve import Limits
+from dlcfuzz.solve import Admission, Limits
 from dlcfuzz.spec import OpSpec
 from dlcfuzz.values import synthesize
 
@@ -98,12 +99,15 @@ class CampaignConfig:
     variants_per_backend: int = 0
     # probing: the cached profiles forget what they knew of this campaign's operators (the rest is kept)
     fresh_profiles: bool = False
+    # each test's opset is drawn from these (gen/opsets.py); empty: limits.opset alone
+    opsets: tuple[int, ...] = ()
 
     def identity(self) -> dict:
         """What must match for a rerun to resume this campaign."""
         return {"seed": self.seed, "ops": list(self.ops), "backends": sorted(self.backends),
                 "operators": sorted(s.op for s in self.specs), "limits": asdict(self.limits),
-                "strategy": self.strategy, "strategy_options": self.strategy_options, "tolerances": self.tolerances}
+                "strategy": self.strategy, "strategy_options": self.strategy_options, "tolerances": self.tolerances,
+                "opsets": list(self.opsets)}
 
 
 @dataclass
@@ -208,8 +212,7 @@ class Tester:
         self.coverage = coverage
         self.profiles = profiles or {}
         self.allocator = allocator if cfg.allocate else None
-        self.gen = gen or make_generator(cfg.strategy, cfg.specs, cfg.limits, cfg.ops, _profile(cfg), coverage,
-                                         **cfg.strategy_options)
+        self.gen = gen or campaign_generator(cfg, coverage)
         # one generator per target compiler, each making only calls that its target and the baseline take
         self.gens = {"": self.gen}
         if cfg.targeted and cfg.strategy not in UNTARGETED:
@@ -217,8 +220,7 @@ class Tester:
             for name in self.compilers:
                 if name in self.profiles:
                     admit = Both(self.profiles[name], baseline) if baseline is not None else self.profiles[name]
-                    self.gens[name] = make_generator(cfg.strategy, cfg.specs, cfg.limits, cfg.ops, _profile(cfg),
-                                                     coverage, admit=admit, **cfg.strategy_options)
+                    self.gens[name] = campaign_generator(cfg, coverage, admit)
         self.lock = threading.Lock()
 
     @property
@@ -499,8 +501,7 @@ class Campaign(Driver):
                 self.coverage.load(other.coverage())
                 other.close()
             self.coverage.load(self.store.coverage())
-        self.gen = make_generator(cfg.strategy, cfg.specs, cfg.limits, cfg.ops, _profile(cfg), self.coverage,
-                                  **cfg.strategy_options)
+        self.gen = campaign_generator(cfg, self.coverage)
         self.reduced: set[tuple[str, str]] = set()
         self.devices = cfg.devices
         self._tester: Tester | None = None
@@ -733,12 +734,24 @@ def outcome_rows(outcomes: dict[str, dict[str, Outcome]]) -> list[tuple]:
             for b, vs in outcomes.items() for v, o in vs.items()]
 
 
-def _profile(cfg: CampaignConfig):
+def _profile(cfg: CampaignConfig, opset: int):
     if cfg.limits.target != "ort":
         return None
     from dlcfuzz.backends.ort import full_profile
 
-    return full_profile(cfg.limits.opset, tuple(s.op for s in cfg.specs))
+    return full_profile(opset, tuple(s.op for s in cfg.specs))
+
+
+def campaign_generator(cfg: CampaignConfig, coverage: Coverage | None, admit: Admission | None = None):
+    """The campaign's generator (for one target compiler with ``admit``): at ``limits.opset``, or each
+    graph at an opset drawn from ``cfg.opsets``."""
+    def make(opset: int):
+        return make_generator(cfg.strategy, cfg.specs, replace(cfg.limits, opset=opset), cfg.ops,
+                              _profile(cfg, opset), coverage, admit=admit, **cfg.strategy_options)
+
+    if len(cfg.opsets) > 1:
+        return OpsetMix(make, cfg.opsets)
+    return make(cfg.opsets[0] if cfg.opsets else cfg.limits.opset)
 
 
 def _checker_error(g: Graph) -> str | None:

@@ -25,6 +25,7 @@ from pathlib import Path
 from dlcfuzz.backends.base import OK, Outcome
 from dlcfuzz.ir import CONST_KIND, Graph, Node, Value
 from dlcfuzz.oracle.unsupported import is_unsupported
+from dlcfuzz.solve.types import schema
 
 ACCEPTED, DECLINED, FAILED = "accepted", "declined", "failed"
 STATUSES = (ACCEPTED, DECLINED, FAILED)
@@ -43,9 +44,14 @@ def cache_dir() -> Path:
     return Path(base) / "dlcfuzz"
 
 
-def node_keys(node: Node, values: Mapping[str, Value]) -> list[str]:
-    """The keys a profile judges ``node`` by (see the module doc)."""
+def node_keys(node: Node, values: Mapping[str, Value], opset: int | None = None) -> list[str]:
+    """The keys a profile judges ``node`` by (see the module doc); with the model's ``opset``, also the
+    operator version it selects (compilers convert or run each version with its own code: ORT 1.31
+    has no kernel for RoiAlign-22, though it runs RoiAlign-16)."""
     keys = ["*"]
+    known = schema(node.op, opset) if opset is not None else None
+    if known is not None:
+        keys.append(f"version={known.since_version}")
     first = values[node.inputs[0]] if node.inputs and node.inputs[0] else None
     if first is not None:
         keys += [f"dtype={first.type.dtype}", f"rank={first.type.rank}"]
@@ -99,13 +105,13 @@ class SupportProfile:
         """False when every test of the operator was declined."""
         return not self._declined(op, "*")
 
-    def admits(self, node: Node, values: Mapping[str, Value]) -> bool:
-        """Whether the compiler is expected to take ``node`` (unknown keys are admitted: exploring them
-        is how the profile learns)."""
-        return not any(self._declined(node.op, k) for k in node_keys(node, values))
+    def admits(self, node: Node, values: Mapping[str, Value], opset: int | None = None) -> bool:
+        """Whether the compiler is expected to take ``node`` in a model at ``opset`` (unknown keys are
+        admitted: exploring them is how the profile learns)."""
+        return not any(self._declined(node.op, k) for k in node_keys(node, values, opset))
 
     def admits_graph(self, graph: Graph) -> bool:
-        return all(self.admits(n, graph.values) for n in graph.nodes)
+        return all(self.admits(n, graph.values, graph.opset) for n in graph.nodes)
 
     def declined_keys(self, op: str) -> list[str]:
         return sorted(k for k in self.counts.get(op, {}) if self._declined(op, k))
@@ -114,7 +120,7 @@ class SupportProfile:
     def learn(self, graph: Graph, outcomes: Mapping[str, Outcome]) -> str:
         """Counts one test's outcomes on this compiler (see the module doc); returns its status."""
         status = test_status(self.backend, outcomes)
-        keyed = [(n.op, node_keys(n, graph.values)) for n in graph.nodes]
+        keyed = [(n.op, node_keys(n, graph.values, graph.opset)) for n in graph.nodes]
         if status == DECLINED:
             # only the node(s) that nothing accepted vouches for can be the declined one
             unproven = [(op, [k for k in keys if self._seen(op, k)[0] == 0]) for op, keys in keyed]
@@ -210,8 +216,8 @@ class Both:
     def admits_op(self, op: str) -> bool:
         return self.first.admits_op(op) and self.second.admits_op(op)
 
-    def admits(self, node: Node, values: Mapping[str, Value]) -> bool:
-        return self.first.admits(node, values) and self.second.admits(node, values)
+    def admits(self, node: Node, values: Mapping[str, Value], opset: int | None = None) -> bool:
+        return self.first.admits(node, values, opset) and self.second.admits(node, values, opset)
 
 
 def find_profile(backend: str, version: str, warn=lambda line: None) -> SupportProfile | None:

@@ -47,7 +47,7 @@ class Admission(Protocol):
 
     def admits_op(self, op: str) -> bool: ...
 
-    def admits(self, node: Node, values: Mapping[str, Value]) -> bool: ...
+    def admits(self, node: Node, values: Mapping[str, Value], opset: int | None = None) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -335,8 +335,8 @@ class Instantiator:
         out_ivs = output_intervals(spec.op, self._ivs, c.ins, node.attrs, outs)
         values = [Value(self._name(), t, NODE_KIND) for t in outs]
         node.outputs = [v.name for v in values]
-        if self.admit is not None and not self.admit.admits(node, ChainMap({v.name: v for v, _ in self._staged},
-                                                                           self.g.values)):
+        staged = ChainMap({v.name: v for v, _ in self._staged}, self.g.values)
+        if self.admit is not None and not self.admit.admits(node, staged, lim.opset):
             raise EmptyDomain(f"{spec.op}: the target compiler declines this call")
         return Proposal(spec, node, self._staged, values, out_ivs, c)
 
