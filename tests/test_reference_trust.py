@@ -140,6 +140,20 @@ def test_average_pool_ceil_mode_with_pads_is_refused_and_without_pads_trusted():
     assert compare(expected, ref) is None and _trusted(plain)
 
 
+def test_average_pool_kernel_longer_than_the_input_is_refused():
+    # kernel 4, stride 4 on length 1, count_include_pad 1, no pads: ceil_mode makes one window [0, 4) that
+    # holds the one input element and no padding; its mean is the element (ORT, TVM, torch), the reference
+    # gives 0 (NaN with count_include_pad 0).  A last window only partly past the input is computed right.
+    g = _pool("AveragePool", (1,), (1,), kernel_shape=[4], strides=[4], ceil_mode=1, count_include_pad=1)
+    expected, ref = _both(g, {"x": np.array([[[0.75]]], dtype=np.float32)})
+    np.testing.assert_allclose(expected[0].ravel(), [0.75])
+    assert compare(expected, ref) is not None
+    assert not _trusted(g)
+    fits = _pool("AveragePool", (5,), (2,), kernel_shape=[3], strides=[2], ceil_mode=1, count_include_pad=1)
+    expected, ref = _both(fits, {"x": np.arange(5, dtype=np.float32).reshape(1, 1, 5)})
+    assert compare(expected, ref) is None and _trusted(fits)
+
+
 def test_max_pool_valid_with_ceil_mode_is_refused():
     # ONNX's VALID formula: ceil((5 - 4 + 1) / 4) = 1 output; its explicit-pads formula with pads 0:
     # ceil((5 - 4) / 4) + 1 = 2 (ORT, OpenVINO, TVM): the spec is ambiguous, the reference takes the first

@@ -190,6 +190,15 @@ def test_integer_overflow_is_undefined_not_a_bug() -> None:
     small = {"x": np.array([[30], [40], [50]], np.int32)}
     assert overflows(g, "p", big, {})
     assert not overflows(g, "p", small, {})
+    # a product beyond float64's range too (220 factors of ~13000, from a 10-minute ORT campaign)
+    g.values["x"].type = TensorType((220, 1), "int32")
+    assert overflows(g, "p", {"x": np.full((220, 1), 13274, np.int32)}, {})
+    # the result fits, an intermediate does not: int32 ReduceL2 squares -52801 (ORT gives 52801, the
+    # reference wraps the square)
+    g.nodes[0].op = "ReduceL2"
+    g.values["x"].type = TensorType((2, 1), "int32")
+    assert overflows(g, "p", {"x": np.array([[-39867], [-52801]], np.int32)}, {})
+    assert not overflows(g, "p", {"x": np.array([[-398], [-528]], np.int32)}, {})
 
 
 def test_float64_computed_through_float32_gets_float32_tolerance() -> None:
@@ -240,3 +249,29 @@ def test_openvino_variants_say_they_compute_float64_in_float32() -> None:
     from dlcfuzz.backends.openvino import OpenVinoBackend
 
     assert all(v.options["float64_in_float32"] for v in OpenVinoBackend().variants())
+
+
+def test_an_operator_that_amplifies_tolerated_rounding_is_noise() -> None:
+    """Sin of a float32 Pow near 1e7: one ulp of the Pow (within tolerance) is a different sine.
+    Recomputed on the accused side's own inputs, Sin gives what the accused gave, so the divergence is
+    noise; a Sin that is wrong on its own inputs stays a divergence (10-minute ORT campaign)."""
+    from dlcfuzz.ir import INPUT_KIND, Graph, Node, TensorType, Value
+    from dlcfuzz.run.localize import exposed, first_divergence
+
+    g = Graph(opset=17)
+    for name, kind in (("x", INPUT_KIND), ("p", "node"), ("s", "node")):
+        g.add_value(Value(name, TensorType((1,), "float32"), kind))
+    g.add_node(Node("Pow", ["x", "x"], ["p"], {}, "n0"))
+    g.add_node(Node("Sin", ["p"], ["s"], {}, "n1"))
+    g.set_leaf_outputs()
+    e = exposed(g)
+    x = np.array([7.6], np.float32)
+    p = np.power(x, x)
+    p_ulp = np.nextafter(p, np.float32(np.inf))  # one ulp up: within any float32 tolerance
+    expected = [p, np.sin(p)]
+    actual = [p_ulp, np.sin(p_ulp)]
+    assert abs(float(np.sin(p_ulp)[0] - np.sin(p)[0])) > 0.01  # the sine moved visibly
+    first = first_divergence(e, expected, actual, None, {"x": x})
+    assert first["op"] == "Sin" and "tie" in first
+    wrong = [p_ulp, np.sin(p_ulp) + np.float32(0.5)]
+    assert "tie" not in first_divergence(e, expected, wrong, None, {"x": x})

@@ -66,6 +66,24 @@ class Test:
     inputs: dict[str, np.ndarray]
 
 
+WITHOUT = " without "  # a variant with passes turned off: "basic without ort:transformer:ConstantFolding"
+
+
+def without(variant: str, keys: list[str]) -> str:
+    return f"{variant}{WITHOUT}{','.join(keys)}"
+
+
+def resolve_variant(backend: Backend, variants: dict[str, Variant], name: str) -> Variant:
+    """A variant by name, including one with passes turned off (``without``); KeyError if unknown."""
+    base, sep, keys = name.partition(WITHOUT)
+    if not sep:
+        return variants[name]
+    got = backend.disabling(variants[base], [k for k in keys.split(",") if k])
+    if got is None:
+        raise KeyError(f"{backend.name} cannot turn passes off: {name}")
+    return got
+
+
 class Backend:
     name: str = ""
     package: str = ""  # the importable module whose absence disables the backend
@@ -116,6 +134,13 @@ class Backend:
 
     def fired(self, keys: list[str]) -> None:
         pass
+
+    def disabling(self, variant: Variant, keys: list[str]) -> Variant | None:
+        """``variant`` with the passes behind the ``fired`` keys ``keys`` turned off, named
+        ``without(variant.name, keys)``; None where this backend cannot turn passes off.  Finding the
+        pass whose removal makes a divergence vanish names the bug's cause (``run/culprit.py``).  Pure:
+        the driver asks it too, without the compiler."""
+        return None
 
     def load(self, test: Test) -> Any:
         raise NotImplementedError

@@ -9,12 +9,17 @@ raises ``ProviderFallback`` (an error outcome that says so), never passes as a G
 
 from __future__ import annotations
 
-from collections.abc import Collection
+import os
+import re
+import sys
+import tempfile
+from collections.abc import Collection, Iterator
+from contextlib import contextmanager
 from functools import cache
 
 import numpy as np
 
-from dlcfuzz.backends.base import Backend, Test, Variant
+from dlcfuzz.backends.base import Backend, Test, Variant, without
 from dlcfuzz.export.onnx import checker_error, to_onnx
 from dlcfuzz.ir import DTYPE_OF_CODE, Graph
 from dlcfuzz.ir.hints import random_array
@@ -157,6 +162,27 @@ def model_error(g: Graph, run: bool = True, seed: int = 0) -> str | None:
     return None
 
 
+# ``fired`` keys: the graph transformers that changed the model, as ORT's verbose log reports them
+FIRED = "ort:transformer:"
+_MODIFIED = re.compile(r"GraphTransformer (\S+) modified: 1")
+
+
+@contextmanager
+def stderr_lines(into: list[str]) -> Iterator[None]:
+    """Collects what native code writes to file descriptor 2 inside the block (lines, into ``into``)."""
+    with tempfile.TemporaryFile() as tmp:
+        sys.stderr.flush()
+        saved = os.dup(2)
+        os.dup2(tmp.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            tmp.seek(0)
+            into.extend(tmp.read().decode(errors="replace").splitlines())
+
+
 LEVELS = {"disable_all": "ORT_DISABLE_ALL", "basic": "ORT_ENABLE_BASIC", "extended": "ORT_ENABLE_EXTENDED",
           "all": "ORT_ENABLE_ALL"}
 
@@ -174,17 +200,20 @@ class ProviderFallback(RuntimeError):
     """The session does not run on the provider the variant asked for."""
 
 
-def make_session(model, level, providers):
+def make_session(model, level, providers, disabled=(), verbose=False):
     """The session a variant runs (the repro scripts embed this function's source), with both of
-    ORT's silent fallbacks off; raises ProviderFallback when it does not run on ``providers[0]``."""
+    ORT's silent fallbacks off; raises ProviderFallback when it does not run on ``providers[0]``.
+    ``disabled``: graph transformers turned off; ``verbose``: ORT logs each transformer's effect."""
     import onnxruntime as ort
 
     so = ort.SessionOptions()
     so.graph_optimization_level = getattr(ort.GraphOptimizationLevel, level)
     so.intra_op_num_threads = 1
     so.inter_op_num_threads = 1
+    if verbose:
+        so.log_severity_level = 0
     # enable_fallback=0: a provider that fails to build the session raises instead of being replaced by the CPU
-    sess = ort.InferenceSession(model, so, providers=providers, enable_fallback=0)
+    sess = ort.InferenceSession(model, so, providers=providers, enable_fallback=0, disabled_optimizers=list(disabled))
     sess.disable_fallback()  # and a provider failing in run() is not retried on the CPU
     got = sess.get_providers()
     if got[:1] != providers[:1]:  # a provider ORT cannot load is dropped with only a warning
@@ -241,6 +270,7 @@ class OrtBackend(Backend):
     name = "ort"
     package = "onnxruntime"
     pip = "onnxruntime"
+    report_fired = False  # see compile()
 
     def variants(self) -> list[Variant]:
         return ort_variants([p for p, why in gpu_providers().items() if not why])
@@ -255,7 +285,25 @@ class OrtBackend(Backend):
         return test.model  # ORT's frontend runs inside InferenceSession: compile phase
 
     def compile(self, imported: bytes, variant: Variant):
-        return make_session(imported, variant.options["level"], variant.options.get("providers", [PROVIDER]))
+        args = (imported, variant.options["level"], variant.options.get("providers", [PROVIDER]),
+                variant.options.get("disabled", ()))
+        # the verbose log costs ~1.5 ms a session (a quarter of an ORT-only campaign's CPU): only the
+        # culprit search (run/culprit.py), whose variants turn passes off, asks for it
+        if not (self.report_fired or "disabled" in variant.options):
+            return make_session(*args)
+        log: list[str] = []
+        try:
+            with stderr_lines(log):  # ORT's C++ logger writes to file descriptor 2
+                return make_session(*args, verbose=True)
+        finally:  # the transformers that changed the graph before an error count too
+            self.fired(sorted({f"{FIRED}{m}" for line in log for m in _MODIFIED.findall(line)}))
+
+    def disabling(self, variant: Variant, keys: list[str]) -> Variant | None:
+        """(no keys: the variant itself, reporting the transformers that changed the model)"""
+        names = [k.removeprefix(FIRED) for k in keys if k.startswith(FIRED)]
+        if len(names) != len(keys):
+            return None
+        return Variant(without(variant.name, keys), {**variant.options, "disabled": names})
 
     def run(self, compiled, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
         return [np.asarray(o) for o in compiled.run(None, inputs)]
@@ -272,8 +320,9 @@ class ProviderFallback(RuntimeError):
 
 LEVEL = {variant.options["level"]!r}
 PROVIDERS = {variant.options.get("providers", [PROVIDER])!r}
+DISABLED = {list(variant.options.get("disabled", ()))!r}  # graph transformers turned off
 
 
 def run_model(model_path, inputs):
-    return make_session(model_path, LEVEL, PROVIDERS).run(None, inputs)
+    return make_session(model_path, LEVEL, PROVIDERS, DISABLED).run(None, inputs)
 '''

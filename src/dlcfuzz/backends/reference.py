@@ -144,6 +144,9 @@ RULES: tuple[Rule, ...] = (
          "5x4, count_include_pad 0: every output off, ORT and a by-hand mean of each window agree), seen in a "
          "5-minute ORT campaign",
          lambda n, g: bool(n.attrs.get("ceil_mode")) and any(n.attrs.get("pads") or [])),
+    Rule("AveragePool", "a kernel longer than the input (a ceil_mode window): 0 or NaN (kernel 4, strides 4 on "
+         "length 1: the reference 0 with count_include_pad 1, NaN without; ORT, TVM and torch the input), seen in "
+         "a 10-minute ORT campaign", _kernel_over_input),
     Rule("LpPool", "averages instead of summing windows that hold padding (0/20 at opset 17, where LpPool-11 "
          "draws no ceil_mode or dilations: kept for opset 18+)",
          lambda n, g: g.opset >= 18 and (_auto_pad(n) != "NOTSET" or any(n.attrs.get("pads") or []))),

@@ -64,10 +64,11 @@ class OpsetMix:
         self._last = self.gens[opset]
         return self._last.generate(seed)
 
-    def feedback(self, graph: Graph, fired: Any) -> Any:
-        return self.gens.get(graph.opset, self._last).feedback(graph, fired)
-
     def __getattr__(self, name: str) -> Any:
-        # strategy-specific state (coverage, last_ctx ...) is the last-used generator's; coverage
-        # objects are shared by all of them
-        return getattr(self.__dict__["_last"], name)
+        # strategy-specific state (coverage, last_ctx ...) is the last-used generator's, and exists only
+        # where the strategy has it (hasattr); coverage objects are shared by all of them.  Feedback on a
+        # graph goes to the generator of its opset.
+        attr = getattr(self.__dict__["_last"], name)
+        if name == "feedback":
+            return lambda graph, fired: self.gens.get(graph.opset, self._last).feedback(graph, fired)
+        return attr

@@ -50,6 +50,7 @@ from dlcfuzz.oracle import CRASH as ORACLE_CRASH
 from dlcfuzz.oracle.unsupported import is_unsupported
 from dlcfuzz.run.allocate import Allocator
 from dlcfuzz.run.bundle import write_bundle
+from dlcfuzz.run.culprit import blame
 from dlcfuzz.run.dedup import graph_signature, producer, title
 from dlcfuzz.run.known import KNOWN, NEW, KnownBugs, Reporting
 from dlcfuzz.run.localize import localize, rounded_outputs, single_outputs
@@ -343,6 +344,7 @@ class Tester:
             verdict = judged()
         verdict.unsupported += declined  # a baseline that cannot run the model is no compiler's bug
         localize(graph, test, verdict.findings, self.pool.run, judge_by, self.cfg.tolerances, self.reduced)
+        blame(graph, test, verdict.findings, outcomes, self.backends, self.pool.run, self.cfg.tolerances)
         verdict.findings += late
         return Evaluation(outcomes, verdict, outputs, baseline_name, finite, compiler_s, time.perf_counter() - t0)
 

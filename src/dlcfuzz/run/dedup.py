@@ -125,6 +125,9 @@ def signature(f: Finding, producer_op: str = "", dtype: str = "", names: Iterabl
                  *compiler_frames(f.traceback)]
     elif f.category == BASELINE:  # the baseline's fault, whichever backends outvoted it
         parts = [BASELINE, f.other, *divergence(f, producer_op, dtype)]
+    elif f.details.get("culprit"):  # one pass's defect, at whichever operator it rewrote (run/culprit.py)
+        _, kind, dtype_cls = divergence(f, producer_op, dtype)
+        parts = [f.backend, "pass", f.details["culprit"], kind, dtype_cls]
     else:  # the variants of one backend that diverge at the same operator the same way are one bug
         parts = [f.backend, "divergence", f.category, *divergence(f, producer_op, dtype)]
     return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:16]
@@ -166,7 +169,8 @@ def title(f: Finding, producer_op: str = "") -> str:
     if f.category == BASELINE:
         return f"{f.other} disagrees with {f.backend} {f.variant} and another compiler: {kind} mismatch{where}"[:200]
     who = f"{f.backend} {f.variant}" if f.oracle == METAMORPHIC else f.backend  # one bug spans the variants
-    return f"{who} vs {f.other}: {kind} mismatch{where}"[:200]
+    cause = f", caused by pass {f.details['culprit']}" if f.details.get("culprit") else ""
+    return f"{who} vs {f.other}: {kind} mismatch{where}{cause}"[:200]
 
 
 # migrated tests: the frontend backend -> the compiler behind it; a crash after the import is the

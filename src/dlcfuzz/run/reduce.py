@@ -94,6 +94,7 @@ from dlcfuzz.oracle import (
 )
 from dlcfuzz.oracle.compare import REDUCED_PRECISION
 from dlcfuzz.run.bugreport import write_report
+from dlcfuzz.run.culprit import blame
 from dlcfuzz.run.dedup import graph_signature, normalize
 from dlcfuzz.run.localize import exposed, first_divergence, localize, rounded_outputs, single_outputs
 from dlcfuzz.run.worker import PhaseLimits, WorkerDied, WorkerPool
@@ -640,6 +641,8 @@ class _Reducer:
             # where the divergence starts, as the campaign signed it (only needed while the diverging
             # node is not yet the producer of the differing output)
             localize(g, test, findings, self.pool.run, judged_by, self.tol, self.reduced)
+            blame(g, test, findings, {self.f.backend: outcomes}, {self.f.backend: self.backend}, self.pool.run,
+                  self.tol)
         for f in findings:
             if graph_signature(f, g) == self.sig:
                 return _Trial(True, "", f.output, baseline, outcomes, findings)
@@ -965,7 +968,7 @@ class _Reducer:
             return None
         pairs = {(f.backend, f.variant), (f.backend, f.other)}
         tol = (self.tol | REDUCED_PRECISION) if pairs & self.reduced else self.tol
-        return first_divergence(every, expected, actual.outputs or [], tol)
+        return first_divergence(every, expected, actual.outputs or [], tol, feeds)
 
     def downstream(self, g: Graph, feeds: dict[str, np.ndarray]) -> tuple[Graph, dict[str, np.ndarray]]:
         """Drops everything downstream of the first diverging operator the campaign located, which

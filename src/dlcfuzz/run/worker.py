@@ -36,7 +36,21 @@ from typing import Any
 
 import numpy as np
 
-from dlcfuzz.backends.base import COMPILE, CRASH, ERROR, IMPORT, OK, OOM, RUN, SKIPPED, START, TIMEOUT, Outcome, Test
+from dlcfuzz.backends.base import (
+    COMPILE,
+    CRASH,
+    ERROR,
+    IMPORT,
+    OK,
+    OOM,
+    RUN,
+    SKIPPED,
+    START,
+    TIMEOUT,
+    Outcome,
+    Test,
+    resolve_variant,
+)
 
 
 @dataclass(frozen=True)
@@ -172,7 +186,7 @@ def child_main(backend_name: str) -> None:
             try:
                 _send(proto_out, ("phase", COMPILE, name))
                 t0 = time.perf_counter()
-                compiled = backend.compile(imported, variants[name])
+                compiled = backend.compile(imported, resolve_variant(backend, variants, name))
                 times[COMPILE] = time.perf_counter() - t0
                 phase = RUN
                 _send(proto_out, ("phase", RUN, name))

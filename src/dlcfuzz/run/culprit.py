@@ -1,0 +1,57 @@
+"""The pass behind an optimization bug.
+
+A metamorphic finding says one variant of a compiler disagrees with another of the same compiler
+(ONNX Runtime's basic level against disable_all).  The accused variant reports the passes that
+changed the model (``Outcome.fired``); turning each off in turn (``Backend.disabling``), the first
+whose absence makes the divergence vanish is the culprit, recorded as ``details["culprit"]``.
+
+One pass's bug shows up at whatever operator the pass rewrote: ORT's QDQPropagationTransformer moved
+a DequantizeLinear without zero point past a Reshape, a Slice, an Unsqueeze and a Transpose in a
+10-minute campaign, four "first diverging operators" for one defect.  Such findings are signed by
+their culprit (``run/dedup.py``), not by the operator.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from dlcfuzz.backends.base import OK, Backend, Outcome, Test, Variant, without
+from dlcfuzz.ir import Graph
+from dlcfuzz.oracle import METAMORPHIC, Finding
+from dlcfuzz.oracle.compare import compare
+from dlcfuzz.run.localize import rounded_outputs, single_outputs
+
+MAX_CANDIDATES = 8  # passes tried per finding (ORT's basic level changes a model with 1-3 of them)
+
+Runner = Callable[[str, Test, list[str]], dict[str, Outcome]]
+
+
+def blame(graph: Graph, test: Test, findings: list[Finding], outcomes: Mapping[str, Mapping[str, Outcome]],
+          backends: Mapping[str, Backend], run: Runner, tolerances: dict[str, tuple[float, float]] | None = None
+          ) -> None:
+    """Sets ``details["culprit"]`` (the pass's name) of each metamorphic value finding whose divergence
+    one pass of its variant explains."""
+    for f in findings:
+        if f.oracle != METAMORPHIC or not f.diverges or "culprit" in f.details or f.backend not in backends:
+            continue
+        accused, anchor = outcomes.get(f.backend, {}).get(f.variant), outcomes.get(f.backend, {}).get(f.other)
+        if accused is None or anchor is None or anchor.status != OK or not 0 <= f.output < len(anchor.outputs or []):
+            continue
+        backend = backends[f.backend]
+        if backend.disabling(Variant(f.variant), []) is None:
+            continue
+        fired = accused.fired
+        if not fired:  # not reported on every compile (ORT's costs): the variant with nothing off reports them
+            name = without(f.variant, [])
+            fired = run(f.backend, test, [name])[name].fired
+        candidates = [k for k in fired if backend.disabling(Variant(f.variant), [k]) is not None]
+        k = f.output
+        for key in candidates[:MAX_CANDIDATES]:
+            name = without(f.variant, [key])
+            got = run(f.backend, test, [name])[name]
+            if got.status != OK or len(got.outputs or []) != len(anchor.outputs or []):
+                continue
+            if compare([anchor.outputs[k]], [got.outputs[k]], tolerances,
+                       [0] if k in rounded_outputs(graph) else [], [0] if k in single_outputs(graph) else []) is None:
+                f.details["culprit"] = key.rsplit(":", 1)[-1]
+                break
