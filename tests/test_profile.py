@@ -62,7 +62,10 @@ def declined() -> dict[str, Outcome]:
 
 def test_keys_name_the_features_a_compiler_declines():
     keys = node_keys(topk(0).nodes[0], topk(0).values)
-    assert set(keys) == {"*", "dtype=float32", "rank=2", "axis=1", "largest=1", "sorted=0", "in1=const", "outputs=2"}
+    assert set(keys) == {"*", "dtype=float32", "rank=2", "axis=1", "largest=1", "sorted=0", "in1=const", "outputs=2",
+                         "out=float32"}
+    # in a model of opset 21, TopK is TopK-11 (its latest version by then)
+    assert "version=11" in node_keys(topk(0).nodes[0], topk(0).values, 21)
 
 
 def test_a_feature_declined_and_never_accepted_is_declined():
@@ -254,3 +257,28 @@ def test_a_decline_of_one_operator_version_is_learned_for_that_version_alone():
     assert p.admits(node, g.values, 21) and p.admits(node, g.values, 16)
     assert not p.admits(node, g.values, 22) and not p.admits(node, g.values, 23)
     assert p.declined_keys("RoiAlign") == ["version=22"]
+
+
+def test_a_decline_that_names_its_operator_is_learned_for_that_operator():
+    """IREE 3.13 declines float32 Softsign by name ("does not lower onnx.Softsign") and lowers Shrink: in a
+    two-operator graph where neither node is vouched for, only Softsign's keys are debited."""
+    pytest.importorskip("iree.compiler")
+    g = Graph(opset=17)
+    g.add_value(Value("x", TensorType((2, 3), "float32"), INPUT_KIND))
+    g.add_value(Value("s", TensorType((2, 3), "float32"), "node"))
+    g.add_value(Value("y", TensorType((2, 3), "float32"), "node"))
+    g.add_node(Node("Shrink", ["x"], ["s"], {"lambd": 0.5}, "n0"))
+    g.add_node(Node("Softsign", ["s"], ["y"], {}, "n1"))
+    g.set_leaf_outputs()
+    pool = WorkerPool(PhaseLimits())
+    try:
+        test = Test(to_bytes(g), g.to_json(), synthesize(g, np.random.default_rng(0), 0))
+        from dlcfuzz.backends import load_backend
+
+        got = pool.run("iree", test, [load_backend("iree").variants()[0].name])
+    finally:
+        pool.close()
+    p = SupportProfile("iree", "test")
+    assert p.learn(g, got) == DECLINED, got
+    assert not p.admits_op("Softsign") and p.admits_op("Shrink")
+    assert p.counts.get("Shrink") is None

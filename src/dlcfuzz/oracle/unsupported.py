@@ -116,3 +116,20 @@ def is_unsupported(backend: str, phase: str, error_type: str, message: str) -> b
     text = f"{error_type}: {message}"
     pats = _COMPILED.get(f"{backend}/{phase}", []) + _COMPILED.get(f"{backend}/*", [])
     return any(p.search(text) for p in pats)
+
+
+# Declines that name the operator they refuse: the support profile blames that operator's node, not
+# whichever node of the graph happens to be the only unproven one (run/profile.py)
+_NAMES_OPERATORS = re.compile(
+    r"does not lower onnx\.(?P<iree>\w+)"  # IREE
+    r"|not supported for frontend ONNX: (?P<tvm>[\w, ]+)"  # TVM: "... ONNX: Celu, GRU"
+    r"|Could not find an implementation for (?P<ort>\w+)\(\d+\)"  # ORT: "... for RoiAlign(22) node ..."
+    r"|No conversion rule found for operations: (?P<openvino>[^\n]+)")  # OpenVINO
+
+
+def declined_operators(message: str) -> set[str]:
+    """The operator types a decline message names (empty when it names none)."""
+    m = _NAMES_OPERATORS.search(message)
+    if m is None:
+        return set()
+    return set(re.findall(r"[A-Z]\w*", next(g for g in m.groups() if g)))

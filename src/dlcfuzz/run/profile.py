@@ -7,12 +7,13 @@ compiler accepted (some variant ran them), declined (every failure an explicit d
 ``oracle.unsupported``) or failed on (a crash or an unexplained error: a finding).  Keys are the
 operator itself (``*``), the first input's dtype and rank, string and flag attributes, whether each
 later input is absent, a constant or a runtime tensor (TVM declines inputs that "must be a constant"),
-and how many outputs a call with optional outputs asks for.
+the first output's dtype, and how many outputs a call with optional outputs asks for.
 
 It is built by ``dlcfuzz probe`` (single-operator tests through the real compiler, as a campaign, so a
 crash found while probing is a bug like any other), cached per compiler version in the user's cache
 folder, and refined online by every campaign: an accepted test credits all its keys, a declined one
-debits the keys of the one node that no accepted test vouches for, when there is exactly one such node.
+debits the keys of the one node that no accepted test vouches for, when there is exactly one such node
+(among the nodes of the operator the decline names, when it names one).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from pathlib import Path
 
 from dlcfuzz.backends.base import OK, Outcome
 from dlcfuzz.ir import CONST_KIND, Graph, Node, Value
-from dlcfuzz.oracle.unsupported import is_unsupported
+from dlcfuzz.oracle.unsupported import declined_operators, is_unsupported
 from dlcfuzz.solve.types import schema
 
 ACCEPTED, DECLINED, FAILED = "accepted", "declined", "failed"
@@ -65,6 +66,8 @@ def node_keys(node: Node, values: Mapping[str, Value], opset: int | None = None)
     for k, name in enumerate(node.inputs[1:], start=1):
         form = "absent" if not name else "const" if values[name].kind == CONST_KIND else "runtime"
         keys.append(f"in{k}={form}")
+    if node.outputs and node.outputs[0] in values:  # the result type: Cast's or EyeLike's target, QLinear*'s
+        keys.append(f"out={values[node.outputs[0]].type.dtype}")
     if len(node.outputs) > 1:  # optional outputs asked for (MaxPool's Indices: TVM converts one output)
         keys.append(f"outputs={len(node.outputs)}")
     return keys
@@ -122,6 +125,9 @@ class SupportProfile:
         status = test_status(self.backend, outcomes)
         keyed = [(n.op, node_keys(n, graph.values, graph.opset)) for n in graph.nodes]
         if status == DECLINED:
+            # a decline that names its operator ("does not lower onnx.Softsign") suspects only its nodes
+            named = set().union(*(declined_operators(o.message) for o in outcomes.values()))
+            keyed = [(op, keys) for op, keys in keyed if op in named] or keyed
             # only the node(s) that nothing accepted vouches for can be the declined one
             unproven = [(op, [k for k in keys if self._seen(op, k)[0] == 0]) for op, keys in keyed]
             unproven = [(op, keys) for op, keys in unproven if keys]
