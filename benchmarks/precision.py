@@ -122,9 +122,16 @@ def main() -> None:
             for bug in bugs:
                 bundle = folder / bug["dir"]
                 info = json.loads((bundle / "finding.json").read_text())
+                accused = bug["backend"]
+                if not (bundle / "model.onnx").is_file():  # a migrated torch call (call.pt): no ONNX model
+                    stats[accused]["listed"] += 1
+                    stats[accused]["no ONNX model"] += 1
+                    if a.sample:
+                        print(f"{bug['signature']} {accused:<9} {'no ONNX model':<17} {'torch call, see report.md':<40} "
+                              f"[-] {bug['title'][:110]}", flush=True)
+                    continue
                 test, graph = case_of(bundle)
                 ops = {n.op for n in graph.nodes} if graph is not None else set()
-                accused = bug["backend"]
                 s = stats[accused]
                 s["listed"] += 1
                 first = (info.get("details") or {}).get("first_diverging") or {}
@@ -152,8 +159,8 @@ def main() -> None:
         if len(members) > 1:
             stats[backend]["duplicate clusters"] += 1
             stats[backend]["in duplicate clusters"] += len(members)
-    cols = ("listed", "contradicted", "against baseline", "unconfirmed", "gone", "duplicate clusters",
-            "in duplicate clusters")
+    cols = ("listed", "contradicted", "against baseline", "unconfirmed", "gone", "no ONNX model",
+            "duplicate clusters", "in duplicate clusters")
     print(f"{a.category} bugs of {folder}, re-run on {', '.join(installed)}")
     print(f"{'backend':<12}" + "".join(f"{c:>22}" for c in cols))
     total: Counter = Counter()

@@ -98,6 +98,22 @@ def test_an_export_no_onnx_baseline_runs_is_one_exporter_finding(tmp_path: Path)
 
 
 @needs_torch
+def test_an_export_the_onnx_checker_rejects_is_one_exporter_finding(tmp_path: Path):
+    """torch.onnx.export writes a 0-d repeat as a Tile whose repeats are float (the checker: "'Repeats'
+    input must be 1D tensor of type int64"); ORT rightly rejects it, TVM reads it leniently: one exporter
+    finding, no bug of either (a 30-minute migration listed ORT's refusal as an ORT bug)."""
+    import torch
+
+    out = run_migration(tmp_path, [torch_instance("torch.Tensor.repeat", (torch.tensor(1.5), []), {}, "rep")],
+                        ["ort", "tvm"])
+    db = sqlite3.connect(out / "campaign.sqlite")
+    findings = db.execute("SELECT backend, oracle, phase, message FROM findings").fetchall()
+    assert [f[:3] for f in findings] == [(EXPORT, CRASH, "export")], findings
+    assert "the ONNX checker" in findings[0][3] and "Repeats" in findings[0][3]
+    assert db.execute("SELECT backend, category FROM bugs").fetchall() == [(EXPORT, "exporter")]
+
+
+@needs_torch
 @pytest.mark.skipif(not HAS_OPENVINO, reason="openvino is not installed")
 def test_complex_output_in_openvinos_torch_frontend_is_a_decline(tmp_path: Path):
     """OpenVINO's torch frontend cannot return a complex tensor (ComplexTypeMark reaches the Result):

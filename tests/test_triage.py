@@ -275,3 +275,23 @@ def test_an_operator_that_amplifies_tolerated_rounding_is_noise() -> None:
     assert first["op"] == "Sin" and "tie" in first
     wrong = [p_ulp, np.sin(p_ulp) + np.float32(0.5)]
     assert "tie" not in first_divergence(e, expected, wrong, None, {"x": x})
+
+
+def test_an_operator_version_newer_than_orts_schemas_is_a_decline() -> None:
+    """ORT 1.31 calls a valid Attention-25 (left_window_size) model invalid: it lacks that version, which
+    is a decline, not a bug (three such 'bugs' in a 30-minute migration)."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    from dlcfuzz.backends.ort import make_session
+    from dlcfuzz.oracle.unsupported import is_unsupported
+
+    q = helper.make_tensor_value_info("Q", TensorProto.FLOAT, [1, 2, 3, 4])
+    y = helper.make_tensor_value_info("Y", TensorProto.FLOAT, [1, 2, 3, 4])
+    node = helper.make_node("Attention", ["Q", "Q", "Q"], ["Y"], left_window_size=1)
+    model = helper.make_model(helper.make_graph([node], "g", [q], [y]), opset_imports=[helper.make_opsetid("", 25)],
+                              ir_version=10)
+    onnx.checker.check_model(model, full_check=True)  # valid ONNX
+    with pytest.raises(Exception) as e:
+        make_session(model.SerializeToString(), "ORT_DISABLE_ALL", ["CPUExecutionProvider"])
+    assert is_unsupported("ort", "compile", type(e.value).__name__, str(e.value)), str(e.value)

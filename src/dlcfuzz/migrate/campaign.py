@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from dlcfuzz.backends import Backend, load_backend
-from dlcfuzz.backends.base import OK, Outcome, Test, Variant
+from dlcfuzz.backends.base import ERROR, OK, Outcome, Test, Variant
 from dlcfuzz.migrate.instances import ONNX, TORCH, Instance, InstanceSet
 from dlcfuzz.oracle import BASELINE, CRASH, DIFFERENTIAL, EXPORTER, Finding, Verdict, all_finite, judge_migrated
 from dlcfuzz.oracle.compare import CHEBYSHEV, chebyshev
@@ -193,10 +193,12 @@ class InstanceRunner:
         verdict = judge_migrated(outcomes, baselines, self.cfg.tolerances, model_of)
         if export is not None:
             verdict.findings += judge_export(export, expected, self.cfg.tolerances)
-            if not export.ran:  # an export no ONNX baseline runs is suspect: a frontend's error on it is no bug
+            if not export.ran:  # an export no ONNX baseline runs is suspect: a frontend's error on it is no bug,
+                # nor, where the checker rejects the model, what a lenient frontend computes from it
+                invalid = export.outcome.error_type == "InvalidModel"
                 verdict.findings = [f for f in verdict.findings
-                                    if not (model_of.get(f.backend) == ONNX and f.oracle == CRASH
-                                            and f.kind == "exception")]
+                                    if not (model_of.get(f.backend) == ONNX and (
+                                        (f.oracle == CRASH and f.kind == "exception") or (invalid and f.diverges)))]
         verdict.findings += late
         record = TestRecord(iid, 0, [inst.op], baseline if export is None else f"{baseline}, {export.name}",
                             all_finite(expected), 1, True, time.perf_counter() - t_start, 0.0, lib_seconds,
@@ -208,7 +210,16 @@ class InstanceRunner:
         baseline available)."""
         import onnx
 
-        ops = {n.op_type for n in onnx.load_model_from_string(test.model).graph.node}
+        from dlcfuzz.export.onnx import checker_error
+
+        model = onnx.load_model_from_string(test.model)
+        invalid = checker_error(model)
+        if invalid is not None:  # torch.onnx.export wrote an invalid model (BatchNormalization-15 with 5
+            # outputs, Tile with float repeats): a frontend's refusal of it is right, its leniency no bug
+            o = Outcome(ERROR, "export", error_type="InvalidModel", message=invalid)
+            return ExportCheck(EXPORT_BASELINES[0][0], EXPORT_BASELINES[0][1], test, o,
+                               [f"the ONNX checker: {normalize(invalid, 1)}"])
+        ops = {n.op_type for n in model.graph.node}
         check: ExportCheck | None = None
         for backend, variant in EXPORT_BASELINES:
             if backend not in self.backends or not self.backends[backend].supports(ops):
