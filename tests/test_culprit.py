@@ -86,3 +86,19 @@ def test_variants_without_passes_resolve_only_where_the_backend_turns_passes_off
     assert ort.disabling(basic, ["tvm:pass:FoldConstant"]) is None
     with pytest.raises(KeyError):
         resolve_variant(tvm, {"O3": Variant("O3")}, without("O3", ["tvm:pass:FoldConstant"]))
+
+
+def test_a_divergence_from_its_own_unoptimized_baseline_is_blamed_too(pool: WorkerPool) -> None:
+    """Where the reference is not trusted, ORT's disable_all is the baseline: ORT basic against it is
+    an optimization bug like a metamorphic one, and gets the same signature."""
+    from dlcfuzz.oracle import DIFFERENTIAL
+
+    g = dequantize_then("Transpose", {"perm": [2, 1, 0]}, (1, 2, 1))
+    test = Test(to_bytes(g), g.to_json(), {"q": np.array([1, -2], np.int8).reshape(1, 2, 1)})
+    baseline = pool.run("ort", test, ["disable_all"])["disable_all"].outputs
+    outcomes = {"ort": pool.run("ort", test, ["basic"])}
+    f = next(f for f in judge(outcomes, baseline, baseline_name="ort/disable_all").findings)
+    assert f.oracle == DIFFERENTIAL and f.other == "ort/disable_all"
+    blame(g, test, [f], outcomes, {"ort": load_backend("ort")}, pool.run)
+    assert f.details["culprit"] == "QDQPropagationTransformer"
+    assert graph_signature(f, g) == graph_signature(_blamed(g, pool), g)

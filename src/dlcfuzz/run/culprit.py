@@ -1,7 +1,8 @@
 """The pass behind an optimization bug.
 
 A metamorphic finding says one variant of a compiler disagrees with another of the same compiler
-(ONNX Runtime's basic level against disable_all).  The accused variant reports the passes that
+(ONNX Runtime's basic level against disable_all; so does a differential one whose baseline was the
+compiler's own unoptimized variant).  The accused variant reports the passes that
 changed the model (``Outcome.fired``); turning each off in turn (``Backend.disabling``), the first
 whose absence makes the divergence vanish is the culprit, recorded as ``details["culprit"]``.
 
@@ -32,13 +33,19 @@ def blame(graph: Graph, test: Test, findings: list[Finding], outcomes: Mapping[s
     """Sets ``details["culprit"]`` (the pass's name) of each metamorphic value finding whose divergence
     one pass of its variant explains."""
     for f in findings:
-        if f.oracle != METAMORPHIC or not f.diverges or "culprit" in f.details or f.backend not in backends:
+        if not f.diverges or "culprit" in f.details or f.backend not in backends:
             continue
-        accused, anchor = outcomes.get(f.backend, {}).get(f.variant), outcomes.get(f.backend, {}).get(f.other)
-        if accused is None or anchor is None or anchor.status != OK or not 0 <= f.output < len(anchor.outputs or []):
-            continue
+        # the variant it was compared with: another of its own (metamorphic), or its own unoptimized
+        # variant standing in as the baseline ("ort/disable_all" where the reference is not trusted)
+        owner, _, variant = f.other.partition("/")
+        anchor_variant = f.other if f.oracle == METAMORPHIC else variant if owner == f.backend else ""
         backend = backends[f.backend]
-        if backend.disabling(Variant(f.variant), []) is None:
+        if not anchor_variant or backend.disabling(Variant(f.variant), []) is None:
+            continue
+        accused, anchor = outcomes.get(f.backend, {}).get(f.variant), outcomes.get(f.backend, {}).get(anchor_variant)
+        if anchor is None:
+            anchor = run(f.backend, test, [anchor_variant])[anchor_variant]
+        if accused is None or anchor.status != OK or not 0 <= f.output < len(anchor.outputs or []):
             continue
         fired = accused.fired
         if not fired:  # not reported on every compile (ORT's costs): the variant with nothing off reports them
