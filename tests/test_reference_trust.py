@@ -125,7 +125,7 @@ def _pool(op: str, n: tuple[int, ...], out: tuple[int, ...], **attrs) -> Graph:
     return _graph(op, [("x", (1, 1, *n), "float32", None)], [("y", (1, 1, *out), "float32")], **attrs)
 
 
-def test_average_pool_ceil_mode_with_pads_is_refused_and_without_pads_trusted():
+def test_average_pool_ceil_mode_is_refused_and_without_it_trusted():
     x = np.arange(20, dtype=np.float32).reshape(1, 1, 5, 4)
     # kernel 5, stride 4, pads 1 all round, ceil: 2x2 windows rows [-1,4) [3,8), cols [-1,4) [3,8) (clipped
     # to the input); count_include_pad 0 averages the input elements in each
@@ -135,23 +135,36 @@ def test_average_pool_ceil_mode_with_pads_is_refused_and_without_pads_trusted():
     np.testing.assert_allclose(expected[0].ravel(), windows, rtol=1e-6)
     assert compare(expected, ref) is not None
     assert not _trusted(g)
-    plain = _pool("AveragePool", (6, 6), (3, 3), kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1)
+    # kernel 4, stride 4 on length 1, count_include_pad 1, no pads: ceil_mode makes one window [0, 4) that
+    # holds the one input element and no padding; its mean is the element (ORT, TVM, torch), the reference 0
+    g = _pool("AveragePool", (1,), (1,), kernel_shape=[4], strides=[4], ceil_mode=1, count_include_pad=1)
+    expected, ref = _both(g, {"x": np.array([[[0.75]]], dtype=np.float32)})
+    np.testing.assert_allclose(expected[0].ravel(), [0.75])
+    assert compare(expected, ref) is not None and not _trusted(g)
+    plain = _pool("AveragePool", (6, 6), (2, 2), kernel_shape=[3, 3], strides=[2, 2])
     expected, ref = _both(plain, {"x": np.arange(36, dtype=np.float32).reshape(1, 1, 6, 6)})
     assert compare(expected, ref) is None and _trusted(plain)
 
 
-def test_average_pool_kernel_longer_than_the_input_is_refused():
-    # kernel 4, stride 4 on length 1, count_include_pad 1, no pads: ceil_mode makes one window [0, 4) that
-    # holds the one input element and no padding; its mean is the element (ORT, TVM, torch), the reference
-    # gives 0 (NaN with count_include_pad 0).  A last window only partly past the input is computed right.
-    g = _pool("AveragePool", (1,), (1,), kernel_shape=[4], strides=[4], ceil_mode=1, count_include_pad=1)
-    expected, ref = _both(g, {"x": np.array([[[0.75]]], dtype=np.float32)})
-    np.testing.assert_allclose(expected[0].ravel(), [0.75])
-    assert compare(expected, ref) is not None
-    assert not _trusted(g)
-    fits = _pool("AveragePool", (5,), (2,), kernel_shape=[3], strides=[2], ceil_mode=1, count_include_pad=1)
-    expected, ref = _both(fits, {"x": np.arange(5, dtype=np.float32).reshape(1, 1, 5)})
-    assert compare(expected, ref) is None and _trusted(fits)
+def test_average_pool_valid_with_dilations_is_refused():
+    # kernel 2 dilated by 3 on length 4, VALID: one window (elements 0 and 3); the reference makes 3
+    g = _pool("AveragePool", (4,), (1,), opset=19, kernel_shape=[2], dilations=[3], auto_pad="VALID")
+    expected, ref = _both(g, {"x": np.arange(4, dtype=np.float32).reshape(1, 1, 4)})
+    np.testing.assert_allclose(expected[0].ravel(), [1.5])
+    assert expected[0].shape != ref[0].shape and not _trusted(g)
+
+
+def test_max_pool_1d_with_pads_is_refused():
+    # kernel 3, pads [0, 2] on length 4: (4 + 2 - 3) + 1 = 4 outputs; the reference gives 2
+    g = _graph("MaxPool", [("x", (1, 1, 4), "int8", None)], [("y", (1, 1, 4), "int8")], opset=14,
+               kernel_shape=[3], pads=[0, 2])
+    expected, ref = _both(g, {"x": np.array([[[1, 5, 2, 3]]], dtype=np.int8)})
+    assert expected[0].ravel().tolist() == [5, 5, 3, 3]
+    assert expected[0].shape != ref[0].shape and not _trusted(g)
+    two = _graph("MaxPool", [("x", (1, 1, 4, 4), "float32", None)], [("y", (1, 1, 4, 4), "float32")], opset=14,
+                 kernel_shape=[3, 3], pads=[1, 1, 1, 1])
+    expected, ref = _both(two, {"x": np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)})
+    assert compare(expected, ref) is None and _trusted(two)
 
 
 def test_max_pool_valid_with_ceil_mode_is_refused():

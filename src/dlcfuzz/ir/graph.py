@@ -13,6 +13,8 @@ from dlcfuzz.ir.dtypes import DTYPES, np_dtype
 
 # operators whose integer outputs are float results cast to the output type
 COMPUTES_IN_FLOAT = frozenset({"BlackmanWindow", "HannWindow", "HammingWindow"})
+# operators whose float attributes enter integer data: Shrink's bias (x - 0.633 in uint32 rounds either way)
+FLOAT_ATTRIBUTES = frozenset({"Shrink"})
 
 
 class GraphError(ValueError):
@@ -107,11 +109,12 @@ class Graph:
     def rounded_from_floats(self) -> set[str]:
         """Integer values computed from float math (a float value upstream, or an operator that
         computes in float: ONNX's window functions compute the window, then cast it to
-        ``output_datatype``): one ulp of float difference upstream can move them by one unit."""
+        ``output_datatype``; Shrink subtracts a float bias): one ulp of float difference upstream can
+        move them by one unit."""
         floaty = {n for n, v in self.values.items() if v.type.dtype.startswith("float")}
         out: set[str] = set()
         for n in self.toposort():
-            if n.op in COMPUTES_IN_FLOAT or any(x in floaty or x in out for x in n.inputs if x):
+            if n.op in COMPUTES_IN_FLOAT | FLOAT_ATTRIBUTES or any(x in floaty or x in out for x in n.inputs if x):
                 out.update(o for o in n.outputs if o in self.values and not self.values[o].type.dtype.startswith(
                     ("float", "bool")))
         return out
