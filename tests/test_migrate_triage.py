@@ -176,6 +176,20 @@ def test_a_frontend_that_says_what_it_supports_only_declines(tmp_path: Path):
 
 
 @needs_torch
+def test_a_message_that_opens_with_unsupported_is_a_decline(tmp_path: Path):
+    """TVM's exported-program importer: "ValueError: Unsupported transposed convolution dimensionality: 5"
+    for conv_transpose3d (listed as a TVM bug by a 30-minute migration)."""
+    import torch
+
+    call = torch_instance("torch.nn.functional.conv_transpose3d",
+                          (torch.ones(1, 2, 2, 2, 2), torch.ones(2, 1, 1, 1, 1)), {}, "ct3d")
+    out = run_migration(tmp_path, [call], ["tvm-torch"])
+    db = sqlite3.connect(out / "campaign.sqlite")
+    assert db.execute("SELECT unsupported, error FROM outcomes WHERE backend = 'tvm-torch'").fetchall()[0][0] == 1
+    assert db.execute("SELECT COUNT(*) FROM bugs").fetchone()[0] == 0
+
+
+@needs_torch
 def test_a_call_dynamo_cannot_capture_even_for_eager_torch_is_a_capture_decline(tmp_path: Path):
     """torch.compile(backend="eager") fails on the same call: Dynamo's, not Inductor's."""
     import torch

@@ -90,6 +90,9 @@ _SAYS_UNSUPPORTED = (
     # only supported for 4D input tensors") and TVM's importers (OneHot: "Only constant depth currently
     # supported.") name in their own messages
     r"|\b(is|are) not (yet )?supported\b|\bnot supported yet\b|\b[Oo]nly\b[^.\n]{0,80}?\bsupported\b"
+    # a message that opens by saying so: "Unsupported transposed convolution dimensionality: 5" (TVM's
+    # exported-program importer)
+    r"|^\w+: Unsupported "
 )
 RULES += [(b, "import", _SAYS_UNSUPPORTED) for b in ("tvm", "tvm-torch", "openvino", "openvino-torch")]
 RULES += [
