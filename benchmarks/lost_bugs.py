@@ -50,6 +50,9 @@ def main() -> None:
                 fate = "declined"
             elif sigs:
                 fate = "finding of a known upstream bug"
+            elif after.execute("SELECT 1 FROM findings WHERE test_id = ? AND backend = 'torch.onnx.export'",
+                               (test,)).fetchone():
+                fate = "exporter: torch.onnx.export's finding on that test (the ONNX frontends read its export)"
             else:
                 fate = "gone (no finding on that test)"
         fates[fate.split(" ")[0]] += 1
