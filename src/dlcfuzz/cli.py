@@ -68,12 +68,13 @@ def _limits(args: argparse.Namespace):
     bad = [d for d in dtypes if d not in DTYPES]
     if bad:
         raise UsageError(f"unknown dtype(s) {', '.join(bad)}; known: {', '.join(DTYPES)}")
-    if not 0.0 <= args.picking_rate <= 1.0 or not 0.0 <= args.init_rate <= 1.0:
-        raise UsageError("--picking-rate and --init-rate must be within [0, 1]")
+    if not all(0.0 <= r <= 1.0 for r in (args.picking_rate, args.init_rate, args.runtime_consts)):
+        raise UsageError("--picking-rate, --init-rate and --runtime-consts must be within [0, 1]")
     if args.max_rank < 1 or args.max_dim < 1:
         raise UsageError("--max-rank and --max-dim must be at least 1")
     return Limits(max_rank=args.max_rank, max_dim=args.max_dim, max_numel=args.max_numel,
-                  picking_rate=args.picking_rate, init_rate=args.init_rate, opset=_opsets(args)[0], dtypes=dtypes,
+                  picking_rate=args.picking_rate, init_rate=args.init_rate, runtime_consts=args.runtime_consts,
+                  opset=_opsets(args)[0], dtypes=dtypes,
                   target=getattr(args, "target", "ort"))
 
 
@@ -788,6 +789,9 @@ def _generation_options(p: argparse.ArgumentParser, default_ops: tuple[int, int]
     p.add_argument("--max-numel", type=int, default=4096, help="element limit of every tensor")
     p.add_argument("--picking-rate", type=float, default=0.97, help="probability of reusing an existing tensor")
     p.add_argument("--init-rate", type=float, default=0.5, help="share of new weights that become initializers")
+    p.add_argument("--runtime-consts", type=float, default=0.25,
+                   help="share of constant-like inputs (shapes, axes, pads ...) taken at run time, pinned to their "
+                        "value (0: all initializers)")
     p.add_argument("--dtypes", help="comma-separated dtypes to use (default: all)")
     p.add_argument("--op-set", help="comma-separated operators, or @file (default: all)")
     p.add_argument("--target", choices=["ort", "onnx"], default="ort",

@@ -22,7 +22,7 @@ import numpy as np
 from dlcfuzz.backends.base import Backend, Test, Variant, without
 from dlcfuzz.export.onnx import checker_error, to_onnx
 from dlcfuzz.ir import DTYPE_OF_CODE, Graph
-from dlcfuzz.ir.hints import random_array
+from dlcfuzz.ir.hints import feed_array
 from dlcfuzz.solve.types import onnx_type_name
 
 PROVIDER = "CPUExecutionProvider"
@@ -152,7 +152,7 @@ def model_error(g: Graph, run: bool = True, seed: int = 0) -> str | None:
     rng = np.random.default_rng(seed)
     try:
         sess = ort.InferenceSession(model.SerializeToString(), so, providers=[PROVIDER])
-        outs = sess.run(None, {v.name: random_array(rng, v.type, v.hint) for v in g.inputs})
+        outs = sess.run(None, {v.name: feed_array(rng, v) for v in g.inputs})
     except Exception as e:
         return str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
     for name, o in zip(g.outputs, outs, strict=True):

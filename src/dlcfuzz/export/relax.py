@@ -5,8 +5,9 @@ are cut into consecutive segments; each segment becomes a global function whose 
 the tensors it reads from earlier code and whose result is a tuple of the tensors later code (or
 the graph's outputs) reads; ``main`` calls the functions in order and takes the tuples apart
 with tuple indexing.  Each function body is a dataflow block or plain (non-dataflow) bindings.
-Runtime graph inputs are ``main``'s parameters in graph order; initializers and constants are
-``relax.const``.  Operators are translated by the table in ``export/relax_ops.py``.
+Runtime graph inputs are ``main``'s parameters in graph order; initializers and constants (and
+the values of pinned runtime inputs) are ``relax.const``.  Operators are translated by the table
+in ``export/relax_ops.py``.
 """
 
 from __future__ import annotations
@@ -77,7 +78,10 @@ def to_relax(g: Graph, layout: Layout | None = None):
         raise RelaxExportError(why)
     layout = layout or Layout()
     bb = relax.BlockBuilder()
-    consts = {v.name: v.data for v in g.values.values() if v.kind == CONST_KIND}
+    # pinned runtime inputs (a shape, axes ... fed at run time, always the value they hold) are baked in
+    # like constants: the table's translations need them at build time (TVM's ONNX frontend is what
+    # meets them at run time); they stay parameters of main, which every variant feeds
+    consts = {v.name: v.data for v in g.values.values() if v.kind == CONST_KIND or v.pinned}
     bounds = [0, *layout.cuts, len(g.nodes)]
     segments = [list(range(bounds[i], bounds[i + 1])) for i in range(len(bounds) - 1)]
     if len(segments) == 1:  # no cuts: every node in main
@@ -159,10 +163,10 @@ def _emit_nodes(bb, g: Graph, seg, env: dict, consts: dict, dataflow: bool, keep
         for x in node.inputs:
             if not x:
                 args.append(None)
-            elif x in env:
-                args.append(env[x])
-            else:
+            elif x in consts:  # before env: main's parameters include the pinned inputs
                 args.append(relax.const(consts[x], consts[x].dtype.name))
+            else:
+                args.append(env[x])
         call = Call(args, [g.values[x].type if x else None for x in node.inputs],
                     [consts.get(x) if x else None for x in node.inputs], node.attrs,
                     [g.values[o].type for o in node.outputs], g.opset)

@@ -99,21 +99,30 @@ def _attr(v: Any) -> Any:
 
 
 def graph_parts(graph) -> Parts:
-    """The parts of a dlcfuzz Graph (read by duck typing: no dlcfuzz import)."""
-    return ([v.name for v in graph.inputs], {v.name: v.data for v in graph.initializers},
+    """The parts of a dlcfuzz Graph (read by duck typing: no dlcfuzz import).  A pinned runtime input
+    (a Reshape shape, Slice starts ... that the ONNX model takes at run time, always fed the value it
+    holds) stays a parameter of ``forward``, and its value is also a constant: where torch needs a
+    Python value it is baked in (the torch model is dlcfuzz's own rendering of the graph, not a
+    compiler's frontend), elsewhere the fed tensor is read."""
+    consts = {v.name: v.data for v in graph.initializers}
+    consts.update({v.name: v.data for v in graph.inputs if v.data is not None})
+    return ([v.name for v in graph.inputs], consts,
             [(n.op, list(n.inputs), list(n.outputs), {k: _attr(a) for k, a in n.attrs.items()}) for n in graph.nodes],
             list(graph.outputs))
 
 
-def onnx_parts(model) -> Parts:
-    """The parts of an onnx.ModelProto."""
+def onnx_parts(model, feeds: dict | None = None) -> Parts:
+    """The parts of an onnx.ModelProto; ``feeds`` (input name -> value) gives runtime inputs values
+    to bake in where torch needs a Python value, as ``graph_parts`` does with pinned inputs."""
     from onnx import helper, numpy_helper
 
     g = model.graph
     consts = {t.name: numpy_helper.to_array(t) for t in g.initializer}
+    inputs = [i.name for i in g.input if i.name not in consts]
+    consts.update({name: np.asarray(feeds[name]) for name in inputs if feeds is not None and name in feeds})
     nodes = [(n.op_type, list(n.input), list(n.output),
               {a.name: _attr(helper.get_attribute_value(a)) for a in n.attribute}) for n in g.node]
-    return [i.name for i in g.input if i.name not in consts], consts, nodes, [o.name for o in g.output]
+    return inputs, consts, nodes, [o.name for o in g.output]
 
 
 # ---------------------------------------------------------------------------------------------

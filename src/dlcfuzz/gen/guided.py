@@ -78,7 +78,8 @@ class Coverage:
 
 def vertex_key(p: Proposal, g: Graph) -> str:
     """GenCoG's vertex identity: operator, input types and attributes (small integer constant
-    inputs count as attributes, as in ``dlcfuzz.metrics``); hashed to keep coverage compact."""
+    inputs count as attributes, as in ``dlcfuzz.metrics``, pinned runtime ones apart from them);
+    hashed to keep coverage compact."""
     staged = {v.name: v for v, _ in p.staged}
     parts = [p.node.op, repr(sorted((k, _freeze(v)) for k, v in p.node.attrs.items()))]
     for k, x in enumerate(p.node.inputs):
@@ -86,8 +87,9 @@ def vertex_key(p: Proposal, g: Graph) -> str:
             continue
         v = staged.get(x) or g.values[x]
         parts.append(str(v.type))
-        if v.kind == CONST_KIND and v.data is not None and v.data.size <= SMALL_CONST and v.data.dtype.kind in "iub":
-            parts.append(f"in{k}={v.data.ravel().tolist()}")
+        if v.data is not None and v.data.size <= SMALL_CONST and v.data.dtype.kind in "iub":
+            # a pinned runtime input holds the same value as the constant would: another form of the call
+            parts.append(f"in{k}={'' if v.kind == CONST_KIND else 'runtime '}{v.data.ravel().tolist()}")
     return hashlib.blake2b("|".join(parts).encode(), digest_size=8).hexdigest()
 
 

@@ -50,6 +50,11 @@ class Value:
 
     ``hint`` says which runtime values keep the operator that consumes it defined
     (e.g. ``{"min": 0}`` for a variance); input synthesis reads it.
+
+    A runtime input with ``data`` is *pinned*: a constant-like operand (a Reshape shape, Slice
+    starts ...) that the model takes at run time, so that compilers meet it as a graph input,
+    yet it is always fed exactly ``data`` (input synthesis, the reducer and the exporters that
+    need its value read it there).
     """
 
     name: str
@@ -57,6 +62,11 @@ class Value:
     kind: str
     data: np.ndarray | None = None
     hint: dict[str, Any] | None = None
+
+    @property
+    def pinned(self) -> bool:
+        """A runtime input whose value is fixed (see the class doc)."""
+        return self.kind == INPUT_KIND and self.data is not None
 
 
 @dataclass(slots=True)
@@ -96,6 +106,11 @@ class Graph:
     @property
     def initializers(self) -> list[Value]:
         return [v for v in self.values.values() if v.kind == CONST_KIND]
+
+    @property
+    def pinned(self) -> dict[str, np.ndarray]:
+        """The pinned runtime inputs' values (what every run feeds them), by name."""
+        return {v.name: v.data for v in self.values.values() if v.pinned}
 
     def consumers(self) -> dict[str, list[int]]:
         """Value name -> indices of the nodes that read it."""
@@ -179,12 +194,12 @@ class Graph:
                 raise GraphError(f"value {v.name!r} has unknown dtype {v.type.dtype!r}")
             if any(d < 0 for d in v.type.shape):
                 raise GraphError(f"value {v.name!r} has a negative dimension")
-            if v.kind == CONST_KIND:
-                if v.data is None:
-                    raise GraphError(f"constant {v.name!r} has no data")
-                if tuple(v.data.shape) != v.type.shape or v.data.dtype != np_dtype(v.type.dtype):
-                    raise GraphError(f"constant {v.name!r} data does not match its type {v.type}")
-            elif v.kind == NODE_KIND and v.name not in seen:
+            if v.kind == CONST_KIND and v.data is None:
+                raise GraphError(f"constant {v.name!r} has no data")
+            if v.kind in (CONST_KIND, INPUT_KIND) and v.data is not None and (
+                    tuple(v.data.shape) != v.type.shape or v.data.dtype != np_dtype(v.type.dtype)):
+                raise GraphError(f"{v.kind} {v.name!r} data does not match its type {v.type}")
+            if v.kind == NODE_KIND and v.name not in seen:
                 raise GraphError(f"value {v.name!r} is marked as a node output but no node produces it")
         for o in self.outputs:
             if o not in self.values:

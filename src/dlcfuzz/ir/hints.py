@@ -3,7 +3,8 @@
 A hint is a small dict: ``min`` / ``max`` (inclusive bounds) and ``nonzero`` (no zeros, e.g. an
 integer divisor).  ``random_array`` is the one place that turns a hint into values, and
 ``value_range`` says which range it draws from (the generator's value-interval analysis assumes
-exactly that range for a runtime input).
+exactly that range for a runtime input).  ``feed_array`` is what a runtime input is fed: a pinned
+input's own value, else ``random_array``'s.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from dlcfuzz.ir.dtypes import np_dtype
-from dlcfuzz.ir.graph import TensorType
+from dlcfuzz.ir.graph import TensorType, Value
 
 DEFAULT_LO, DEFAULT_HI = -2.0, 2.0  # runtime inputs without a hint hold values in this range
 
@@ -57,3 +58,11 @@ def random_array(rng: np.random.Generator, t: TensorType, hint: dict[str, Any] |
     if hint.get("nonzero"):
         a[np.abs(a) < 0.1] = 0.5
     return a.astype(dt)
+
+
+def feed_array(rng: np.random.Generator, v: Value, lo: float = DEFAULT_LO, hi: float = DEFAULT_HI) -> np.ndarray:
+    """Values for the runtime input ``v``: a pinned input's value (a copy; never drawn), else random
+    values of its type in [lo, hi], narrowed by its hint."""
+    if v.data is not None:
+        return np.array(v.data, copy=True)
+    return random_array(rng, v.type, v.hint, lo, hi)

@@ -34,7 +34,7 @@ from dlcfuzz.gen.guided import STRATEGIES as GUIDED
 from dlcfuzz.gen.guided import Coverage
 from dlcfuzz.gen.opsets import OpsetMix
 from dlcfuzz.ir import Graph
-from dlcfuzz.ir.hints import random_array
+from dlcfuzz.ir.hints import feed_array
 from dlcfuzz.oracle import (
     BASELINE,
     NOISE,
@@ -391,7 +391,7 @@ class Tester:
         """A disruptive test: the model breaks one constraint on purpose; the compilers that check
         the models they are handed must reject it with an error."""
         rng = np.random.default_rng(seed)
-        test = Test(model, graph.to_json(), {v.name: random_array(rng, v.type, v.hint) for v in graph.inputs})
+        test = Test(model, graph.to_json(), {v.name: feed_array(rng, v) for v in graph.inputs})
         outcomes, late, compiler_s = self._run_backends(test, {n.op for n in graph.nodes}, graph, invalid=True,
                                                         plan=plan)
         t0 = time.perf_counter()

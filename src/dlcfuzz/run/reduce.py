@@ -28,6 +28,10 @@ Stages, repeated while one of them makes progress and the budget lasts:
    (0, 1, the first choice) that the spec's domain holds;
 5. dtypes: float64 / float16 / bfloat16 to float32, everywhere at once.
 
+A pinned runtime input (``Value.pinned``: a shape, axes ... taken at run time) keeps its shape and
+value (stage 5 converts a float one with its data): it is fed its own data, and goes only with the
+last node that reads it.
+
 Afterwards the reduced case runs again in a fresh worker; if it no longer reproduces (a flaky
 bug), the smallest accepted candidate that reproduces again (twice in all) is taken instead.  For
 value findings the *first diverging operator* is located (GenCoG): every intermediate value
@@ -781,7 +785,7 @@ class _Reducer:
 
     def _shrinkable(self, g: Graph) -> list[str]:
         """Graph inputs and weights whose shape may change: not read as a constant operand (a
-        shape, axes, pads ...) of a spec, nor by an operator without a spec."""
+        shape, axes, pads ...) of a spec, nor by an operator without a spec, nor pinned."""
         fixed: set[str] = set()
         for n in g.nodes:
             spec = REGISTRY.get(n.op)
@@ -789,8 +793,8 @@ class _Reducer:
             for x, k in zip(n.inputs, slots, strict=True):
                 if x and (k is None or not isinstance(spec.inputs[k], In)):
                     fixed.add(x)
-        return [name for name, v in g.values.items()
-                if v.kind in (INPUT_KIND, CONST_KIND) and name not in fixed and any(d > 1 for d in v.type.shape)]
+        return [name for name, v in g.values.items() if v.kind in (INPUT_KIND, CONST_KIND) and not v.pinned
+                and name not in fixed and any(d > 1 for d in v.type.shape)]
 
     def _shape_moves(self, g: Graph) -> Iterator[dict[str, tuple[int, ...]]]:
         names = self._shrinkable(g)
@@ -987,7 +991,9 @@ class _Reducer:
         g0 = _copy(self.case.graph)
         if not _in_order(g0):
             g0.nodes = g0.toposort()
-        feeds0 = {v.name: np.asarray(self.case.inputs[v.name]) for v in g0.inputs if v.name in self.case.inputs}
+        # a pinned input's value is part of the model: it is fed that, whatever the case's inputs say
+        feeds0 = {v.name: np.asarray(v.data if v.pinned else self.case.inputs[v.name])
+                  for v in g0.inputs if v.pinned or v.name in self.case.inputs}
         missing = [v.name for v in g0.inputs if v.name not in feeds0]
         if missing:
             raise ReduceError(f"bug {self.sig}: no values for the inputs {', '.join(missing)}")

@@ -4,7 +4,9 @@ Order (Isra §3.3.1): indegree -> first input -> attributes -> remaining inputs 
 Each step draws from a domain that the spec wrote in terms of the earlier steps, so no step
 ever needs to undo an earlier one.  Inputs follow the on-demand policy (§3.3.3): with the
 picking rate, reuse a random existing tensor that fits the input's domain; otherwise create a
-new graph input (or, for weights, an initializer at ``init_rate``).
+new graph input (or, for weights, an initializer at ``init_rate``).  A constant-like input
+(``Const``: a shape, axes, pads ...) is an initializer, or, at ``runtime_consts``, a runtime input
+pinned to the same value (``Value.pinned``), which compilers must handle as a dynamic operand.
 
 Every value carries a conservative value interval (``solve/intervals.py``): runtime inputs the
 range input synthesis draws from, initializers and constants their data's, node outputs what
@@ -59,6 +61,9 @@ class Limits:
     max_numel: int = 4096
     picking_rate: float = 0.97
     init_rate: float = 0.5  # share of new weight tensors that become initializers
+    # share of constant-like inputs (``Const``: shapes, axes, pads, K ...) that the model takes at run
+    # time, pinned to the value the spec chose: compilers' dynamic-shape paths see them; 0: all initializers
+    runtime_consts: float = 0.25
     opset: int = 17
     dtypes: tuple[str, ...] = ()
     target: str = "ort"  # "ort": also narrow to what ONNX Runtime implements; "onnx": the ONNX spec only
@@ -313,7 +318,10 @@ class Instantiator:
                 if arr is None:
                     self._append_input(c, inputs, None)
                     continue
-                v = Value(self._name(), TensorType(tuple(arr.shape), arr.dtype.name), CONST_KIND, arr)
+                # no draw at rate 0: generation with runtime constants off is what it was before them
+                runtime = lim.runtime_consts > 0 and rng.random() < lim.runtime_consts
+                v = Value(self._name(), TensorType(tuple(arr.shape), arr.dtype.name),
+                          INPUT_KIND if runtime else CONST_KIND, arr)
                 self._staged.append((v, False))
                 # only the operators that read constant values get their intervals (numpy min/max is slow)
                 self._append_input(c, inputs, v, data_interval(arr) if spec.op in READS_CONSTANTS else None, True)
@@ -335,10 +343,21 @@ class Instantiator:
         out_ivs = output_intervals(spec.op, self._ivs, c.ins, node.attrs, outs)
         values = [Value(self._name(), t, NODE_KIND) for t in outs]
         node.outputs = [v.name for v in values]
-        staged = ChainMap({v.name: v for v, _ in self._staged}, self.g.values)
-        if self.admit is not None and not self.admit.admits(node, staged, lim.opset):
+        if self.admit is not None and not self._admitted(node):
             raise EmptyDomain(f"{spec.op}: the target compiler declines this call")
         return Proposal(spec, node, self._staged, values, out_ivs, c)
+
+    def _admitted(self, node: Node) -> bool:
+        """Whether the target takes the call; where it declines the call with some constant-like
+        inputs taken at run time, the call with all of them constant is offered instead."""
+        assert self.admit is not None
+        values = ChainMap({v.name: v for v, _ in self._staged}, self.g.values)
+        if self.admit.admits(node, values, self.lim.opset):
+            return True
+        pinned = [v for v, _ in self._staged if v.pinned]
+        for v in pinned:  # staged values are this call's own: nothing else reads them yet
+            v.kind = CONST_KIND
+        return bool(pinned) and self.admit.admits(node, values, self.lim.opset)
 
     def commit(self, p: Proposal) -> Node:
         """Adds a proposed call to the graph and its new tensors to the pool."""

@@ -22,7 +22,8 @@ assumptions below, a graph built this way has finite values everywhere.
 Soundness assumptions (documented caveats, not checked):
 
 * Runtime inputs hold values in ``value_range(type, hint)`` (``dlcfuzz.values.synthesize`` only
-  draws there) and initializers/constants are what the graph stores.
+  draws there) and initializers/constants, and pinned runtime inputs (fed their own data), are
+  what the graph stores.
 * Float results are within a few ulps (``8 * eps`` relative, plus an absolute ``8 * eps`` for
   functions with absolute error such as Sigmoid/Tanh/Sin) of the exact result; sums and
   contractions are widened by their term count times ``eps``.  Sin, Cos, Erf, HardSigmoid and
@@ -1139,13 +1140,16 @@ def output_intervals(op: str, ivs: Sequence[Iv | None], types: Sequence[TensorTy
 
 
 def analyze(g: Graph, inputs: dict[str, Iv] | None = None) -> dict[str, Iv]:
-    """Intervals of every value of a graph; runtime inputs from ``inputs`` or their hints."""
+    """Intervals of every value of a graph; runtime inputs from ``inputs`` or their hints, pinned
+    runtime inputs (always fed their own data) and constants from their data."""
     ivs: dict[str, Iv] = {}
     for v in g.values.values():
-        if v.kind == INPUT_KIND:
-            ivs[v.name] = inputs[v.name] if inputs and v.name in inputs else default_interval(v.type, v.hint)
-        elif v.kind == CONST_KIND and v.data is not None:
+        if v.kind == INPUT_KIND and inputs and v.name in inputs:
+            ivs[v.name] = inputs[v.name]
+        elif v.kind in (INPUT_KIND, CONST_KIND) and v.data is not None:
             ivs[v.name] = data_interval(v.data)
+        elif v.kind == INPUT_KIND:
+            ivs[v.name] = default_interval(v.type, v.hint)
     for node in g.nodes:
         ins = [ivs[x] if x else None for x in node.inputs]
         types = [g.values[x].type if x else None for x in node.inputs]

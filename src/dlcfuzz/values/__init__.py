@@ -6,7 +6,9 @@ operator inputs so that, under that assumption, every output is finite.  ``synth
 inputs there: attempt 0 over each input's whole range, later attempts over sub-ranges *within*
 it (narrower, one-signed, near an end or the middle), chosen per input, so the assumption keeps
 holding while the values change.  A campaign calls it for attempts 0..K-1 until ``all_finite``
-holds for the reference outputs, and records how many attempts it took.
+holds for the reference outputs, and records how many attempts it took.  A pinned runtime input
+(a constant-like operand the model takes at run time, ``Value.pinned``) is fed its own value on
+every attempt: it is never drawn.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from dlcfuzz.ir import Graph, TensorType, np_dtype
-from dlcfuzz.ir.hints import random_array, value_range
+from dlcfuzz.ir.hints import feed_array, value_range
 
 __all__ = ["all_finite", "input_range", "synthesize"]
 
@@ -47,8 +49,11 @@ def synthesize(graph: Graph, rng: np.random.Generator, attempt: int = 0) -> dict
     """Values for every runtime input of ``graph``; attempt 0 uses each input's whole range."""
     feeds = {}
     for v in graph.inputs:
+        if v.pinned:  # its value is part of the model; no draw, so the others' draws do not move
+            feeds[v.name] = feed_array(rng, v)
+            continue
         lo, hi = input_range(v.type, v.hint, attempt, rng)
-        feeds[v.name] = random_array(rng, v.type, v.hint, lo, hi)
+        feeds[v.name] = feed_array(rng, v, lo, hi)
     return feeds
 
 
