@@ -99,7 +99,7 @@ def overhead(n: int) -> None:
     from dlcfuzz.backends.base import Test
     from dlcfuzz.export.onnx import to_bytes
     from dlcfuzz.gen import make_generator
-    from dlcfuzz.ir.hints import random_array
+    from dlcfuzz.ir.hints import feed_array
     from dlcfuzz.solve import Limits
     from dlcfuzz.spec import REGISTRY
 
@@ -113,7 +113,7 @@ def overhead(n: int) -> None:
             if not be.supports({x.op for x in g.nodes}, g):
                 continue
             rng = np.random.default_rng(seed)
-            test = Test(to_bytes(g), g.to_json(), {v.name: random_array(rng, v.type, v.hint) for v in g.inputs})
+            test = Test(to_bytes(g), g.to_json(), {v.name: feed_array(rng, v) for v in g.inputs})
             try:
                 imported = be.load(test)
                 for on in (seed % 2 == 0, seed % 2 == 1):  # alternate which goes first

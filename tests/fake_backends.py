@@ -361,3 +361,27 @@ class Prolific(OrtBackend):
         word = "".join(chr(97 + b % 26) for b in hashlib.sha256(imported).digest()[:8])
         raise RuntimeError(f"planted failure {word}")
         return compiled
+
+
+def reshape_reads_a_runtime_shape(model_bytes: bytes) -> bool:
+    """Whether a Reshape node takes its shape from a graph input (not an initializer)."""
+    import onnx
+
+    g = onnx.load_model_from_string(model_bytes).graph
+    runtime = {i.name for i in g.input} - {t.name for t in g.initializer}
+    return any(n.op_type == "Reshape" and len(n.input) > 1 and n.input[1] in runtime for n in g.node)
+
+
+class PlantedRuntimeShape(OrtBackend):
+    """ORT (level "all" only) whose compile raises when a Reshape reads its shape at run time: a bug of
+    a dynamic-shape path, for the reducer to isolate with the pinned shape input intact."""
+
+    name = "plantedruntimeshape"
+
+    def variants(self) -> list[Variant]:
+        return [v for v in super().variants() if v.name == "all"]
+
+    def compile(self, imported: bytes, variant: Variant):
+        if reshape_reads_a_runtime_shape(imported):
+            raise RuntimeError("planted: Reshape cannot take its shape at run time")
+        return super().compile(imported, variant)

@@ -10,7 +10,7 @@ from dlcfuzz.backends.ort import full_profile, model_error
 from dlcfuzz.export.onnx import to_onnx
 from dlcfuzz.gen.isra import IsraGenerator
 from dlcfuzz.ir import Graph
-from dlcfuzz.ir.hints import random_array
+from dlcfuzz.ir.hints import feed_array
 from dlcfuzz.solve import Limits
 from dlcfuzz.spec import REGISTRY, OpSpec
 
@@ -55,7 +55,7 @@ def run_variants(backend, model: bytes, feeds: dict[str, np.ndarray], graph_json
 def generated_case(seed: int, ops=SAFE_OPS, op_range=(3, 6), **limits):
     """(graph, model bytes, inputs) of a generated test."""
     g = ort_generator([REGISTRY[op] for op in ops], op_range=op_range, **limits).generate(seed)
-    feeds = {x.name: random_array(np.random.default_rng(seed), x.type, x.hint) for x in g.inputs}
+    feeds = {x.name: feed_array(np.random.default_rng(seed), x) for x in g.inputs}
     return g, to_onnx(g).SerializeToString(), feeds
 
 

@@ -14,7 +14,7 @@ from dlcfuzz.backends import load_backend
 from dlcfuzz.backends.base import Test
 from dlcfuzz.backends.inductor import InductorBackend
 from dlcfuzz.export.onnx import to_bytes, to_onnx
-from dlcfuzz.ir.hints import random_array
+from dlcfuzz.ir.hints import feed_array
 from dlcfuzz.spec import REGISTRY
 from tests.helpers import ort_generator
 
@@ -28,7 +28,7 @@ def _test(seed: int = 3) -> tuple[object, Test]:
     gen = ort_generator([REGISTRY[op] for op in OPS], op_range=(3, 5), dtypes=("float32",))
     g = gen.generate(seed)
     rng = np.random.default_rng(seed)
-    return g, Test(to_bytes(g), g.to_json(), {v.name: random_array(rng, v.type, v.hint) for v in g.inputs})
+    return g, Test(to_bytes(g), g.to_json(), {v.name: feed_array(rng, v) for v in g.inputs})
 
 
 def test_identity_and_support() -> None:

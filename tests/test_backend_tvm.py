@@ -15,7 +15,7 @@ from dlcfuzz.backends import load_backend
 from dlcfuzz.backends.base import Test
 from dlcfuzz.backends.tvm import TvmBackend
 from dlcfuzz.export.onnx import to_onnx
-from dlcfuzz.ir.hints import random_array
+from dlcfuzz.ir.hints import feed_array
 from dlcfuzz.spec import REGISTRY
 from tests.helpers import SAFE_OPS, assert_repro_replays, make_model, ort_generator, run_variants
 
@@ -106,7 +106,7 @@ def test_generated_graphs_agree_with_reference() -> None:
     for seed in range(6):
         g = gen.generate(seed)
         rng = np.random.default_rng(seed)
-        feeds = {v.name: random_array(rng, v.type, v.hint) for v in g.inputs}
+        feeds = {v.name: feed_array(rng, v) for v in g.inputs}
         model = to_onnx(g)
         expected = ReferenceEvaluator(model).run(None, feeds)
         for variant, outs in run_variants(BE, model.SerializeToString(), feeds).items():

@@ -10,7 +10,7 @@ import pytest
 from dlcfuzz.export.relax_ops import OPS, UNSUPPORTED_DTYPES, unsupported_call
 from dlcfuzz.gen.isra import IsraGenerator
 from dlcfuzz.ir import DTYPE_OF_CODE, Graph, Node, TensorType, Value
-from dlcfuzz.ir.hints import random_array
+from dlcfuzz.ir.hints import feed_array, random_array
 from dlcfuzz.solve import Limits
 from dlcfuzz.spec import REGISTRY
 from tests.helpers import expected_outputs, ort_generator
@@ -173,7 +173,7 @@ def test_op_matches_onnx(op: str) -> None:
             break
         g = gen.generate(seed)
         rng = np.random.default_rng(seed)
-        feeds = {v.name: random_array(rng, v.type, v.hint) for v in g.inputs}
+        feeds = {v.name: feed_array(rng, v) for v in g.inputs}
         if _skip_reason(op, g, feeds):
             continue
         want = _expected(op, g, feeds)
@@ -279,7 +279,7 @@ def test_layouts_give_the_same_results() -> None:
     ops = ["Add", "Relu", "MatMul", "Transpose", "Softmax", "Split", "TopK"]
     g = ort_generator([REGISTRY[op] for op in ops], op_range=(4, 6), dtypes=("float32",)).generate(7)
     rng = np.random.default_rng(0)
-    feeds = {v.name: random_array(rng, v.type, v.hint) for v in g.inputs}
+    feeds = {v.name: feed_array(rng, v) for v in g.inputs}
     want = _run_relax(g, feeds)
     from tvm import relax
 

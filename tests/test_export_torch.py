@@ -13,7 +13,7 @@ from dlcfuzz.export import torch as export_torch
 from dlcfuzz.export.onnx import to_onnx
 from dlcfuzz.export.torch import OPS, ExportError, graph_parts, module_source, onnx_parts, to_torch, unsupported
 from dlcfuzz.ir import Graph, Node, TensorType, Value
-from dlcfuzz.ir.hints import random_array
+from dlcfuzz.ir.hints import feed_array
 from dlcfuzz.spec import REGISTRY
 from tests.helpers import expected_outputs, ort_generator
 
@@ -63,7 +63,7 @@ def test_op_matches_onnx(op: str) -> None:
             if unsupported(g) or (op, kind) in UNDEFINED:
                 continue
             rng = np.random.default_rng(seed)
-            feeds = {v.name: random_array(rng, v.type, v.hint) for v in g.inputs}
+            feeds = {v.name: feed_array(rng, v) for v in g.inputs}
             want = _expected(op, g, feeds)
             if want is None:
                 continue
@@ -105,7 +105,7 @@ def test_module_takes_inputs_in_order_and_holds_initializers() -> None:
     module = to_torch(g)
     assert len(list(module.buffers())) == sum(1 for _ in g.initializers)
     rng = np.random.default_rng(0)
-    feeds = {v.name: random_array(rng, v.type, v.hint) for v in g.inputs}
+    feeds = {v.name: feed_array(rng, v) for v in g.inputs}
     outs = module(*[torch.from_numpy(feeds[v.name]) for v in g.inputs])
     assert [tuple(o.shape) for o in outs] == [g.values[o].type.shape for o in g.outputs]
 

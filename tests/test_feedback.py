@@ -17,7 +17,7 @@ from dlcfuzz.export.onnx import to_bytes
 from dlcfuzz.gen import make_generator
 from dlcfuzz.gen.feedback import CRITERION, FeedbackGenerator, edges, reward
 from dlcfuzz.gen.guided import Coverage
-from dlcfuzz.ir.hints import random_array
+from dlcfuzz.ir.hints import feed_array
 from dlcfuzz.run.campaign import Campaign, CampaignConfig
 from dlcfuzz.run.worker import PhaseLimits, WorkerPool
 from dlcfuzz.solve import Limits
@@ -34,7 +34,7 @@ def _graph(ops: list[str], seed: int = 0, n: int = 3):
 
 def _test(g, seed: int = 0) -> Test:
     rng = np.random.default_rng(seed)
-    return Test(to_bytes(g), g.to_json(), {v.name: random_array(rng, v.type, v.hint) for v in g.inputs})
+    return Test(to_bytes(g), g.to_json(), {v.name: feed_array(rng, v) for v in g.inputs})
 
 
 # -- the generator ---------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from dlcfuzz.export.torch import OPS, to_torch, unsupported
-from dlcfuzz.ir.hints import random_array
+from dlcfuzz.ir.hints import feed_array
 from dlcfuzz.spec import REGISTRY
 from tests.helpers import ort_generator
 
@@ -79,7 +79,7 @@ def test_every_op_makes_its_tensors_on_the_inputs_device(op: str) -> None:
             if unsupported(g):
                 continue
             rng = np.random.default_rng(seed)
-            leaks = device_leaks(to_torch(g), [random_array(rng, v.type, v.hint) for v in g.inputs])
+            leaks = device_leaks(to_torch(g), [feed_array(rng, v) for v in g.inputs])
             assert not leaks, f"{op} opset {opset} seed {seed} {g.nodes[0].attrs}: {leaks[:3]}"
             checked += 1
     if not checked:

@@ -6,7 +6,7 @@ import numpy as np
 
 from dlcfuzz.backends.base import CRASH, OK, OOM, RUN, SKIPPED, TIMEOUT, Test
 from dlcfuzz.export.onnx import to_bytes
-from dlcfuzz.ir.hints import random_array
+from dlcfuzz.ir.hints import feed_array
 from dlcfuzz.run.worker import PhaseLimits, WorkerPool
 from dlcfuzz.spec import REGISTRY
 from tests.helpers import ort_generator
@@ -15,7 +15,7 @@ from tests.helpers import ort_generator
 def make_test(ops: list[str], seed: int = 0) -> Test:
     g = ort_generator([REGISTRY[o] for o in ops], op_range=(3, 3), dtypes=("float32",)).generate(seed)
     rng = np.random.default_rng(seed)
-    return Test(to_bytes(g), g.to_json(), {v.name: random_array(rng, v.type, v.hint) for v in g.inputs})
+    return Test(to_bytes(g), g.to_json(), {v.name: feed_array(rng, v) for v in g.inputs})
 
 
 def test_ort_in_a_worker_matches_in_process() -> None:

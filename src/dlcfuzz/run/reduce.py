@@ -785,7 +785,7 @@ class _Reducer:
 
     def _shrinkable(self, g: Graph) -> list[str]:
         """Graph inputs and weights whose shape may change: not read as a constant operand (a
-        shape, axes, pads ...) of a spec, nor by an operator without a spec, nor pinned."""
+        shape, axes, pads ...) of a spec (which every pinned input is), nor by an operator without a spec."""
         fixed: set[str] = set()
         for n in g.nodes:
             spec = REGISTRY.get(n.op)
@@ -793,8 +793,8 @@ class _Reducer:
             for x, k in zip(n.inputs, slots, strict=True):
                 if x and (k is None or not isinstance(spec.inputs[k], In)):
                     fixed.add(x)
-        return [name for name, v in g.values.items() if v.kind in (INPUT_KIND, CONST_KIND) and not v.pinned
-                and name not in fixed and any(d > 1 for d in v.type.shape)]
+        return [name for name, v in g.values.items()
+                if v.kind in (INPUT_KIND, CONST_KIND) and name not in fixed and any(d > 1 for d in v.type.shape)]
 
     def _shape_moves(self, g: Graph) -> Iterator[dict[str, tuple[int, ...]]]:
         names = self._shrinkable(g)
