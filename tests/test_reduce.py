@@ -229,6 +229,33 @@ def test_disruptive_finding_keeps_the_violating_node(tmp_path: Path) -> None:
     assert result.ops_after < result.ops_before and result.reproduced
 
 
+def test_reduction_keeps_a_pinned_runtime_input(tmp_path: Path) -> None:
+    """A bug of a dynamic-shape path (a Reshape that reads its shape at run time) reduces to that Reshape,
+    whose pinned shape input keeps its value and is fed exactly that, even where the bundle's inputs file
+    says otherwise (hand-edited, or stale)."""
+    gen = ort_generator([REGISTRY[o] for o in [*PATTERN_OPS, "Reshape"]], op_range=(10, 10), runtime_consts=1.0,
+                        dtypes=("float32", "bool"))
+    graphs = (gen.generate(seed) for seed in range(200))
+    g = next(g for g in graphs if [n.op for n in g.nodes].count("Reshape") == 1 and g.nodes[-1].op != "Reshape")
+    shape = g.values[next(n for n in g.nodes if n.op == "Reshape").inputs[1]]
+    assert shape.pinned
+    folder = _bundle(tmp_path / "c", g, "tests.fake_backends:PlantedRuntimeShape")
+    with np.load(folder / "inputs.npz") as f:
+        inputs = {k: f[k] for k in f.files}
+    np.testing.assert_array_equal(inputs[shape.name], shape.data)  # the campaign fed the pinned value
+    inputs[shape.name] = np.full_like(shape.data, 7)
+    np.savez(folder / "inputs.npz", **inputs)
+
+    result = reduce_bundle(folder, budget_seconds=60)
+    assert [n.op for n in result.graph.nodes] == ["Reshape"] and result.reproduced
+    kept = result.graph.values[shape.name]
+    assert kept.pinned and kept.type == shape.type
+    np.testing.assert_array_equal(kept.data, shape.data)
+    np.testing.assert_array_equal(result.inputs[shape.name], shape.data)
+    with np.load(folder / "reduced" / "inputs.npz") as f:
+        np.testing.assert_array_equal(f[shape.name], shape.data)
+
+
 # -- graph surgery, without compilers ---------------------------------------------------------------
 def test_removed_nodes_become_inputs_with_their_values() -> None:
     g = _tanh_graph()
