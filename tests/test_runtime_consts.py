@@ -127,8 +127,12 @@ def test_the_command_line_sets_the_rate() -> None:
 # -- input synthesis, JSON, intervals -------------------------------------------------------------------
 def test_synthesis_feeds_pinned_values_on_every_attempt() -> None:
     gen = ort_generator([REGISTRY["Reshape"], REGISTRY["Slice"], REGISTRY["Add"]], op_range=(4, 4),
-                        runtime_consts=1.0, dtypes=("float32",))
-    g = next(g for seed in range(20) if len((g := gen.generate(seed)).pinned) >= 2)
+                        runtime_consts=1.0, dtypes=("float32",), picking_rate=0.5)
+    def drawn_after_pinned(g: Graph) -> bool:
+        kinds = [v.pinned for v in g.inputs]
+        return True in kinds and False in kinds[kinds.index(True):]
+
+    g = next(g for seed in range(50) if drawn_after_pinned(g := gen.generate(seed)) and len(g.pinned) >= 2)
     same = Graph.from_json(g.to_json())  # the same graph with its pinned inputs as initializers
     for name in g.pinned:
         same.values[name].kind = CONST_KIND

@@ -5,8 +5,8 @@ are cut into consecutive segments; each segment becomes a global function whose 
 the tensors it reads from earlier code and whose result is a tuple of the tensors later code (or
 the graph's outputs) reads; ``main`` calls the functions in order and takes the tuples apart
 with tuple indexing.  Each function body is a dataflow block or plain (non-dataflow) bindings.
-Runtime graph inputs are ``main``'s parameters in graph order; initializers and constants (and
-the values of pinned runtime inputs) are ``relax.const``.  Operators are translated by the table
+Runtime graph inputs are ``main``'s parameters in graph order; initializers and constants are
+``relax.const`` (pinned runtime inputs: see ``to_relax``).  Operators are translated by the table
 in ``export/relax_ops.py``.
 """
 
@@ -78,9 +78,10 @@ def to_relax(g: Graph, layout: Layout | None = None):
         raise RelaxExportError(why)
     layout = layout or Layout()
     bb = relax.BlockBuilder()
-    # pinned runtime inputs (a shape, axes ... fed at run time, always the value they hold) are baked in
-    # like constants: the table's translations need them at build time (TVM's ONNX frontend is what
-    # meets them at run time); they stay parameters of main, which every variant feeds
+    # pinned runtime inputs (a shape, axes ... fed at run time, always the value they hold) stay main's
+    # parameters, and their values are also known here: a translation that needs one at build time
+    # (Call.need) bakes it in, one that takes a tensor reads main's parameter, and a function of the
+    # layout gets it as a constant (TVM's ONNX frontend is what meets them as runtime operands)
     consts = {v.name: v.data for v in g.values.values() if v.kind == CONST_KIND or v.pinned}
     bounds = [0, *layout.cuts, len(g.nodes)]
     segments = [list(range(bounds[i], bounds[i + 1])) for i in range(len(bounds) - 1)]
@@ -163,10 +164,10 @@ def _emit_nodes(bb, g: Graph, seg, env: dict, consts: dict, dataflow: bool, keep
         for x in node.inputs:
             if not x:
                 args.append(None)
-            elif x in consts:  # before env: main's parameters include the pinned inputs
-                args.append(relax.const(consts[x], consts[x].dtype.name))
-            else:
+            elif x in env:
                 args.append(env[x])
+            else:
+                args.append(relax.const(consts[x], consts[x].dtype.name))
         call = Call(args, [g.values[x].type if x else None for x in node.inputs],
                     [consts.get(x) if x else None for x in node.inputs], node.attrs,
                     [g.values[o].type for o in node.outputs], g.opset)

@@ -86,9 +86,10 @@ _SAYS_UNSUPPORTED = (
     r"^(OpNotImplemented|OpAttributeUnImplemented|NotImplementedError): "
     # the frontend states the limit of what it converts: "... is not supported (yet)", "... are not
     # supported yet", "X is only supported for 4D input tensors", "Only constant depth currently
-    # supported", "Dynamic Split not yet supported" (a runtime split input): the feature gaps OpenVINO's frontends ("Tuples are not supported yet", "GridSample is
+    # supported": the feature gaps OpenVINO's frontends ("Tuples are not supported yet", "GridSample is
     # only supported for 4D input tensors") and TVM's importers (OneHot: "Only constant depth currently
-    # supported.") name in their own messages
+    # supported.", Split with a runtime split input: "Dynamic Split not yet supported") name in their
+    # own messages
     r"|\b(is|are) not (yet )?supported\b|\bnot supported yet\b|\bnot yet supported\b"
     r"|\b[Oo]nly\b[^.\n]{0,80}?\bsupported\b"
     # a message that opens by saying so: "Unsupported transposed convolution dimensionality: 5" (TVM's
