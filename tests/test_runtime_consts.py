@@ -292,3 +292,19 @@ def test_tvm_declines_runtime_operands_and_targeted_generation_keeps_them_consta
         [node] = g.nodes
         assert node.op == "TopK" and g.values[node.inputs[1]].kind == CONST_KIND
         assert profile.admits_graph(g)
+
+
+def test_coverage_guidance_tells_the_runtime_form_from_the_constant_one() -> None:
+    """GenCoG's vertex identity counts small integer constants as attributes, pinned runtime ones too,
+    and a value taken at run time is another vertex than the same constant: coverage-guided generation
+    seeks both forms, and each value in both."""
+    from dlcfuzz.gen.guided import vertex_key
+    from dlcfuzz.solve.instantiate import Proposal
+
+    keys = set()
+    for kind in (INPUT_KIND, CONST_KIND):
+        for k in (1, 2):
+            g = topk(kind)
+            g.values["p0"].data = i64(k)
+            keys.add(vertex_key(Proposal(REGISTRY["TopK"], g.nodes[0], [], [], [], None), g))
+    assert len(keys) == 4  # each form, each K
