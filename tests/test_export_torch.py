@@ -15,6 +15,7 @@ from dlcfuzz.export.torch import OPS, ExportError, graph_parts, module_source, o
 from dlcfuzz.ir import Graph, Node, TensorType, Value
 from dlcfuzz.ir.hints import feed_array
 from dlcfuzz.spec import REGISTRY
+from dlcfuzz.values import synthesize
 from tests.helpers import expected_outputs, ort_generator
 
 torch = pytest.importorskip("torch")
@@ -90,12 +91,17 @@ def test_torch_only_dtypes_are_refused() -> None:
 
 
 def test_graph_and_onnx_give_the_same_source() -> None:
-    """repro scripts rebuild the module from the ONNX file: it must be the very same source
-    (floats attributes rounded to float32 as ONNX stores them)."""
+    """repro scripts rebuild the module from the ONNX file and the test's inputs (which hold the pinned
+    runtime inputs' values): it must be the very same source (floats attributes rounded to float32 as
+    ONNX stores them)."""
     gen = ort_generator([REGISTRY[op] for op in TABLE_OPS], op_range=(3, 10))
+    pinned = 0
     for seed in range(15):
         g = gen.generate(seed)
-        assert module_source(*graph_parts(g)) == module_source(*onnx_parts(to_onnx(g))), seed
+        pinned += len(g.pinned)
+        feeds = synthesize(g, np.random.default_rng(seed))
+        assert module_source(*graph_parts(g)) == module_source(*onnx_parts(to_onnx(g), feeds)), seed
+    assert pinned
 
 
 def test_module_takes_inputs_in_order_and_holds_initializers() -> None:
