@@ -308,3 +308,28 @@ def test_coverage_guidance_tells_the_runtime_form_from_the_constant_one() -> Non
             g.values["p0"].data = i64(k)
             keys.add(vertex_key(Proposal(REGISTRY["TopK"], g.nodes[0], [], [], [], None), g))
     assert len(keys) == 4  # each form, each K
+
+
+def test_openvino_may_drop_a_pinned_input_its_semantics_ignore(tmp_path: Path) -> None:
+    """OpenVINO's ONNX frontend drops graph inputs nothing reads; Dropout's ratio outside training is
+    ignored by the ONNX semantics, so a pinned one goes: not a DroppedInput finding (the outputs still
+    say whether it mattered), in the backend and in its repro script (which reads graph.json beside the
+    model for the pinned names)."""
+    pytest.importorskip("openvino", reason="openvino is not installed")
+    from dlcfuzz.backends.openvino import DroppedInput, parameter_names
+
+    g = one_node("Dropout", TensorType((2, 3), F32), [np.array(0.5, np.float32)], [TensorType((2, 3), F32)])
+    feeds = feeds_of(g)
+    expected = ort_outputs(g, feeds)
+    be = load_backend("openvino")
+    imported = be.load(Test(to_bytes(g), g.to_json(), feeds))
+    variant = be.variants()[0]
+    np.testing.assert_array_equal(be.run(be.compile(imported, variant), feeds)[0], expected[0])
+    with pytest.raises(DroppedInput):  # the same input, not pinned: a finding
+        parameter_names(imported[0], ["x", "p0"])
+
+    (tmp_path / "model.onnx").write_bytes(to_bytes(g))
+    (tmp_path / "graph.json").write_text(g.to_json())
+    namespace: dict = {}
+    exec(compile(be.repro_source(variant), "repro", "exec"), namespace)
+    np.testing.assert_array_equal(namespace["run_model"](str(tmp_path / "model.onnx"), feeds)[0], expected[0])

@@ -3,6 +3,8 @@ torch call through its PyTorch frontend (``openvino-torch``)."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Collection
 from functools import cache
 from typing import Any
 
@@ -37,18 +39,29 @@ class DroppedInput(Exception):
     """The compiled model lacks a graph input: whatever the input holds, the outputs cannot depend on it."""
 
 
-def parameter_names(model: Any, graph_inputs: list[str]) -> list[str]:
+def parameter_names(model: Any, graph_inputs: list[str], pinned: Collection[str] = ()) -> list[str]:
     """The graph input that each of the model's Parameters holds, in Parameter order: by tensor name,
     and by position for a Parameter that lost its name (a Dropout reading an input renames it to its
-    output).  A graph input without a Parameter is an error of its own (``DroppedInput``)."""
+    output).  A graph input without a Parameter is an error of its own (``DroppedInput``), except a
+    ``pinned`` one: a constant-like operand taken at run time, which the ONNX semantics may ignore
+    (Dropout's ratio outside training) and OpenVINO then drops like any unused input; OpenVINO never
+    sees its value, so a converter that drops one it needs shows in the outputs."""
     params = [set(p.get_names()) for p in model.inputs]
     named = {n for names in params for n in names}
     dropped = [n for n in graph_inputs if n not in named]
-    if len(params) < len(graph_inputs):
+    needed = [n for n in graph_inputs if n in named or n not in pinned]
+    if len(params) < len(needed):
         raise DroppedInput(f"OpenVINO's model has {len(params)} inputs for the graph's {len(graph_inputs)}: "
                            f"it dropped {', '.join(dropped) or 'an input'}")
-    unnamed = iter(dropped)
+    unnamed = iter([n for n in dropped if n not in pinned] + [n for n in dropped if n in pinned])
     return [next((n for n in graph_inputs if n in names), None) or next(unnamed) for names in params]
+
+
+def pinned_inputs(graph_json: str) -> set[str]:
+    """The names of a dlcfuzz graph's pinned runtime inputs (graph inputs that carry their value)."""
+    if not graph_json:
+        return set()
+    return {v["name"] for v in json.loads(graph_json)["values"] if v["kind"] == "input" and "data" in v}
 
 
 class OpenVinoBackend(Backend):
@@ -70,7 +83,7 @@ class OpenVinoBackend(Backend):
 
         names = [i.name for i in onnx.load_model_from_string(test.model).graph.input]
         model = _core().read_model(test.model)
-        return model, parameter_names(model, names)
+        return model, parameter_names(model, names, pinned_inputs(test.graph_json))
 
     def compile(self, imported: tuple[Any, list[str]], variant: Variant) -> tuple[Any, list[str]]:
         model, names = imported
@@ -91,6 +104,9 @@ class OpenVinoBackend(Backend):
         reshape = ("    model.reshape({p: ov.PartialShape.dynamic(p.get_partial_shape().rank) for p in model.inputs})\n"
                    if variant.options["dynamic"] else "")
         return f'''
+import json
+import pathlib
+
 import numpy as np
 import onnx
 import openvino as ov
@@ -98,14 +114,22 @@ import openvino as ov
 
 def run_model(model_path, inputs):
     graph_inputs = [i.name for i in onnx.load(model_path).graph.input]
+    # dlcfuzz's graph beside the model names its pinned inputs (constant-like operands fed at run time),
+    # which OpenVINO may drop where the ONNX semantics ignore them
+    graph_json = pathlib.Path(model_path).with_name("graph.json")
+    pinned = set()
+    if graph_json.is_file():
+        pinned = {{v["name"] for v in json.loads(graph_json.read_text())["values"]
+                  if v["kind"] == "input" and "data" in v}}
     core = ov.Core()
     with open(model_path, "rb") as f:  # from bytes, as dlcfuzz reads it: OpenVINO can differ from a path
         model = core.read_model(f.read())
     # each Parameter is fed the graph input of its name (by position where OpenVINO lost the name)
     params = [set(p.get_names()) for p in model.inputs]
-    if len(params) < len(graph_inputs):
+    dropped = [n for n in graph_inputs if not any(n in p for p in params)]
+    if len(params) < len([n for n in graph_inputs if n not in dropped or n not in pinned]):
         raise RuntimeError(f"OpenVINO's model has {{len(params)}} inputs for the graph's {{len(graph_inputs)}}")
-    unnamed = iter(n for n in graph_inputs if not any(n in p for p in params))
+    unnamed = iter([n for n in dropped if n not in pinned] + [n for n in dropped if n in pinned])
     names = [next((n for n in graph_inputs if n in p), None) or next(unnamed) for p in params]
 {reshape}    compiled = core.compile_model(model, "{DEVICE}", {variant.options["config"]!r})
     result = compiled.create_infer_request().infer([inputs[n] for n in names])
