@@ -127,8 +127,8 @@ def main() -> None:
                     stats[accused]["listed"] += 1
                     stats[accused]["no ONNX model"] += 1
                     if a.sample:
-                        print(f"{bug['signature']} {accused:<9} {'no ONNX model':<17} {'torch call, see report.md':<40} "
-                              f"[-] {bug['title'][:110]}", flush=True)
+                        print(f"{bug['signature']} {accused:<9} {'no ONNX model':<17} "
+                              f"{'torch call, see report.md':<40} [-] {bug['title'][:110]}", flush=True)
                     continue
                 test, graph = case_of(bundle)
                 ops = {n.op for n in graph.nodes} if graph is not None else set()

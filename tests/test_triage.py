@@ -295,3 +295,4 @@ def test_an_operator_version_newer_than_orts_schemas_is_a_decline() -> None:
     with pytest.raises(Exception) as e:
         make_session(model.SerializeToString(), "ORT_DISABLE_ALL", ["CPUExecutionProvider"])
     assert is_unsupported("ort", "compile", type(e.value).__name__, str(e.value)), str(e.value)
+
