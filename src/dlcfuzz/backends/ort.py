@@ -29,19 +29,21 @@ def type_profile(opset: int) -> dict[tuple[str, str], frozenset[str]]:
 
     Read from ORT's own kernel registry, so it follows the installed version exactly.
     """
-    from onnxruntime.capi import _pybind_state as C
-
     found: dict[tuple[str, str], set[str]] = {}
-    for k in C.get_all_opkernel_def():
-        if k.provider != PROVIDER or k.domain not in ("", "ai.onnx"):
-            continue
-        lo, hi = k.version_range
-        if not lo <= opset <= hi:
-            continue
+    for k in _kernels(opset):
         for var, types in k.type_constraints.items():
             names = {onnx_type_name(t) for t in types} - {None}
             found.setdefault((k.op_name, var), set()).update(names)
     return {key: frozenset(v) for key, v in found.items()}
+
+
+@cache
+def _kernels(opset: int) -> tuple:
+    """ORT's CPU kernel definitions of the default domain registered for ``opset``."""
+    from onnxruntime.capi import _pybind_state as C
+
+    return tuple(k for k in C.get_all_opkernel_def() if k.provider == PROVIDER and k.domain in ("", "ai.onnx")
+                 and k.version_range[0] <= opset <= k.version_range[1])
 
 
 def function_profile(op: str, opset: int, profile: dict[tuple[str, str], frozenset[str]]) -> frozenset[str] | None:
@@ -68,7 +70,8 @@ def full_profile(opset: int, ops: tuple[str, ...]) -> dict[tuple[str, str], froz
     """``type_profile`` plus function-expanded operators among ``ops``; operators ORT can run in
     no way get an empty set, so a generator for ORT leaves them out."""
     prof = dict(type_profile(opset))
-    known = {op for op, _ in prof}
+    # a kernel without type constraints (NonMaxSuppression: fixed float inputs) narrows nothing
+    known = {op for op, _ in prof} | {k.op_name for k in _kernels(opset)}
     for op in ops:
         if op not in known:
             got = function_profile(op, opset, prof)

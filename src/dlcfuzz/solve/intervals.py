@@ -980,6 +980,28 @@ def _onehot(c: Call) -> list[Iv]:
 
 
 _reg("Compress")(lambda c: [c.x])
+
+
+# selection operators (spec/select.py): indices into their inputs
+@_reg("NonZero")
+def _nonzero(c: Call) -> list[Iv]:
+    return [(0.0, float(max(c.types[0].shape) - 1))]  # type: ignore[union-attr]
+
+
+@_reg("Unique")
+def _unique(c: Call) -> list[Iv]:
+    """Y holds X's values; indices, inverse_indices and counts are positions and counts in X."""
+    t = c.types[0]
+    axis = c.attrs.get("axis")
+    n = t.numel if axis is None else t.shape[axis % t.rank]  # type: ignore[union-attr]
+    k = c.outs[1].shape[0] if len(c.outs) > 1 else n
+    return [c.x, (0.0, n - 1.0), (0.0, k - 1.0), (1.0, float(n))][:len(c.outs)]
+
+
+@_reg("NonMaxSuppression")
+def _nms(c: Call) -> list[Iv]:
+    """Rows (batch, class, box)."""
+    return [(0.0, float(max(*c.types[0].shape[:2], c.types[1].shape[1]) - 1))]  # type: ignore[union-attr]
 _reg("EyeLike")(lambda c: [(0.0, 1.0)])
 TRANSFER["CastLike"] = _cast
 
