@@ -172,8 +172,19 @@ def _emit_nodes(bb, g: Graph, seg, env: dict, consts: dict, dataflow: bool, keep
             raise RelaxExportError(f"{node.op}: {e}") from None
         for name, expr in zip(node.outputs, outs, strict=True):
             v = bb.emit(expr)
+            if not _static(v):  # a shape that follows from values (NonZero, Unique ...): the graph knows it,
+                v = bb.match_cast(v, struct_info(g.values[name].type))  # TVM checks it at run time
             env[name] = made[name] = v
     return made
+
+
+def _static(v) -> bool:
+    """Whether a Relax value's struct info gives its full static shape."""
+    from tvm import relax, tirx
+
+    ty = v.ty
+    return not isinstance(ty, relax.TensorType) or (
+        isinstance(ty.shape, relax.ShapeExpr) and all(isinstance(d, tirx.IntImm) for d in ty.shape.values))
 
 
 # -- function rewrites (HirGen §3.3.2): the call chain changes, the results must not ----------------

@@ -595,6 +595,40 @@ def _compress(c: Call) -> list[Any]:
     return [op.take(c.x, keep, _ax(c.attrs["axis"], c.t.rank))]
 
 
+# selection operators: their output shapes follow from values (relax.emit casts them to the
+# shapes the spec knows)
+OPS["NonZero"] = lambda c: [_op().nonzero(c.x)]
+
+
+@_reg("Unique")
+def _unique(c: Call) -> list[Any]:
+    from tvm import relax
+
+    n = len(c.outs)
+    axis = c.a("axis")
+    u = _op().unique(c.x, bool(c.a("sorted", 1)), n > 1, n > 2, n > 3, None if axis is None else _ax(axis, c.t.rank))
+    return [u] if n == 1 else [relax.TupleGetItem(u, i) for i in range(n)]
+
+
+@_reg("NonMaxSuppression")
+def _nms(c: Call) -> list[Any]:
+    op = _op()
+    boxes = c.x
+    if c.a("center_point_box", 0):  # all_class_non_max_suppression takes corners (y1, x1, y2, x2)
+        xc, yc, w, h = (op.strided_slice(boxes, [2], [i], [i + 1]) for i in range(4))
+        half = _const(2, "float32")
+        w, h = op.divide(w, half), op.divide(h, half)
+        boxes = op.concat([op.subtract(yc, h), op.subtract(xc, w), op.add(yc, h), op.add(xc, w)], 2)
+    # ONNX's defaults: max_output_boxes_per_class 0, iou_threshold 0, no score threshold
+    limit = c.arg(2) if c.arg(2) is not None else _const(0, "int64")
+    iou = c.arg(3) if c.arg(3) is not None else _const(0, "float32")
+    score = c.arg(4) if c.arg(4) is not None else _const(-np.inf, "float32")
+    out = op.vision.all_class_non_max_suppression(boxes, c.args[1], limit, iou, score, "onnx")
+    from tvm import relax
+
+    return [relax.TupleGetItem(out, 0)]
+
+
 # ---------------------------------------------------------------------------------------------
 # softmax family, matrix products, nn
 # ---------------------------------------------------------------------------------------------

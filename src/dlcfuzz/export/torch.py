@@ -60,6 +60,9 @@ OPS: dict[str, Rule] = {
     "TopK": Rule((1,), multi=True),
     "OneHot": Rule((1,)),
     "Compress": Rule((1,)),
+    "NonZero": Rule(),
+    "Unique": Rule(multi=True),
+    "NonMaxSuppression": Rule(),
     "MaxUnpool": Rule((2,)),  # output_shape
     **{op: Rule((4,), multi=True) for op in ("RNN", "GRU", "LSTM")},  # sequence_lens
     "DynamicQuantizeLinear": Rule(multi=True),

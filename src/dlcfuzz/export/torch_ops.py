@@ -867,6 +867,65 @@ def Compress(x, condition, *, axis=None):
     return torch.index_select(x, axis % x.dim(), idx)
 
 
+def NonZero(x):
+    return torch.nonzero(x).t()
+
+
+def Unique(x, *, axis=None, sorted=1, nout=1):
+    # torch sorts (slices lexicographically, as numpy does); ONNX also wants each value's first
+    # position, and with sorted=0 the values in the order they first occur
+    y, inv, counts = torch.unique(x, sorted=True, return_inverse=True, return_counts=True, dim=axis)
+    inv = inv.reshape(-1)
+    n = inv.shape[0]
+    first = torch.full([counts.shape[0]], n, dtype=torch.int64, device=x.device)
+    first = first.scatter_reduce(0, inv, torch.arange(n, device=x.device), "amin")
+    if not sorted:
+        perm = torch.argsort(first)
+        y = torch.index_select(y.reshape(-1) if axis is None else y, 0 if axis is None else axis % x.dim(), perm)
+        first, counts = first[perm], counts[perm]
+        inv = torch.argsort(perm)[inv]
+    return (y, first, inv, counts)[:nout]
+
+
+def NonMaxSuppression(boxes, scores, max_output_boxes_per_class=None, iou_threshold=None, score_threshold=None, *,
+                      center_point_box=0):
+    nb, ns, nc = boxes.shape[0], boxes.shape[1], scores.shape[1]
+    b = boxes.to(torch.float32)
+    if center_point_box:  # [x_center, y_center, width, height]
+        x1, x2 = b[..., 0] - b[..., 2] / 2, b[..., 0] + b[..., 2] / 2
+        y1, y2 = b[..., 1] - b[..., 3] / 2, b[..., 1] + b[..., 3] / 2
+    else:  # [y1, x1, y2, x2] of any diagonal pair of corners
+        y1, y2 = torch.minimum(b[..., 0], b[..., 2]), torch.maximum(b[..., 0], b[..., 2])
+        x1, x2 = torch.minimum(b[..., 1], b[..., 3]), torch.maximum(b[..., 1], b[..., 3])
+    area = (y2 - y1) * (x2 - x1)  # [nb, ns]
+    ih = torch.minimum(y2[:, :, None], y2[:, None, :]) - torch.maximum(y1[:, :, None], y1[:, None, :])
+    iw = torch.minimum(x2[:, :, None], x2[:, None, :]) - torch.maximum(x1[:, :, None], x1[:, None, :])
+    inter = ih.clamp(min=0) * iw.clamp(min=0)
+    union = area[:, :, None] + area[:, None, :] - inter
+    # no overlap, or a box without area: never suppressed
+    valid = (inter > 0) & (area[:, :, None] > 0) & (area[:, None, :] > 0) & (union > 0)
+    thr = 0.0 if iou_threshold is None else iou_threshold.reshape(-1)[0]
+    over = valid & (inter / torch.where(union > 0, union, 1.0) > thr)  # [nb, ns, ns]
+    # each class's boxes by descending score (equal scores: the lower index first)
+    order = torch.argsort(scores, dim=2, descending=True, stable=True)  # [nb, nc, ns]
+    ranked = torch.gather(scores, 2, order)
+    cand = torch.ones_like(ranked, dtype=torch.bool) if score_threshold is None else (
+        ranked > score_threshold.reshape(-1)[0])
+    rows = torch.gather(over[:, None].expand(nb, nc, ns, ns), 2, order[..., None].expand(nb, nc, ns, ns))
+    over_ranked = torch.gather(rows, 3, order[:, :, None, :].expand(nb, nc, ns, ns))
+    limit = 0 if max_output_boxes_per_class is None else max_output_boxes_per_class.reshape(-1)[0]
+    kept = torch.zeros([nb, nc, ns], dtype=torch.bool, device=boxes.device)
+    count = torch.zeros([nb, nc], dtype=torch.int64, device=boxes.device)
+    pos = torch.arange(ns, device=boxes.device)
+    for i in range(ns):  # greedy, in rank order: kept unless a kept box overlaps it too much
+        hit = (kept & over_ranked[:, :, i, :]).any(-1)
+        take = cand[:, :, i] & ~hit & (count < limit)
+        kept = kept | (take[:, :, None] & (pos == i))
+        count = count + take.to(torch.int64)
+    sel = torch.nonzero(kept)  # (batch, class, rank), in ONNX's output order
+    return torch.stack([sel[:, 0], sel[:, 1], order[sel[:, 0], sel[:, 1], sel[:, 2]]], 1)
+
+
 def EyeLike(x, *, dtype=None, k=0):
     rows, cols = x.shape
     diag = (torch.arange(cols, device=x.device).reshape(1, cols)

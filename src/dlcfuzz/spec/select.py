@@ -213,9 +213,10 @@ def _nms_boxes(c) -> np.ndarray:
 
 
 def _nms_scores(c) -> np.ndarray:
-    """Scores in [-1, 1] (ONNX does not bound them), no two of one class within SCORE_GAP."""
+    """Scores in (0, 1], as a model's probabilities, or in [-1, 1] (ONNX does not bound them); no
+    two of one class within SCORE_GAP."""
     rng, (nb, ns, _) = _rng(c), c.s
-    grid = np.arange(-1000, 1001, 5)  # thousandths, SCORE_GAP * 5 apart
+    grid = np.arange(-1000 if c._signed else 5, 1001, 5)  # thousandths, SCORE_GAP * 5 apart
     rows = [rng.choice(grid, size=ns, replace=False) / 1000 for _ in range(nb * c._classes)]
     c.set("_scores", np.array(rows, dtype=np.float32).reshape(nb, c._classes, ns))
     return c._scores
@@ -239,7 +240,7 @@ def _nms_iou(c) -> np.ndarray | None:
     if not c._has_iou:
         c.set("_iou", 0.0)  # every overlap suppresses: the edges' clearance keeps overlaps clear of 0
         return None
-    v = 0.0 if c.rng.random() < 0.15 else _gap_point(_positive_ious(c), 0.0, 1.0, IOU_GAP, _rng(c))
+    v = 0.0 if c.rng.random() < 0.1 else _gap_point(_positive_ious(c), 0.0, 1.0, IOU_GAP, _rng(c))
     if v is None:
         raise EmptyDomain("NonMaxSuppression: no IoU threshold clear of the IoUs")
     c.set("_iou", v)
@@ -298,6 +299,7 @@ NON_MAX_SUPPRESSION = OpSpec(
         "center_point_box": Maybe(BOOL),
         "_flip": Choice((0.0, 0.5)),  # share of boxes given by their other diagonal (corner format)
         "_classes": Int(1, NMS_CLASSES),
+        "_signed": Choice((0, 0, 0, 1)),  # scores <= 0 too
         "_max": lambda c: Int(1, c.s[1] + 1),
         # ONNX says the three are scalars; a 1-element vector is what exporters write
         "_scalar": BOOL,
