@@ -190,6 +190,8 @@ RULES: tuple[Rule, ...] = (
          "it raises on the scalars ONNX describes (ORT takes both forms), and raises when iou_threshold is omitted "
          "(200 generated single-op graphs: 129 raise, every one with a scalar or no iou_threshold; the others match "
          "ORT)", lambda n, g: not _in(n, 3) or any(g.values[x].type.rank == 0 for x in n.inputs[2:] if x)),
+    Rule("AffineGrid", "returns float32 whatever theta's type (float64 theta: a float32 grid; ORT and torch "
+         "float64)", lambda n, g: _x(n, g).dtype != "float32"),
     Rule("Unique", "sorted=0: returns the sorted values when Y is the only output, and rebuilds Y with np.take on "
          "axis 0 of the unflattened input whatever the axis (wrong or IndexError); 400 generated single-op graphs: "
          "106 of the 153 with sorted=0 off or raising, the 247 with sorted=1 right, ORT right on all 400 against a "

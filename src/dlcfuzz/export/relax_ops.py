@@ -912,6 +912,28 @@ def _layer_norm(c: Call) -> list[Any]:
     return [y, mean, inv][:len(c.outs)]
 
 
+@_reg("AffineGrid")
+def _affine_grid(c: Call) -> list[Any]:
+    # image.affine_grid puts the coordinates second ([N, k, *spatial]); ONNX puts them last
+    dims = [int(d) for d in c.need(1)[2:]]
+    grid = _op().image.affine_grid(c.x, tuple(dims), bool(c.a("align_corners", 0)))
+    return [_op().permute_dims(grid, [0, *range(2, len(dims) + 2), 1])]
+
+
+@_reg("RMSNormalization")
+def _rms_norm(c: Call) -> list[Any]:
+    # ONNX's function body (stash_type 1): X / sqrt(mean(X^2) + epsilon) in float32, cast back to
+    # X's type, times Scale (which broadcasts to X)
+    op, r = _op(), c.t.rank
+    a, eps = _ax(c.a("axis", -1), r), c.a("epsilon", 1e-5)
+    dims = list(range(a, r))
+    xf = op.astype(c.x, "float32")
+    if c.types[1].shape == c.t.shape[a:]:
+        return [op.astype(op.nn.rms_norm(xf, op.astype(c.args[1], "float32"), dims, eps), c.t.dtype)]
+    inv = op.rsqrt(op.add(op.mean(op.multiply(xf, xf), dims, True), _const(eps, "float32")))
+    return [op.multiply(op.astype(op.multiply(xf, inv), c.t.dtype), c.args[1])]
+
+
 @_reg("GroupNormalization")
 def _group_norm(c: Call) -> list[Any]:
     # ONNX's function body: statistics in stash_type (Var = E[x^2] - E[x]^2), the normalized values

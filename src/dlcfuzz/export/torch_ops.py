@@ -1179,6 +1179,13 @@ def LayerNormalization(x, scale, b=None, *, axis=-1, epsilon=1e-5, stash_type=1,
     return (y, mean, inv)[:nout]
 
 
+def RMSNormalization(x, scale, *, axis=-1, epsilon=1e-5, stash_type=1):
+    # ONNX's function body (stash_type 1): normalized in float32, cast back to X's type, times Scale
+    xf = x.to(torch.float32)
+    dims = list(range(axis % x.dim(), x.dim()))
+    return (xf * torch.rsqrt((xf * xf).mean(dims, keepdim=True) + epsilon)).to(x.dtype) * scale
+
+
 def LpNormalization(x, *, axis=-1, p=2):
     norm = torch.linalg.vector_norm(x, p, axis, keepdim=True)
     return torch.where(norm == 0, 0, x / norm).to(x.dtype)
@@ -1188,6 +1195,10 @@ def GridSample(x, grid, *, align_corners=0, mode="linear", padding_mode="zeros")
     # opset 16 names bilinear / bicubic what opset 20 names linear / cubic; torch: 4-D and 5-D
     mode = {"linear": "bilinear", "cubic": "bicubic"}.get(mode, mode)
     return F.grid_sample(x, grid, mode=mode, padding_mode=padding_mode, align_corners=bool(align_corners))
+
+
+def AffineGrid(theta, size, *, align_corners=0):
+    return F.affine_grid(theta, list(size), align_corners=bool(align_corners))
 
 
 def MeanVarianceNormalization(x, *, axes=None):

@@ -921,6 +921,15 @@ def _layernorm(c: Call) -> list[Iv]:
     return [y, widen(c.x, f32, 64, absolute=64 * amax(c.x)), inv][:len(c.outs)]
 
 
+@_reg("RMSNormalization")
+def _rmsnorm(c: Call) -> list[Iv]:
+    """x / sqrt(mean(x^2) + eps) is within sqrt(n) of 0 (x_i^2 <= n mean(x^2)), then times Scale."""
+    t = c.types[0]
+    k = math.prod(t.shape[c.a("axis", -1) % t.rank:])  # type: ignore[union-attr]
+    r = math.sqrt(k) * (1 + 1e-3) + 1e-3
+    return [_affine((-r, r), c.ivs[1], None, c.n)]
+
+
 @_reg("LpNormalization")
 def _lpnorm(c: Call) -> list[Iv]:
     lo, hi = c.x
@@ -1395,7 +1404,7 @@ def _d_instnorm(slot, n, numel, c, ivs):
     return mag(n.budget)
 
 
-@_dom("LayerNormalization", shaped=True)
+@_dom("LayerNormalization", "RMSNormalization", shaped=True)
 def _d_layernorm(slot, n, numel, c, ivs):
     if n.kind != "f":
         return None
@@ -1454,7 +1463,8 @@ def _d_grid_sample(slot, n, numel, c, ivs):
 
 # operators whose domains of slots after the first read the context (earlier inputs, attributes)
 CONTEXTUAL = frozenset({"Mul", "PRelu", "Div", "Mod", "Pow", "MatMul", "Gemm", "Conv", "ConvTranspose", "Einsum",
-                        "InstanceNormalization", "LayerNormalization", "ScatterElements", "ScatterND",
+                        "InstanceNormalization", "LayerNormalization", "RMSNormalization", "ScatterElements",
+                        "ScatterND",
                         "GridSample"})
 # operators whose transfer functions read constant inputs (the others' are not computed)
 READS_CONSTANTS = frozenset({"Clip", "Pad", "CumSum", "OneHot", "Range"})
@@ -1508,6 +1518,19 @@ def _groupnorm(c: Call) -> list[Iv]:
     t = c.types[0]
     k = math.prod(t.shape[1:]) // c.a("num_groups", 1)  # type: ignore[union-attr]
     return [_affine(_normalized(c, k), c.ivs[1], c.ivs[2], c.n)]
+
+
+@_reg("AffineGrid")
+def _affine_grid(c: Call) -> list[Iv]:
+    """theta (k x k+1) times homogeneous positions with coordinates in [-1, 1]."""
+    k = c.types[0].shape[1]  # type: ignore[union-attr]
+    r = (k + 1) * amax(c.x)
+    return [widen((-r, r), c.n, 8 + 4 * k)]
+
+
+@_dom("AffineGrid")
+def _d_affine_grid(slot, n, numel, c, ivs):
+    return mag(n.fmax / 16) if slot == 0 and n.kind == "f" else None
 
 
 @_reg("DequantizeLinear")

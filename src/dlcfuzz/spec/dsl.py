@@ -375,6 +375,23 @@ class Broadcast(ShapeDom):
         return tuple(reversed(out))
 
 
+@dataclass(slots=True)
+class AnyOf(ShapeDom):
+    """The shapes of any of several domains; a fresh shape comes from one of them, drawn uniformly."""
+
+    doms: tuple[ShapeDom, ...]
+
+    def __post_init__(self) -> None:
+        ranks = [d.ranks for d in self.doms]
+        self.ranks = None if None in ranks else tuple(sorted({r for rs in ranks for r in rs}))
+
+    def accepts(self, shape: tuple[int, ...]) -> bool:
+        return any(d.accepts(shape) for d in self.doms)
+
+    def sample(self, rng: random.Random) -> tuple[int, ...]:
+        return self.doms[rng.randrange(len(self.doms))].sample(rng)
+
+
 def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
     """The numpy broadcast of shapes (assumed compatible)."""
     rank = max((len(s) for s in shapes), default=0)

@@ -1,4 +1,5 @@
-"""Neural-network operators: Gemm, MatMul, PRelu, the softmax family, Resize, Dropout, Einsum, LRN, GridSample.
+"""Neural-network operators: Gemm, MatMul, PRelu, the softmax family, Resize, Dropout, Einsum, LRN, GridSample,
+AffineGrid.
 
 ``ort(c)`` (``--target ort``) narrows Resize, LRN, Einsum and GridSample to what ONNX Runtime's CPU kernels implement;
 each narrowing is marked ``ORT:`` below.  With it off, the domains cover the ONNX operator.
@@ -17,6 +18,7 @@ import numpy as np
 from dlcfuzz.ir import TensorType
 from dlcfuzz.spec.dsl import (
     BOOL,
+    AnyOf,
     Broadcast,
     Choice,
     Const,
@@ -27,6 +29,7 @@ from dlcfuzz.spec.dsl import (
     Int,
     Maybe,
     OpSpec,
+    Seq,
     ShapeDom,
     axis_dom,
     broadcast_shapes,
@@ -609,3 +612,35 @@ SPECS: list[OpSpec] = [
                    "4-D before opset 20": lambda c: c.cfg.opset >= 20 or c.r == 4},
            since=16),
 ]
+
+
+# ---------------------------------------------------------------------------------------------
+# AffineGrid (opset 20): theta (N, 2, 3) or (N, 3, 4), size (N, C, H, W) or (N, C, D, H, W)
+# ---------------------------------------------------------------------------------------------
+def _theta(c) -> AnyOf:
+    n = Int(1, c.cfg.max_dim)
+    return AnyOf((Dims((n, 2, 3)), Dims((n, 3, 4))))
+
+
+def _grid_dims(c) -> Seq:
+    """Spatial output dims: the grid (N, *dims, k) within the element budget.  A length of 1 only
+    without align_corners, which spaces n points by 2 / (n - 1) (ORT, torch and the reference each
+    place a lone point elsewhere)."""
+    k = c.s[1]
+    budget = c.cfg.max_numel // (c.s[0] * k)
+    lo = 2 if c.align_corners else 1
+    return Seq(k, lambda i, prefix: Int(lo, max(lo, min(c.cfg.max_dim, budget // max(1, _prod(prefix))))))
+
+
+SPECS.append(OpSpec(
+    "AffineGrid", "nn",
+    [In("theta", shape=_theta), Const("size", lambda c: i64([c.s[0], c._channels, *c._dims]))],
+    lambda c: [TensorType((c.s[0], *c._dims, c.s[1]), c.x.dtype)],
+    attrs={"align_corners": Maybe(BOOL), "_dims": _grid_dims, "_channels": Int(1, 5)},
+    checks={"theta is (N, 2, 3) or (N, 3, 4)": lambda c: c.s[1:] in ((2, 3), (3, 4)),
+            "size is (N, C, *spatial) with as many spatial dims as theta's rows": lambda c:
+            c.ins[1].shape == (c.s[1] + 2,),
+            "align_corners only with spatial lengths >= 2": lambda c: not c.align_corners or min(c._dims) >= 2,
+            "output within the element budget": lambda c: c.s[0] * _prod(c._dims) * c.s[1] <= c.cfg.max_numel},
+    since=20,
+))
