@@ -190,6 +190,10 @@ RULES: tuple[Rule, ...] = (
          "it raises on the scalars ONNX describes (ORT takes both forms), and raises when iou_threshold is omitted "
          "(200 generated single-op graphs: 129 raise, every one with a scalar or no iou_threshold; the others match "
          "ORT)", lambda n, g: not _in(n, 3) or any(g.values[x].type.rank == 0 for x in n.inputs[2:] if x)),
+    Rule("Attention", "qk_matmul_output_mode 0 (the QK product) with a softcap: returns the softcapped scores, "
+         "which ONNX defines as mode 1 (200 generated single-op graphs: 10 of 11 such calls off, the one other "
+         "had softcap 0; ORT and torch agree with ONNX's text)",
+         lambda n, g: len(n.outputs) > 3 and not n.attrs.get("qk_matmul_output_mode") and bool(n.attrs.get("softcap"))),
     Rule("AffineGrid", "returns float32 whatever theta's type (float64 theta: a float32 grid; ORT and torch "
          "float64)", lambda n, g: _x(n, g).dtype != "float32"),
     Rule("Unique", "sorted=0: returns the sorted values when Y is the only output, and rebuilds Y with np.take on "

@@ -637,6 +637,55 @@ OPS["LogSoftmax"] = lambda c: [_op().nn.log_softmax(c.x, _ax(c.a("axis", -1), c.
 OPS["MatMul"] = lambda c: [_op().matmul(c.args[0], c.args[1])]
 
 
+@_reg("Attention")
+def _attention(c: Call) -> list[Any]:
+    """ONNX's Attention from primitives (nn.attention takes no GQA, softcap, cache or score output)."""
+    op, dt = _op(), c.t.dtype
+    q, k, v = c.args[:3]
+    b = c.t.shape[0]
+    if c.t.rank == 3:  # (B, S, heads * size) -> (B, heads, S, size)
+        def heads(x, t: TensorType, n: int):
+            return op.permute_dims(op.reshape(x, (b, t.shape[1], n, t.shape[2] // n)), [0, 2, 1, 3])
+        q = heads(q, c.t, c.attrs["q_num_heads"])
+        k, v = heads(k, c.types[1], c.attrs["kv_num_heads"]), heads(v, c.types[2], c.attrs["kv_num_heads"])
+    past = c.types[4].shape[2] if c.arg(4) is not None else 0
+    if past:
+        k, v = op.concat([c.args[4], k], 2), op.concat([c.args[5], v], 2)
+    present_k, present_v = k, v
+    y_shape = c.outs[0].shape
+    if c.t.rank == 4:
+        hq, d = c.t.shape[1], c.t.shape[3]
+    else:
+        hq, d = c.attrs["q_num_heads"], c.t.shape[2] // c.attrs["q_num_heads"]
+    hk = c.types[1].shape[1] if c.t.rank == 4 else c.attrs["kv_num_heads"]
+    if hq > hk:  # GQA: q head h reads kv head h // (hq / hk)
+        k, v = op.repeat(k, hq // hk, 1), op.repeat(v, hq // hk, 1)
+    root = _const(math.sqrt(c.a("scale", 1 / math.sqrt(d))), dt)  # Q and K scaled by sqrt(scale) in T1
+    raw = op.matmul(op.multiply(q, root), op.permute_dims(op.multiply(k, root), [0, 1, 3, 2]))
+    cap = c.a("softcap", 0.0)
+    capped = op.multiply(_const(cap, dt), op.tanh(op.divide(raw, _const(cap, dt)))) if cap else raw
+    sq = c.outs[0].shape[2] if c.t.rank == 4 else c.t.shape[1]
+    total = past + c.types[1].shape[2 if c.t.rank == 4 else 1]
+    bias = np.zeros((sq, total), dtype=dt)
+    mask = c.const(3)
+    if mask is not None:
+        bias = bias + (np.where(mask, 0.0, -np.inf).astype(dt) if mask.dtype == np.bool_ else mask)
+    if c.a("is_causal", 0):  # query i attends key j iff j <= i + past
+        bias = bias + np.where(np.arange(total)[None, :] <= np.arange(sq)[:, None] + past, 0.0, -np.inf).astype(dt)
+    scores = op.add(capped, _const(bias, dt))
+    work = DTYPE_OF_CODE[c.attrs["softmax_precision"]] if c.attrs.get("softmax_precision") else dt
+    probs = op.nn.softmax(op.astype(scores, work), -1)
+    dead = np.isneginf(bias.max(-1, keepdims=True))  # a fully masked row: zeros (ONNX's errata)
+    if dead.any():
+        probs = op.where(_const(dead, "bool"), _const(0, work), probs)
+    probs = op.astype(probs, dt)
+    y = op.matmul(probs, v)
+    if c.t.rank == 3:
+        y = op.reshape(op.permute_dims(y, [0, 2, 1, 3]), y_shape)
+    qk = (raw, capped, scores, probs)[c.a("qk_matmul_output_mode", 0)]
+    return [y, present_k, present_v, qk][:len(c.outs)]
+
+
 @_reg("Hardmax")
 def _hardmax(c: Call) -> list[Any]:
     op = _op()

@@ -61,6 +61,7 @@ OPS: dict[str, Rule] = {
     "OneHot": Rule((1,)),
     "Compress": Rule((1,)),
     "AffineGrid": Rule((1,)),  # size
+    "Attention": Rule(multi=True),
     "NonZero": Rule(),
     "Unique": Rule(multi=True),
     "NonMaxSuppression": Rule(),

@@ -1201,6 +1201,47 @@ def AffineGrid(theta, size, *, align_corners=0):
     return F.affine_grid(theta, list(size), align_corners=bool(align_corners))
 
 
+def Attention(q, k, v, attn_mask=None, past_key=None, past_value=None, *, is_causal=0, kv_num_heads=None,
+              q_num_heads=None, qk_matmul_output_mode=0, scale=None, softcap=0.0, softmax_precision=None, nout=1):
+    three = q.dim() == 3
+    b = q.shape[0]
+    if three:  # (B, S, heads * size) -> (B, heads, S, size)
+        q = q.reshape(b, q.shape[1], q_num_heads, -1).transpose(1, 2)
+        k = k.reshape(b, k.shape[1], kv_num_heads, -1).transpose(1, 2)
+        v = v.reshape(b, v.shape[1], kv_num_heads, -1).transpose(1, 2)
+    past = 0 if past_key is None else past_key.shape[2]
+    if past_key is not None:
+        k, v = torch.cat([past_key, k], 2), torch.cat([past_value, v], 2)
+    present_k, present_v = k, v
+    reps = q.shape[1] // k.shape[1]  # GQA: q head h reads kv head h // reps
+    if reps > 1:
+        k, v = k.repeat_interleave(reps, 1), v.repeat_interleave(reps, 1)
+    # ONNX scales Q and K by sqrt(scale), the square root cast to Q's type
+    root = torch.tensor(math.sqrt(1 / math.sqrt(q.shape[3]) if scale is None else scale), dtype=q.dtype,
+                        device=q.device)
+    raw = torch.matmul(q * root, (k * root).transpose(-1, -2))
+    capped = softcap * torch.tanh(raw / softcap) if softcap else raw
+    sq, total = raw.shape[-2], raw.shape[-1]
+    bias = torch.zeros([sq, total], dtype=q.dtype, device=q.device)
+    if attn_mask is not None:
+        bias = bias + (torch.where(attn_mask, 0.0, -math.inf).to(q.dtype) if attn_mask.dtype == torch.bool
+                       else attn_mask)
+    if is_causal:  # query i attends key j iff j <= i + past
+        rows = torch.arange(sq, device=q.device).reshape(sq, 1)
+        allowed = torch.arange(total, device=q.device).reshape(1, total) <= rows + past
+        bias = bias + torch.where(allowed, 0.0, -math.inf).to(q.dtype)
+    scores = capped + bias
+    work = q.dtype if softmax_precision is None else ONNX_DTYPES[softmax_precision]
+    probs = torch.softmax(scores.to(work), -1)
+    dead = torch.isneginf(bias.amax(-1, keepdim=True))  # a fully masked row: zeros (ONNX's errata)
+    probs = torch.where(dead, 0.0, probs).to(q.dtype)
+    y = torch.matmul(probs, v)
+    if three:
+        y = y.transpose(1, 2).reshape(b, sq, -1)
+    qk = (raw, capped, scores, probs)[qk_matmul_output_mode]
+    return (y, present_k, present_v, qk.to(q.dtype))[:nout]
+
+
 def MeanVarianceNormalization(x, *, axes=None):
     dims = [0, 2, 3] if axes is None else list(axes)
     mean = x.mean(dims, keepdim=True)

@@ -1533,6 +1533,49 @@ def _d_affine_grid(slot, n, numel, c, ivs):
     return mag(n.fmax / 16) if slot == 0 and n.kind == "f" else None
 
 
+def _attn_scores(c: Call) -> float:
+    """A bound on |Q K^T| * scale over the head size (Q's last dimension, or hidden / q_num_heads)."""
+    t = c.types[0]
+    d = t.shape[3] if t.rank == 4 else t.shape[2] // c.a("q_num_heads", 1)  # type: ignore[union-attr]
+    keys = amax(c.x) * max(amax(c.ivs[1]), amax(c.ivs[4]) if len(c.ivs) > 4 and c.ivs[4] else 0.0)  # type: ignore
+    return d * keys * c.a("scale", 1 / math.sqrt(d))
+
+
+@_reg("Attention")
+def _attention(c: Call) -> list[Iv]:
+    """Y: a convex combination of the values (0 for a fully masked row); the presents: past and new
+    keys / values; qk_matmul_output: the scaled scores (after softcap: within it; with the mask
+    added, mode 2, which never holds -inf; the probabilities, mode 3)."""
+    past_v = c.ivs[5] if len(c.ivs) > 5 and c.ivs[5] is not None else c.ivs[2]
+    past_k = c.ivs[4] if len(c.ivs) > 4 and c.ivs[4] is not None else c.ivs[1]
+    total = c.outs[0].shape[-1] if len(c.outs) < 4 else c.outs[3].shape[-1]
+    vals = hull(c.ivs[2], past_v, (0.0, 0.0))  # type: ignore[arg-type]
+    out = [widen(vals, c.n, 16 + 4 * total, absolute=16 + 4 * total), hull(c.ivs[1], past_k),  # type: ignore[arg-type]
+           hull(c.ivs[2], past_v)]  # type: ignore[arg-type]
+    mode, cap = c.a("qk_matmul_output_mode", 0), c.a("softcap", 0.0)
+    r = _attn_scores(c)
+    if mode >= 1 and cap:
+        r = min(r, cap)
+    if mode == 2:
+        r += amax(c.ivs[3]) if c.ivs[3] is not None else 0.0  # type: ignore[arg-type]
+    qk = (0.0, 1.0) if mode == 3 else (-r, r)
+    return [*out, widen(qk, c.n, 16 + 4 * total, absolute=16)][:len(c.outs)]
+
+
+@_dom("Attention")
+def _d_attention(slot, n, numel, c, ivs):
+    """Scores (a sum over the head size of products of Q and K) within the budget; values, masks and
+    caches within it too."""
+    if n.kind != "f":
+        return None
+    if slot == 0:
+        return mag(math.sqrt(n.budget) / 8)
+    if slot in (1, 4):
+        d = c.s[3] if c.r == 4 else c.s[2] // c.attrs["_qh"]
+        return _room(n, amax(ivs[0]) * d)
+    return mag(n.budget)
+
+
 @_reg("DequantizeLinear")
 def _dequantize(c: Call) -> list[Iv]:
     """(x - zero_point) * scale, the scale and zero point being constants."""
@@ -1731,5 +1774,5 @@ def _d_qlinear(slot, n, numel, c, ivs):
     return None
 
 
-CONTEXTUAL = CONTEXTUAL | {"QLinearMatMul", "QLinearConv", "RNN", "GRU", "LSTM", "GroupNormalization"}
-READS_CONSTANTS = READS_CONSTANTS | {"DequantizeLinear"}
+CONTEXTUAL = CONTEXTUAL | {"QLinearMatMul", "QLinearConv", "RNN", "GRU", "LSTM", "GroupNormalization", "Attention"}
+READS_CONSTANTS = READS_CONSTANTS | {"DequantizeLinear", "Attention"}
