@@ -1548,7 +1548,9 @@ def _attention(c: Call) -> list[Iv]:
     added, mode 2, which never holds -inf; the probabilities, mode 3)."""
     past_v = c.ivs[5] if len(c.ivs) > 5 and c.ivs[5] is not None else c.ivs[2]
     past_k = c.ivs[4] if len(c.ivs) > 4 and c.ivs[4] is not None else c.ivs[1]
-    total = c.outs[0].shape[-1] if len(c.outs) < 4 else c.outs[3].shape[-1]
+    k = c.types[1]
+    past = c.types[4].shape[2] if len(c.types) > 4 and c.types[4] is not None else 0  # type: ignore[union-attr]
+    total = past + k.shape[2 if k.rank == 4 else 1]  # type: ignore[union-attr]
     vals = hull(c.ivs[2], past_v, (0.0, 0.0))  # type: ignore[arg-type]
     out = [widen(vals, c.n, 16 + 4 * total, absolute=16 + 4 * total), hull(c.ivs[1], past_k),  # type: ignore[arg-type]
            hull(c.ivs[2], past_v)]  # type: ignore[arg-type]
@@ -1557,7 +1559,7 @@ def _attention(c: Call) -> list[Iv]:
     if mode >= 1 and cap:
         r = min(r, cap)
     if mode == 2:
-        r += amax(c.ivs[3]) if c.ivs[3] is not None else 0.0  # type: ignore[arg-type]
+        r += amax(c.ivs[3]) if len(c.ivs) > 3 and c.ivs[3] is not None else 0.0  # type: ignore[arg-type]
     qk = (0.0, 1.0) if mode == 3 else (-r, r)
     return [*out, widen(qk, c.n, 16 + 4 * total, absolute=16)][:len(c.outs)]
 

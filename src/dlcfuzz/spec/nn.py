@@ -28,6 +28,7 @@ from dlcfuzz.spec.dsl import (
     In,
     Int,
     Maybe,
+    OneOf,
     OpSpec,
     Seq,
     ShapeDom,
@@ -702,6 +703,17 @@ def _attn_budget(c) -> int:
     return max(1, c.cfg.max_numel // (b * hq * max(sq, c._dv)))
 
 
+def _attn_skv(c) -> Dom:
+    """The new keys' length.  With a cache and the causal mask, as long as Q's half of the time:
+    ONNX lets query i attend keys j <= i + past, where ORT (for one query) and OpenVINO (always) align
+    the last query with the last key instead, which agrees with ONNX only when the lengths match."""
+    top = max(1, min(c.cfg.max_dim, _attn_budget(c) - c._past))
+    sq = _heads(c)[1]
+    if c.is_causal and c._past and sq <= top:
+        return OneOf((Choice((sq,)), Int(1, top)))
+    return Int(1, top)
+
+
 def _qk_mode(c):
     """qk_matmul_output_mode, with the fourth output only.  Mode 2 (scores plus the mask) holds -inf
     where a bool mask or the causal mask disallows a key: only with neither."""
@@ -730,16 +742,17 @@ ATTENTION = OpSpec(
         "_has_past_key": Choice((0, 0, 1)),
         "_has_past_value": lambda c: Choice((c._has_past_key,)),  # ONNX: both or neither
         "_past": lambda c: Int(1, 3) if c._has_past_key else Choice((0,)),
-        "_skv": lambda c: Int(1, max(1, min(c.cfg.max_dim, _attn_budget(c) - c._past))),
+        "is_causal": Maybe(BOOL),
+        "_skv": _attn_skv,
         "_mask": Maybe(Choice(("bool", "float")), 0.5),
         "_mask_rank": Int(2, 4),
-        "is_causal": Maybe(BOOL),
         "scale": Maybe(Float(0.05, 1.0)),
         "softcap": Maybe(Choice((0.0, 1.0, 2.5, 5.0))),  # 0: no softcap
         "softmax_precision": Maybe(Choice((1,))),  # float; ORT has no other
-        # outputs Y, present_key, present_value, qk_matmul_output as a prefix; ONNX: past and present
-        # "shall be used together" (ORT: a past without its present raises)
-        "_nout": lambda c: Choice((3, 4) if c._past else (1, 1, 2, 3, 4)),
+        # outputs Y, present_key, present_value, qk_matmul_output as a prefix.  ONNX: the key and value
+        # states "shall be used together" (OpenVINO refuses a present_key without present_value), and a
+        # past goes with its present (ORT raises on a past without one)
+        "_nout": lambda c: Choice((3, 4) if c._past else (1, 1, 3, 4)),
         "qk_matmul_output_mode": _qk_mode,
     },
     checks={
@@ -749,6 +762,7 @@ ATTENTION = OpSpec(
         "num_heads attributes with 3-D inputs only": lambda c: (c.q_num_heads is not None) == (c.r == 3),
         "past_key and past_value together": lambda c: (c.ins[4] is None) == (c.ins[5] is None),
         "present outputs with a past": lambda c: c.ins[4] is None or c._nout >= 3,
+        "present_key and present_value together": lambda c: c._nout != 2,
         "the mask's last dimension is the total sequence length": lambda c: c.ins[3] is None
         or c.ins[3].shape[-1] == _total(c),
         "a bool mask lets every row attend key 0": lambda c: c._mask != "bool" or bool(np.all(c._mask_data[..., 0])),
