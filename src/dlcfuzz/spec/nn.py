@@ -739,7 +739,7 @@ ATTENTION = OpSpec(
         "q_num_heads": lambda c: Choice((c._qh,) if c.r == 3 else (None,)),
         "kv_num_heads": lambda c: Choice((c._kvh,) if c.r == 3 else (None,)),
         "_dv": lambda c: Int(1, c.cfg.max_dim),
-        "_has_past_key": Choice((0, 0, 1)),
+        "_has_past_key": Choice((0, 1)),
         "_has_past_value": lambda c: Choice((c._has_past_key,)),  # ONNX: both or neither
         "_past": lambda c: Int(1, 3) if c._has_past_key else Choice((0,)),
         "is_causal": Maybe(BOOL),
@@ -749,10 +749,11 @@ ATTENTION = OpSpec(
         "scale": Maybe(Float(0.05, 1.0)),
         "softcap": Maybe(Choice((0.0, 1.0, 2.5, 5.0))),  # 0: no softcap
         "softmax_precision": Maybe(Choice((1,))),  # float; ORT has no other
-        # outputs Y, present_key, present_value, qk_matmul_output as a prefix.  ONNX: the key and value
-        # states "shall be used together" (OpenVINO refuses a present_key without present_value), and a
-        # past goes with its present (ORT raises on a past without one)
-        "_nout": lambda c: Choice((3, 4) if c._past else (1, 1, 3, 4)),
+        # outputs Y, present_key, present_value, qk_matmul_output as a prefix.  ONNX: past and present
+        # states "shall be used together": the presents exactly with a past (ONNX's shape inference types
+        # them only then, ORT raises on a past without them, OpenVINO on a present_key alone); so the
+        # QK output (after the presents: the DSL writes outputs as a prefix) only with a past too
+        "_nout": lambda c: Choice((3, 4) if c._past else (1,)),
         "qk_matmul_output_mode": _qk_mode,
     },
     checks={
@@ -761,7 +762,7 @@ ATTENTION = OpSpec(
         "kv heads divide q heads": lambda c: c._qh % c._kvh == 0,
         "num_heads attributes with 3-D inputs only": lambda c: (c.q_num_heads is not None) == (c.r == 3),
         "past_key and past_value together": lambda c: (c.ins[4] is None) == (c.ins[5] is None),
-        "present outputs with a past": lambda c: c.ins[4] is None or c._nout >= 3,
+        "present outputs exactly with a past": lambda c: (c.ins[4] is not None) == (c._nout >= 3),
         "present_key and present_value together": lambda c: c._nout != 2,
         "the mask's last dimension is the total sequence length": lambda c: c.ins[3] is None
         or c.ins[3].shape[-1] == _total(c),
