@@ -85,3 +85,35 @@ def test_nms_center_boxes_on_relax() -> None:
         if checked == 3:
             break
     assert checked == 3
+
+
+def test_nms_result_crosses_a_relax_function_boundary() -> None:
+    """all_class_non_max_suppression's struct info is its static bound (B * C * S, 3), trimmed at run
+    time: the exporter casts it to the graph's shape, so a function taking the result declares that
+    shape and TVM checks it (without the cast, writing the module fails: 'Argument 0 type mismatch')."""
+    pytest.importorskip("tvm")
+    import tvm
+    from tvm import relax
+
+    from dlcfuzz.export.relax import Layout, to_relax
+    from tests.test_export_relax import CASES, TVM_BUGS
+
+    gen = ort_generator([REGISTRY["NonMaxSuppression"], REGISTRY["Cast"]], op_range=(2, 2), opset=17)
+    checked = 0
+    for seed in range(200):
+        g = gen.generate(seed)
+        nms, cast = g.nodes
+        if nms.op != "NonMaxSuppression" or cast.inputs[0] != nms.outputs[0] or any(
+                op == "NonMaxSuppression" and CASES[case](nms, g, {}) for op, case in TVM_BUGS):
+            continue
+        g.outputs = list(cast.outputs)
+        b, s = g.values[nms.inputs[0]].type.shape[:2]
+        if g.values[nms.outputs[0]].type.shape[0] == b * g.values[nms.inputs[1]].type.shape[1] * s:
+            continue  # nothing trimmed: the bound is the shape
+        mod = to_relax(g, Layout([1], [True, True, True]))  # the Cast in a function of its own
+        vm = relax.VirtualMachine(tvm.compile(mod, tvm.target.Target({"kind": "llvm"})), tvm.cpu())
+        np.testing.assert_array_equal(vm["main"]().numpy(), _ort(g)[0], err_msg=f"seed {seed}")
+        checked += 1
+        if checked == 2:
+            break
+    assert checked == 2
