@@ -58,7 +58,10 @@ def test_randoop_graphs_are_valid_and_run() -> None:
         target += g.meta["target_ops"]
         assert_tidy(g)
         assert graph_error(g) is None
-        check_graph(g, seed=seed)  # other input values than the check's: still runs
+        # with the check's own input values: Randoop has no value domains, so other values may fail
+        # (with the selection and opset-20+ specs in the registry, seed 23 holds Div(x, x) on a uint32
+        # runtime input, which other inputs make a division by zero)
+        check_graph(g)
     st = gen.stats
     assert st.generated == st.valid == 25
     assert st.accepted >= 0.9 * target  # the attempt budget rarely runs out

@@ -68,6 +68,13 @@ def _roi_empty_grid(node: Node, g: Graph, feeds: dict) -> bool:
             "half_pixel") == "half_pixel" and bool(np.any((boxes[:, 2] == boxes[:, 0]) | (boxes[:, 3] == boxes[:, 1]))))
 
 
+def _nms_nonpositive_candidate(node: Node, g: Graph, feeds: dict) -> bool:
+    """NonMaxSuppression: a score <= 0 that passes the score threshold."""
+    scores = g.values[node.inputs[1]].data
+    low = float(g.values[node.inputs[4]].data.reshape(-1)[0]) if len(node.inputs) > 4 else -np.inf
+    return bool(np.any((scores <= 0) & (scores > low)))
+
+
 # cases whose results are implementation-defined: skipped rather than compared
 # (op, case) -> reason; CASES[case] is a predicate on (node, graph, feeds)
 UNDEFINED = {
@@ -91,6 +98,16 @@ TVM_BUGS = {
     ("GridSample", "reflection, align_corners, length 1"): "grid_sample fails to compile: divide by zero",
     ("RoiAlign", "empty grid"): "roi_align returns uninitialized memory for a box without samples",
     ("Resize", "align_corners to length 1"): "resize2d align_corners to an output length 1: divide by zero",
+    ("RMSNormalization", "all axes"): "rms_norm over every axis fails to compile ('Tensor dimension mismatch in "
+                                      "read ndim = 1, indices.size=0')",
+    ("Unique", "inverse of a flattened N-D input"): "relax.run.unique returns numpy 2's inverse_indices, shaped like "
+                                                    "X for a flattened X, where ONNX's is 1-D (match_cast fails)",
+    ("NonMaxSuppression", "iou 0"): "all_class_non_max_suppression with iou_threshold 0 selects nothing (ONNX: "
+                                    "the top box, and every box that overlaps no kept one)",
+    ("NonMaxSuppression", "score <= 0"): "all_class_non_max_suppression never suppresses a box whose score is <= 0",
+    ("NonMaxSuppression", "vector limit"): "all_class_non_max_suppression's legalization reads a constant "
+                                           "max_output_boxes_per_class with int(array): a 1-element vector raises "
+                                           "under numpy 2.4 ('only 0-dimensional arrays can be converted')",
 }
 CASES = {
     "int": lambda node, g, feeds: _types(node, g)[0].dtype.startswith(("int", "uint")),
@@ -109,6 +126,13 @@ CASES = {
     "empty grid": _roi_empty_grid,
     "int antialias": lambda node, g, feeds: bool(node.attrs.get("antialias")) and not _types(node, g)[
         0].dtype.startswith("float"),
+    "all axes": lambda node, g, feeds: node.attrs.get("axis", -1) % _types(node, g)[0].rank == 0,
+    "inverse of a flattened N-D input": lambda node, g, feeds: node.attrs.get("axis") is None
+    and _types(node, g)[0].rank > 1 and len(node.outputs) > 2,
+    "iou 0": lambda node, g, feeds: len(node.inputs) < 4 or not node.inputs[3]
+    or float(g.values[node.inputs[3]].data.reshape(-1)[0]) == 0.0,
+    "score <= 0": _nms_nonpositive_candidate,
+    "vector limit": lambda node, g, feeds: len(node.inputs) > 2 and _types(node, g)[2].rank == 1,
     "align_corners to length 1": lambda node, g, feeds: node.attrs.get("coordinate_transformation_mode")
     == "align_corners" and g.values[node.outputs[0]].type.rank == 4 and 1 in g.values[node.outputs[0]].type.shape[2:],
 }

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import onnxruntime as ort
+import pytest
 from onnx.reference import ReferenceEvaluator
 
 from dlcfuzz.backends.reference import ReferenceBackend
@@ -192,3 +193,50 @@ def test_resize_to_the_same_length_from_another_scale_is_refused():
     grown = g(2.0, 6)  # (i + 0.5) / 2 - 0.5, floor: 0, 0, 10, 10, 20, 20 in both
     expected, ref = _both(grown, x)
     assert compare(expected, ref) is None and _trusted(grown)
+
+
+def _unique(sorted_: int, axis: int | None, y: tuple) -> Graph:
+    x = np.array([[2, 1], [1, 1], [2, 1]], dtype=np.int64)
+    attrs = {"sorted": sorted_} if axis is None else {"sorted": sorted_, "axis": axis}
+    return _graph("Unique", [("x", (3, 2), "int64", x)], [("y", y, "int64")], **attrs)
+
+
+def test_unique_unsorted_is_refused_and_sorted_trusted():
+    # ONNX: sorted=0 keeps the order of first occurrence: 2 then 1 (flattened), row [2,1] then [1,1]
+    flat = _unique(0, None, (2,))
+    expected, ref = _both(flat, {})
+    np.testing.assert_array_equal(expected[0], [2, 1])
+    assert compare(expected, ref) is not None and not _trusted(flat)  # the reference sorts: [1, 2]
+    rows = _unique(0, 0, (2, 2))
+    expected, ref = _both(rows, {})
+    np.testing.assert_array_equal(expected[0], [[2, 1], [1, 1]])
+    assert compare(expected, ref) is not None and not _trusted(rows)
+    plain = _unique(1, 0, (2, 2))
+    expected, ref = _both(plain, {})
+    assert compare(expected, ref) is None and _trusted(plain)
+
+
+def _nms(limit: np.ndarray, iou: np.ndarray | None) -> Graph:
+    boxes = np.array([[[0, 0, 1, 1], [0, 0.1, 1, 1.1], [2, 2, 3, 3]]], dtype=np.float32)
+    scores = np.array([[[0.9, 0.8, 0.7]]], dtype=np.float32)
+    inputs = [("b", (1, 3, 4), "float32", boxes), ("s", (1, 1, 3), "float32", scores),
+              ("m", limit.shape, "int64", limit)]
+    if iou is not None:
+        inputs.append(("i", iou.shape, "float32", iou))
+    return _graph("NonMaxSuppression", inputs, [("y", (2, 3), "int64")])
+
+
+def test_nms_scalar_or_missing_threshold_is_refused_and_vectors_trusted():
+    # boxes 0 and 1 overlap with IoU 0.9 / 1.1: box 1 goes; ONNX describes the thresholds as scalars
+    for g in (_nms(np.array(3, dtype=np.int64), np.array(0.5, dtype=np.float32)),
+              _nms(np.array([3], dtype=np.int64), None)):
+        model = to_bytes(g)
+        got = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, {})[0]
+        # with iou_threshold 0.5 and with ONNX's default 0, box 1 overlaps box 0 and goes
+        np.testing.assert_array_equal(got, [[0, 0, 0], [0, 0, 2]])
+        with pytest.raises((IndexError, TypeError)):
+            ReferenceEvaluator(model).run(None, {})
+        assert not _trusted(g)
+    plain = _nms(np.array([3], dtype=np.int64), np.array([0.5], dtype=np.float32))
+    expected, ref = _both(plain, {})
+    assert compare(expected, ref) is None and _trusted(plain)

@@ -43,3 +43,15 @@ def test_in_graphs(op: str) -> None:
         count += sum(n.op == op for n in g.nodes)
         check_graph(g, seed=seed)
     assert count > 0, f"no {op} node in the graphs"
+
+
+def test_ort_profile_follows_kernel_versions() -> None:
+    """ORT runs a node by its schema's since-version: RoiAlign's "16 and later" kernel does not run
+    RoiAlign-22 (opsets 22 and up), so a generator for ORT leaves it out there, and NonMaxSuppression
+    (a kernel without type constraints) stays in."""
+    from dlcfuzz.backends.ort import full_profile
+
+    ops = ("RoiAlign", "NonMaxSuppression", "Relu")
+    assert ort_generator([REGISTRY[o] for o in ops], opset=21).unavailable == []
+    assert ort_generator([REGISTRY[o] for o in ops], opset=22).unavailable == ["RoiAlign"]
+    assert full_profile(22, ops)[("RoiAlign", "T1")] == frozenset()

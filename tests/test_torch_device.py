@@ -3,7 +3,9 @@ device, so the module runs on a GPU as on the CPU.  CI has no GPU, so each opera
 runs on generated single-op graphs with its inputs and weights on the ``meta`` device, watched by a
 dispatch mode: any tensor on another device (one made without ``device=``, a numpy array turned into
 a tensor and never moved) is a failure that names the operator, the aten call and the source line.
-Values read back to the host (``.item()``, e.g. a window's length) come from a real CPU run first."""
+Values read back to the host (``.item()``, e.g. a window's length) come from a real CPU run first, and
+so do the results of the operations whose output shape depends on values (nonzero, unique: meta has
+no data to compute them from), replayed as meta tensors of the recorded shapes."""
 
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402 (after 
 from torch.utils._pytree import tree_leaves  # noqa: E402
 
 ITEM = torch.ops.aten._local_scalar_dense.default  # what .item(), int(t), bool(t) dispatch to
+DATA_SHAPED = {torch.ops.aten.nonzero.default, torch.ops.aten._unique2.default, torch.ops.aten.unique_dim.default}
 
 
 class _HostReads(TorchDispatchMode):
@@ -37,9 +40,15 @@ class _HostReads(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         if self.replaying and func is ITEM:
             return self.values.pop(0)
-        out = func(*args, **(kwargs or {}))
+        if self.replaying and func in DATA_SHAPED:
+            made = tuple(torch.empty(s, dtype=d, device="meta") for s, d in self.values.pop(0))
+            out = made if len(made) > 1 else made[0]
+        else:
+            out = func(*args, **(kwargs or {}))
         if func is ITEM:
             self.values.append(out)
+        if func in DATA_SHAPED and not self.replaying:
+            self.values.append([(t.shape, t.dtype) for t in (out if isinstance(out, tuple) else (out,))])
         if self.replaying:
             devices = {t.device.type for t in tree_leaves((args, kwargs, out)) if isinstance(t, torch.Tensor)}
             if devices - {"meta"}:

@@ -34,19 +34,45 @@ def type_profile(opset: int) -> dict[tuple[str, str], frozenset[str]]:
 
     Read from ORT's own kernel registry, so it follows the installed version exactly.
     """
-    from onnxruntime.capi import _pybind_state as C
-
     found: dict[tuple[str, str], set[str]] = {}
-    for k in C.get_all_opkernel_def():
-        if k.provider != PROVIDER or k.domain not in ("", "ai.onnx"):
-            continue
-        lo, hi = k.version_range
-        if not lo <= opset <= hi:
-            continue
+    for k in _kernels(opset):
         for var, types in k.type_constraints.items():
             names = {onnx_type_name(t) for t in types} - {None}
             found.setdefault((k.op_name, var), set()).update(names)
     return {key: frozenset(v) for key, v in found.items()}
+
+
+@cache
+def _kernels(opset: int) -> tuple:
+    """ORT's CPU kernel definitions of the default domain that run the operator versions of ``opset``.
+
+    ORT matches a node by its schema's since-version, not by the model's opset: an open-ended
+    kernel ("since 16") runs only version 16, a closed one (10..15) the versions inside it.  So
+    RoiAlign's "16 and later" kernel does not run RoiAlign-22, the version of opsets 22 and up.
+    """
+    from onnxruntime.capi import _pybind_state as C
+
+    def runs(k) -> bool:
+        since = _since(k.op_name, opset)
+        lo, hi = k.version_range
+        return since is not None and (since == lo or lo < since <= hi < _OPEN)
+
+    return tuple(k for k in C.get_all_opkernel_def() if k.provider == PROVIDER and k.domain in ("", "ai.onnx")
+                 and runs(k))
+
+
+_OPEN = 2**31 - 1  # the end of an open-ended kernel's version range
+
+
+@cache
+def _since(op: str, opset: int) -> int | None:
+    """The since-version of the operator's schema at ``opset`` (None: none)."""
+    import onnx.defs
+
+    try:
+        return onnx.defs.get_schema(op, opset).since_version
+    except onnx.defs.SchemaError:
+        return None
 
 
 def function_profile(op: str, opset: int, profile: dict[tuple[str, str], frozenset[str]]) -> frozenset[str] | None:
@@ -73,12 +99,26 @@ def full_profile(opset: int, ops: tuple[str, ...]) -> dict[tuple[str, str], froz
     """``type_profile`` plus function-expanded operators among ``ops``; operators ORT can run in
     no way get an empty set, so a generator for ORT leaves them out."""
     prof = dict(type_profile(opset))
-    known = {op for op, _ in prof}
+    # a kernel without type constraints (NonMaxSuppression: fixed float inputs) narrows nothing
+    known = {op for op, _ in prof} | {k.op_name for k in _kernels(opset)}
     for op in ops:
         if op not in known:
             got = function_profile(op, opset, prof)
-            prof[(op, "T")] = got if got is not None else frozenset()
+            if got is not None:
+                prof[(op, "T")] = got
+            else:  # no way to run it: every type variable empty (RoiAlign's are T1 and T2)
+                for var in _type_vars(op, opset) | {"T"}:
+                    prof[(op, var)] = frozenset()
     return prof
+
+
+def _type_vars(op: str, opset: int) -> set[str]:
+    import onnx.defs
+
+    try:
+        return {tc.type_param_str for tc in onnx.defs.get_schema(op, opset).type_constraints}
+    except onnx.defs.SchemaError:
+        return set()
 
 
 def session_error(model: bytes) -> str | None:

@@ -195,6 +195,20 @@ RULES: tuple[Rule, ...] = (
          "length_resized / length_original (1 there: the identity, as ORT and OpenVINO give), the reference "
          "maps with the given scale (length 3, scale 1.2, nearest: ORT 0,10,20, the reference 0,0,10), seen in a "
          "5-minute ORT campaign", lambda n, g: _same_length_other_scale(n, g)),
+    Rule("NonMaxSuppression", "indexes max_output_boxes_per_class / iou_threshold / score_threshold with [0], so "
+         "it raises on the scalars ONNX describes (ORT takes both forms), and raises when iou_threshold is omitted "
+         "(200 generated single-op graphs: 129 raise, every one with a scalar or no iou_threshold; the others match "
+         "ORT)", lambda n, g: not _in(n, 3) or any(g.values[x].type.rank == 0 for x in n.inputs[2:] if x)),
+    Rule("Attention", "qk_matmul_output_mode 0 (the QK product) with a softcap: returns the softcapped scores, "
+         "which ONNX defines as mode 1 (200 generated single-op graphs: 10 of 11 such calls off, the one other "
+         "had softcap 0; ORT and torch agree with ONNX's text)",
+         lambda n, g: len(n.outputs) > 3 and not n.attrs.get("qk_matmul_output_mode") and bool(n.attrs.get("softcap"))),
+    Rule("AffineGrid", "returns float32 whatever theta's type (float64 theta: a float32 grid; ORT and torch "
+         "float64)", lambda n, g: _x(n, g).dtype != "float32"),
+    Rule("Unique", "sorted=0: returns the sorted values when Y is the only output, and rebuilds Y with np.take on "
+         "axis 0 of the unflattened input whatever the axis (wrong or IndexError); 400 generated single-op graphs: "
+         "106 of the 153 with sorted=0 off or raising, the 247 with sorted=1 right, ORT right on all 400 against a "
+         "by-hand reading of the ONNX text", lambda n, g: n.attrs.get("sorted") == 0),
     Rule("Resize", "negative axes, float64 data; integer data with linear/cubic rounds differently (1/10)",
          lambda n, g: any(a < 0 for a in n.attrs.get("axes") or []) or _x(n, g).dtype == "float64"
          or (_x(n, g).dtype in _INTS and (n.attrs.get("mode") or "nearest") != "nearest")),

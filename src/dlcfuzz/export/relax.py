@@ -177,8 +177,28 @@ def _emit_nodes(bb, g: Graph, seg, env: dict, consts: dict, dataflow: bool, keep
             raise RelaxExportError(f"{node.op}: {e}") from None
         for name, expr in zip(node.outputs, outs, strict=True):
             v = bb.emit(expr)
+            t = g.values[name].type
+            # a shape that follows from values (NonZero, Unique ...) is symbolic in Relax, or static and
+            # an upper bound (all_class_non_max_suppression's (B * C * S, 3), trimmed at run time): the
+            # graph knows it, and TVM checks it at run time
+            if not _static(v, t):
+                if _static(v, None):  # a static bound: forget it first (no cast joins two static shapes)
+                    from tvm.script import relax as R
+
+                    v = bb.match_cast(v, R.Tensor(dtype=t.dtype, ndim=t.rank))
+                v = bb.match_cast(v, struct_info(t))
             env[name] = made[name] = v
     return made
+
+
+def _static(v, t: TensorType | None) -> bool:
+    """Whether a Relax value's struct info is a static shape, ``t``'s if given (or not a tensor's)."""
+    from tvm import relax, tirx
+
+    ty = v.ty
+    return not isinstance(ty, relax.TensorType) or (
+        isinstance(ty.shape, relax.ShapeExpr) and all(isinstance(d, tirx.IntImm) for d in ty.shape.values)
+        and (t is None or tuple(int(d) for d in ty.shape.values) == t.shape))
 
 
 # -- function rewrites (HirGen §3.3.2): the call chain changes, the results must not ----------------

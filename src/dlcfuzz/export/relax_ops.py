@@ -595,12 +595,95 @@ def _compress(c: Call) -> list[Any]:
     return [op.take(c.x, keep, _ax(c.attrs["axis"], c.t.rank))]
 
 
+# selection operators: their output shapes follow from values (relax.emit casts them to the
+# shapes the spec knows)
+OPS["NonZero"] = lambda c: [_op().nonzero(c.x)]
+
+
+@_reg("Unique")
+def _unique(c: Call) -> list[Any]:
+    from tvm import relax
+
+    n = len(c.outs)
+    axis = c.a("axis")
+    u = _op().unique(c.x, bool(c.a("sorted", 1)), n > 1, n > 2, n > 3, None if axis is None else _ax(axis, c.t.rank))
+    return [u] if n == 1 else [relax.TupleGetItem(u, i) for i in range(n)]
+
+
+@_reg("NonMaxSuppression")
+def _nms(c: Call) -> list[Any]:
+    op = _op()
+    boxes = c.x
+    if c.a("center_point_box", 0):  # all_class_non_max_suppression takes corners (y1, x1, y2, x2)
+        xc, yc, w, h = (op.strided_slice(boxes, [2], [i], [i + 1]) for i in range(4))
+        half = _const(2, "float32")
+        w, h = op.divide(w, half), op.divide(h, half)
+        boxes = op.concat([op.subtract(yc, h), op.subtract(xc, w), op.add(yc, h), op.add(xc, w)], 2)
+    # ONNX's defaults: max_output_boxes_per_class 0, iou_threshold 0, no score threshold
+    limit = c.arg(2) if c.arg(2) is not None else _const(0, "int64")
+    iou = c.arg(3) if c.arg(3) is not None else _const(0, "float32")
+    score = c.arg(4) if c.arg(4) is not None else _const(-np.inf, "float32")
+    out = op.vision.all_class_non_max_suppression(boxes, c.args[1], limit, iou, score, "onnx")
+    from tvm import relax
+
+    return [relax.TupleGetItem(out, 0)]
+
+
 # ---------------------------------------------------------------------------------------------
 # softmax family, matrix products, nn
 # ---------------------------------------------------------------------------------------------
 OPS["Softmax"] = lambda c: [_op().nn.softmax(c.x, _ax(c.a("axis", -1), c.t.rank))]
 OPS["LogSoftmax"] = lambda c: [_op().nn.log_softmax(c.x, _ax(c.a("axis", -1), c.t.rank))]
 OPS["MatMul"] = lambda c: [_op().matmul(c.args[0], c.args[1])]
+
+
+@_reg("Attention")
+def _attention(c: Call) -> list[Any]:
+    """ONNX's Attention from primitives (nn.attention takes no GQA, softcap, cache or score output)."""
+    op, dt = _op(), c.t.dtype
+    q, k, v = c.args[:3]
+    b = c.t.shape[0]
+    if c.t.rank == 3:  # (B, S, heads * size) -> (B, heads, S, size)
+        def heads(x, t: TensorType, n: int):
+            return op.permute_dims(op.reshape(x, (b, t.shape[1], n, t.shape[2] // n)), [0, 2, 1, 3])
+        q = heads(q, c.t, c.attrs["q_num_heads"])
+        k, v = heads(k, c.types[1], c.attrs["kv_num_heads"]), heads(v, c.types[2], c.attrs["kv_num_heads"])
+    past = c.types[4].shape[2] if c.arg(4) is not None else 0
+    if past:
+        k, v = op.concat([c.args[4], k], 2), op.concat([c.args[5], v], 2)
+    present_k, present_v = k, v
+    y_shape = c.outs[0].shape
+    if c.t.rank == 4:
+        hq, d = c.t.shape[1], c.t.shape[3]
+    else:
+        hq, d = c.attrs["q_num_heads"], c.t.shape[2] // c.attrs["q_num_heads"]
+    hk = c.types[1].shape[1] if c.t.rank == 4 else c.attrs["kv_num_heads"]
+    if hq > hk:  # GQA: q head h reads kv head h // (hq / hk)
+        k, v = op.repeat(k, hq // hk, 1), op.repeat(v, hq // hk, 1)
+    root = _const(math.sqrt(c.a("scale", 1 / math.sqrt(d))), dt)  # Q and K scaled by sqrt(scale) in T1
+    raw = op.matmul(op.multiply(q, root), op.permute_dims(op.multiply(k, root), [0, 1, 3, 2]))
+    cap = c.a("softcap", 0.0)
+    capped = op.multiply(_const(cap, dt), op.tanh(op.divide(raw, _const(cap, dt)))) if cap else raw
+    sq = c.outs[0].shape[2] if c.t.rank == 4 else c.t.shape[1]
+    total = past + c.types[1].shape[2 if c.t.rank == 4 else 1]
+    bias = np.zeros((sq, total), dtype=dt)
+    mask = c.const(3)
+    if mask is not None:
+        bias = bias + (np.where(mask, 0.0, -np.inf).astype(dt) if mask.dtype == np.bool_ else mask)
+    if c.a("is_causal", 0):  # query i attends key j iff j <= i + past
+        bias = bias + np.where(np.arange(total)[None, :] <= np.arange(sq)[:, None] + past, 0.0, -np.inf).astype(dt)
+    scores = op.add(capped, _const(bias, dt))
+    work = DTYPE_OF_CODE[c.attrs["softmax_precision"]] if c.attrs.get("softmax_precision") else dt
+    probs = op.nn.softmax(op.astype(scores, work), -1)
+    dead = np.isneginf(bias.max(-1, keepdims=True))  # a fully masked row: zeros (ONNX's errata)
+    if dead.any():
+        probs = op.where(_const(dead, "bool"), _const(0, work), probs)
+    probs = op.astype(probs, dt)
+    y = op.matmul(probs, v)
+    if c.t.rank == 3:
+        y = op.reshape(op.permute_dims(y, [0, 2, 1, 3]), y_shape)
+    qk = (raw, capped, scores, probs)[c.a("qk_matmul_output_mode", 0)]
+    return [y, present_k, present_v, qk][:len(c.outs)]
 
 
 @_reg("Hardmax")
@@ -876,6 +959,28 @@ def _layer_norm(c: Call) -> list[Any]:
     y = op.multiply(op.astype(op.multiply(diff, inv), c.t.dtype), c.args[1])
     y = y if b is None else op.add(y, b)
     return [y, mean, inv][:len(c.outs)]
+
+
+@_reg("AffineGrid")
+def _affine_grid(c: Call) -> list[Any]:
+    # image.affine_grid puts the coordinates second ([N, k, *spatial]); ONNX puts them last
+    dims = [int(d) for d in c.need(1)[2:]]
+    grid = _op().image.affine_grid(c.x, tuple(dims), bool(c.a("align_corners", 0)))
+    return [_op().permute_dims(grid, [0, *range(2, len(dims) + 2), 1])]
+
+
+@_reg("RMSNormalization")
+def _rms_norm(c: Call) -> list[Any]:
+    # ONNX's function body (stash_type 1): X / sqrt(mean(X^2) + epsilon) in float32, cast back to
+    # X's type, times Scale (which broadcasts to X)
+    op, r = _op(), c.t.rank
+    a, eps = _ax(c.a("axis", -1), r), c.a("epsilon", 1e-5)
+    dims = list(range(a, r))
+    xf = op.astype(c.x, "float32")
+    if c.types[1].shape == c.t.shape[a:]:
+        return [op.astype(op.nn.rms_norm(xf, op.astype(c.args[1], "float32"), dims, eps), c.t.dtype)]
+    inv = op.rsqrt(op.add(op.mean(op.multiply(xf, xf), dims, True), _const(eps, "float32")))
+    return [op.multiply(op.astype(op.multiply(xf, inv), c.t.dtype), c.args[1])]
 
 
 @_reg("GroupNormalization")

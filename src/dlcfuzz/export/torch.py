@@ -36,7 +36,7 @@ Add Sub Mul Div Pow Mod Equal Greater Less GreaterOrEqual LessOrEqual And Or Xor
 ArgMax ArgMin Softmax LogSoftmax Hardmax MatMul Gemm PRelu Einsum LRN
 Transpose Flatten DepthToSpace SpaceToDepth Shape Size Concat Gather GatherElements GatherND
 Conv ConvTranspose AveragePool LpPool GlobalAveragePool GlobalMaxPool GlobalLpPool
-BatchNormalization InstanceNormalization LpNormalization MeanVarianceNormalization
+BatchNormalization InstanceNormalization LpNormalization MeanVarianceNormalization RMSNormalization
 CastLike BitwiseNot Mish Gelu BitShift BitwiseAnd BitwiseOr BitwiseXor ScatterElements ScatterND EyeLike GridSample
 QuantizeLinear DequantizeLinear MatMulInteger ConvInteger QLinearMatMul QLinearConv
 HannWindow HammingWindow BlackmanWindow
@@ -60,6 +60,11 @@ OPS: dict[str, Rule] = {
     "TopK": Rule((1,), multi=True),
     "OneHot": Rule((1,)),
     "Compress": Rule((1,)),
+    "AffineGrid": Rule((1,)),  # size
+    "Attention": Rule(multi=True),
+    "NonZero": Rule(),
+    "Unique": Rule(multi=True),
+    "NonMaxSuppression": Rule(),
     "MaxUnpool": Rule((2,)),  # output_shape
     **{op: Rule((4,), multi=True) for op in ("RNN", "GRU", "LSTM")},  # sequence_lens
     "DynamicQuantizeLinear": Rule(multi=True),

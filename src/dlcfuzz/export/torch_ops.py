@@ -867,6 +867,65 @@ def Compress(x, condition, *, axis=None):
     return torch.index_select(x, axis % x.dim(), idx)
 
 
+def NonZero(x):
+    return torch.nonzero(x).t()
+
+
+def Unique(x, *, axis=None, sorted=1, nout=1):
+    # torch sorts (slices lexicographically, as numpy does); ONNX also wants each value's first
+    # position, and with sorted=0 the values in the order they first occur
+    y, inv, counts = torch.unique(x, sorted=True, return_inverse=True, return_counts=True, dim=axis)
+    inv = inv.reshape(-1)
+    n = inv.shape[0]
+    first = torch.full([counts.shape[0]], n, dtype=torch.int64, device=x.device)
+    first = first.scatter_reduce(0, inv, torch.arange(n, device=x.device), "amin")
+    if not sorted:
+        perm = torch.argsort(first)
+        y = torch.index_select(y.reshape(-1) if axis is None else y, 0 if axis is None else axis % x.dim(), perm)
+        first, counts = first[perm], counts[perm]
+        inv = torch.argsort(perm)[inv]
+    return (y, first, inv, counts)[:nout]
+
+
+def NonMaxSuppression(boxes, scores, max_output_boxes_per_class=None, iou_threshold=None, score_threshold=None, *,
+                      center_point_box=0):
+    nb, ns, nc = boxes.shape[0], boxes.shape[1], scores.shape[1]
+    b = boxes.to(torch.float32)
+    if center_point_box:  # [x_center, y_center, width, height]
+        x1, x2 = b[..., 0] - b[..., 2] / 2, b[..., 0] + b[..., 2] / 2
+        y1, y2 = b[..., 1] - b[..., 3] / 2, b[..., 1] + b[..., 3] / 2
+    else:  # [y1, x1, y2, x2] of any diagonal pair of corners
+        y1, y2 = torch.minimum(b[..., 0], b[..., 2]), torch.maximum(b[..., 0], b[..., 2])
+        x1, x2 = torch.minimum(b[..., 1], b[..., 3]), torch.maximum(b[..., 1], b[..., 3])
+    area = (y2 - y1) * (x2 - x1)  # [nb, ns]
+    ih = torch.minimum(y2[:, :, None], y2[:, None, :]) - torch.maximum(y1[:, :, None], y1[:, None, :])
+    iw = torch.minimum(x2[:, :, None], x2[:, None, :]) - torch.maximum(x1[:, :, None], x1[:, None, :])
+    inter = ih.clamp(min=0) * iw.clamp(min=0)
+    union = area[:, :, None] + area[:, None, :] - inter
+    # no overlap, or a box without area: never suppressed
+    valid = (inter > 0) & (area[:, :, None] > 0) & (area[:, None, :] > 0) & (union > 0)
+    thr = 0.0 if iou_threshold is None else iou_threshold.reshape(-1)[0]
+    over = valid & (inter / torch.where(union > 0, union, 1.0) > thr)  # [nb, ns, ns]
+    # each class's boxes by descending score (equal scores: the lower index first)
+    order = torch.argsort(scores, dim=2, descending=True, stable=True)  # [nb, nc, ns]
+    ranked = torch.gather(scores, 2, order)
+    cand = torch.ones_like(ranked, dtype=torch.bool) if score_threshold is None else (
+        ranked > score_threshold.reshape(-1)[0])
+    rows = torch.gather(over[:, None].expand(nb, nc, ns, ns), 2, order[..., None].expand(nb, nc, ns, ns))
+    over_ranked = torch.gather(rows, 3, order[:, :, None, :].expand(nb, nc, ns, ns))
+    limit = 0 if max_output_boxes_per_class is None else max_output_boxes_per_class.reshape(-1)[0]
+    kept = torch.zeros([nb, nc, ns], dtype=torch.bool, device=boxes.device)
+    count = torch.zeros([nb, nc], dtype=torch.int64, device=boxes.device)
+    pos = torch.arange(ns, device=boxes.device)
+    for i in range(ns):  # greedy, in rank order: kept unless a kept box overlaps it too much
+        hit = (kept & over_ranked[:, :, i, :]).any(-1)
+        take = cand[:, :, i] & ~hit & (count < limit)
+        kept = kept | (take[:, :, None] & (pos == i))
+        count = count + take.to(torch.int64)
+    sel = torch.nonzero(kept)  # (batch, class, rank), in ONNX's output order
+    return torch.stack([sel[:, 0], sel[:, 1], order[sel[:, 0], sel[:, 1], sel[:, 2]]], 1)
+
+
 def EyeLike(x, *, dtype=None, k=0):
     rows, cols = x.shape
     diag = (torch.arange(cols, device=x.device).reshape(1, cols)
@@ -1120,6 +1179,13 @@ def LayerNormalization(x, scale, b=None, *, axis=-1, epsilon=1e-5, stash_type=1,
     return (y, mean, inv)[:nout]
 
 
+def RMSNormalization(x, scale, *, axis=-1, epsilon=1e-5, stash_type=1):
+    # ONNX's function body (stash_type 1): normalized in float32, cast back to X's type, times Scale
+    xf = x.to(torch.float32)
+    dims = list(range(axis % x.dim(), x.dim()))
+    return (xf * torch.rsqrt((xf * xf).mean(dims, keepdim=True) + epsilon)).to(x.dtype) * scale
+
+
 def LpNormalization(x, *, axis=-1, p=2):
     norm = torch.linalg.vector_norm(x, p, axis, keepdim=True)
     return torch.where(norm == 0, 0, x / norm).to(x.dtype)
@@ -1129,6 +1195,51 @@ def GridSample(x, grid, *, align_corners=0, mode="linear", padding_mode="zeros")
     # opset 16 names bilinear / bicubic what opset 20 names linear / cubic; torch: 4-D and 5-D
     mode = {"linear": "bilinear", "cubic": "bicubic"}.get(mode, mode)
     return F.grid_sample(x, grid, mode=mode, padding_mode=padding_mode, align_corners=bool(align_corners))
+
+
+def AffineGrid(theta, size, *, align_corners=0):
+    return F.affine_grid(theta, list(size), align_corners=bool(align_corners))
+
+
+def Attention(q, k, v, attn_mask=None, past_key=None, past_value=None, *, is_causal=0, kv_num_heads=None,
+              q_num_heads=None, qk_matmul_output_mode=0, scale=None, softcap=0.0, softmax_precision=None, nout=1):
+    three = q.dim() == 3
+    b = q.shape[0]
+    if three:  # (B, S, heads * size) -> (B, heads, S, size)
+        q = q.reshape(b, q.shape[1], q_num_heads, -1).transpose(1, 2)
+        k = k.reshape(b, k.shape[1], kv_num_heads, -1).transpose(1, 2)
+        v = v.reshape(b, v.shape[1], kv_num_heads, -1).transpose(1, 2)
+    past = 0 if past_key is None else past_key.shape[2]
+    if past_key is not None:
+        k, v = torch.cat([past_key, k], 2), torch.cat([past_value, v], 2)
+    present_k, present_v = k, v
+    reps = q.shape[1] // k.shape[1]  # GQA: q head h reads kv head h // reps
+    if reps > 1:
+        k, v = k.repeat_interleave(reps, 1), v.repeat_interleave(reps, 1)
+    # ONNX scales Q and K by sqrt(scale), the square root cast to Q's type
+    root = torch.tensor(math.sqrt(1 / math.sqrt(q.shape[3]) if scale is None else scale), dtype=q.dtype,
+                        device=q.device)
+    raw = torch.matmul(q * root, (k * root).transpose(-1, -2))
+    capped = softcap * torch.tanh(raw / softcap) if softcap else raw
+    sq, total = raw.shape[-2], raw.shape[-1]
+    bias = torch.zeros([sq, total], dtype=q.dtype, device=q.device)
+    if attn_mask is not None:
+        bias = bias + (torch.where(attn_mask, 0.0, -math.inf).to(q.dtype) if attn_mask.dtype == torch.bool
+                       else attn_mask)
+    if is_causal:  # query i attends key j iff j <= i + past
+        rows = torch.arange(sq, device=q.device).reshape(sq, 1)
+        allowed = torch.arange(total, device=q.device).reshape(1, total) <= rows + past
+        bias = bias + torch.where(allowed, 0.0, -math.inf).to(q.dtype)
+    scores = capped + bias
+    work = q.dtype if softmax_precision is None else ONNX_DTYPES[softmax_precision]
+    probs = torch.softmax(scores.to(work), -1)
+    dead = torch.isneginf(bias.amax(-1, keepdim=True))  # a fully masked row: zeros (ONNX's errata)
+    probs = torch.where(dead, 0.0, probs).to(q.dtype)
+    y = torch.matmul(probs, v)
+    if three:
+        y = y.transpose(1, 2).reshape(b, sq, -1)
+    qk = (raw, capped, scores, probs)[qk_matmul_output_mode]
+    return (y, present_k, present_v, qk.to(q.dtype))[:nout]
 
 
 def MeanVarianceNormalization(x, *, axes=None):

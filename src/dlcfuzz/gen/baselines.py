@@ -161,6 +161,10 @@ class _Calls:
         for name, dom in spec.attrs.items():
             v = _attempt(lambda: (dom(c) if callable(dom) else dom).sample(rng))
             c.set(name, None if v is _FAILED else v)
+        if first.value is not None:  # the spec's data, where it can draw them for this input
+            arr = _attempt(lambda: first.value(c))
+            if isinstance(arr, np.ndarray) and arr.shape == c.x.shape and arr.dtype.name == c.x.dtype:
+                inputs[0] = self._value(c.x, CONST_KIND, arr).name
         for _ in range(c.n - 1 if first.variadic else 0):
             inputs.append(self._data(c, doms[tvars[0]]))
         for k, inp in enumerate(spec.inputs[1:], start=1):

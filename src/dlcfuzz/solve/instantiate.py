@@ -256,8 +256,14 @@ class Instantiator:
         doms, tvars = self.types_of(spec)
         first = spec.inputs[0]
         assert isinstance(first, In)
+        if first.value is not None:  # the spec draws the values: a new constant, never a reused tensor
+            return False
         if x.type.dtype not in doms[tvars[0]] or x.type.numel > self.lim.max_numel // first.room:
             return False
+        if first.shape is not None and not first.variadic:
+            sd = spec.first_shape(Ctx(self.lim, self.rng, self.np))
+            if sd is not None and not sd.accepts(x.type.shape):
+                return False
         if callable(first.rank):
             return True
         return first.rank[0] <= x.type.rank <= min(first.rank[1], self.lim.max_rank)
@@ -285,29 +291,42 @@ class Instantiator:
         if rlo > rhi:
             raise EmptyDomain(f"{spec.op}: first input rank {rlo}..{rhi}")
         numel_cap = lim.max_numel // first.room
+        sd = spec.first_shape(c)
+        ranks = range(rlo, rhi + 1) if sd is None or sd.ranks is None else [r for r in sd.ranks if rlo <= r <= rhi]
         x = forced
         hint = first.hint(c) if callable(first.hint) else first.hint
         dom = self._domains(spec.op, 0, c, hint)
         if x is not None:
             t = x.type
-            if t.dtype not in doms[tvar] or not rlo <= t.rank <= rhi or t.numel > numel_cap or not self._fits(dom)(x):
+            if (t.dtype not in doms[tvar] or not rlo <= t.rank <= rhi or t.numel > numel_cap or not self._fits(dom)(x)
+                    or (sd is not None and not sd.accepts(t.shape)) or first.value is not None):
                 raise EmptyDomain(f"{spec.op}: {t} does not fit its first input")
-        elif rng.random() < lim.picking_rate:
+        elif first.value is None and rng.random() < lim.picking_rate:
             fits = self._fits(dom)
-            x = self.pool.pick(rng, doms[tvar], range(rlo, rhi + 1), lambda v: v.type.numel <= numel_cap and fits(v))
+            x = self.pool.pick(rng, doms[tvar], ranks, lambda v: v.type.numel <= numel_cap and fits(v)
+                               and (sd is None or sd.accepts(v.type.shape)))
         if x is None:
             dtypes = _allowed(doms[tvar], dom)
             dtype = dtypes[rng.randrange(len(dtypes))]
-            t = TensorType(_fresh_shape(rng, rlo, rhi, lim.max_dim, numel_cap), dtype)
-            x = self._new_value(t, first, dom.of(dtype, t.numel))
+            shape = _fresh_shape(rng, rlo, rhi, lim.max_dim, numel_cap) if sd is None else sd.sample(rng)
+            t = TensorType(shape, dtype)
+            if not rlo <= t.rank <= rhi or t.numel > numel_cap:
+                raise EmptyDomain(f"{spec.op}: a first input of shape {shape} exceeds the rank or size limits")
+            if first.value is None:
+                x = self._new_value(t, first, dom.of(dtype, t.numel))
+            else:  # its data come once the attributes are drawn
+                x = Value(self._name(), t, CONST_KIND)
+                self._staged.append((x, True))
         c.x, c.s, c.r = x.type, x.type.shape, x.type.rank
         self._bind(c, tvar, x.type.dtype)
-        self._append_input(c, inputs, x)
+        self._append_input(c, inputs, x, None, first.value is not None)
 
         # G3: attributes (and solver variables), in declaration order
         for name, dom in spec.attrs.items():
             d = dom(c) if callable(dom) else dom
             c.set(name, d.sample(rng))
+        if first.value is not None:
+            self._fill(spec, c, x, first.value(c))
 
         # G4..: the remaining inputs, one tensor at a time (a variadic first input repeats first)
         for _ in range(c.n - 1 if first.variadic else 0):
@@ -377,6 +396,13 @@ class Instantiator:
         self.g.add_node(p.node)
         self.last_ctx = p.ctx  # tests assert the spec's checks on it
         return p.node
+
+    def _fill(self, spec: OpSpec, c: Ctx, x: Value, arr: np.ndarray) -> None:
+        """Gives the first input the data its spec drew (``In.value``), and their interval."""
+        if not isinstance(arr, np.ndarray) or arr.shape != x.type.shape or arr.dtype.name != x.type.dtype:
+            raise TypeError(f"{spec.op}: the drawn {spec.inputs[0].name} is not a {x.type} array")
+        x.data = arr
+        self.iv[x.name] = self._ivs[0] = data_interval(arr)
 
     def _append_input(self, c: Ctx, inputs: list[str], v: Value | None, iv: Iv | None = None,
                       const: bool = False) -> None:

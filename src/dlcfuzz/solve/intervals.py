@@ -922,6 +922,15 @@ def _layernorm(c: Call) -> list[Iv]:
     return [y, widen(c.x, f32, 64, absolute=64 * amax(c.x)), inv][:len(c.outs)]
 
 
+@_reg("RMSNormalization")
+def _rmsnorm(c: Call) -> list[Iv]:
+    """x / sqrt(mean(x^2) + eps) is within sqrt(n) of 0 (x_i^2 <= n mean(x^2)), then times Scale."""
+    t = c.types[0]
+    k = math.prod(t.shape[c.a("axis", -1) % t.rank:])  # type: ignore[union-attr]
+    r = math.sqrt(k) * (1 + 1e-3) + 1e-3
+    return [_affine((-r, r), c.ivs[1], None, c.n)]
+
+
 @_reg("LpNormalization")
 def _lpnorm(c: Call) -> list[Iv]:
     lo, hi = c.x
@@ -981,6 +990,28 @@ def _onehot(c: Call) -> list[Iv]:
 
 
 _reg("Compress")(lambda c: [c.x])
+
+
+# selection operators (spec/select.py): indices into their inputs
+@_reg("NonZero")
+def _nonzero(c: Call) -> list[Iv]:
+    return [(0.0, float(max(c.types[0].shape) - 1))]  # type: ignore[union-attr]
+
+
+@_reg("Unique")
+def _unique(c: Call) -> list[Iv]:
+    """Y holds X's values; indices, inverse_indices and counts are positions and counts in X."""
+    t = c.types[0]
+    axis = c.attrs.get("axis")
+    n = t.numel if axis is None else t.shape[axis % t.rank]  # type: ignore[union-attr]
+    k = c.outs[1].shape[0] if len(c.outs) > 1 else n
+    return [c.x, (0.0, n - 1.0), (0.0, k - 1.0), (1.0, float(n))][:len(c.outs)]
+
+
+@_reg("NonMaxSuppression")
+def _nms(c: Call) -> list[Iv]:
+    """Rows (batch, class, box)."""
+    return [(0.0, float(max(*c.types[0].shape[:2], c.types[1].shape[1]) - 1))]  # type: ignore[union-attr]
 _reg("EyeLike")(lambda c: [(0.0, 1.0)])
 TRANSFER["CastLike"] = _cast
 
@@ -1377,7 +1408,7 @@ def _d_instnorm(slot, n, numel, c, ivs):
     return mag(n.budget)
 
 
-@_dom("LayerNormalization", shaped=True)
+@_dom("LayerNormalization", "RMSNormalization", shaped=True)
 def _d_layernorm(slot, n, numel, c, ivs):
     if n.kind != "f":
         return None
@@ -1436,7 +1467,8 @@ def _d_grid_sample(slot, n, numel, c, ivs):
 
 # operators whose domains of slots after the first read the context (earlier inputs, attributes)
 CONTEXTUAL = frozenset({"Mul", "PRelu", "Div", "Mod", "Pow", "MatMul", "Gemm", "Conv", "ConvTranspose", "Einsum",
-                        "InstanceNormalization", "LayerNormalization", "ScatterElements", "ScatterND",
+                        "InstanceNormalization", "LayerNormalization", "RMSNormalization", "ScatterElements",
+                        "ScatterND",
                         "GridSample"})
 # operators whose transfer functions read constant inputs (the others' are not computed)
 READS_CONSTANTS = frozenset({"Clip", "Pad", "CumSum", "OneHot", "Range"})
@@ -1490,6 +1522,64 @@ def _groupnorm(c: Call) -> list[Iv]:
     t = c.types[0]
     k = math.prod(t.shape[1:]) // c.a("num_groups", 1)  # type: ignore[union-attr]
     return [_affine(_normalized(c, k), c.ivs[1], c.ivs[2], c.n)]
+
+
+@_reg("AffineGrid")
+def _affine_grid(c: Call) -> list[Iv]:
+    """theta (k x k+1) times homogeneous positions with coordinates in [-1, 1]."""
+    k = c.types[0].shape[1]  # type: ignore[union-attr]
+    r = (k + 1) * amax(c.x)
+    return [widen((-r, r), c.n, 8 + 4 * k)]
+
+
+@_dom("AffineGrid")
+def _d_affine_grid(slot, n, numel, c, ivs):
+    return mag(n.fmax / 16) if slot == 0 and n.kind == "f" else None
+
+
+def _attn_scores(c: Call) -> float:
+    """A bound on |Q K^T| * scale over the head size (Q's last dimension, or hidden / q_num_heads)."""
+    t = c.types[0]
+    d = t.shape[3] if t.rank == 4 else t.shape[2] // c.a("q_num_heads", 1)  # type: ignore[union-attr]
+    keys = amax(c.x) * max(amax(c.ivs[1]), amax(c.ivs[4]) if len(c.ivs) > 4 and c.ivs[4] else 0.0)  # type: ignore
+    return d * keys * c.a("scale", 1 / math.sqrt(d))
+
+
+@_reg("Attention")
+def _attention(c: Call) -> list[Iv]:
+    """Y: a convex combination of the values (0 for a fully masked row); the presents: past and new
+    keys / values; qk_matmul_output: the scaled scores (after softcap: within it; with the mask
+    added, mode 2, which never holds -inf; the probabilities, mode 3)."""
+    past_v = c.ivs[5] if len(c.ivs) > 5 and c.ivs[5] is not None else c.ivs[2]
+    past_k = c.ivs[4] if len(c.ivs) > 4 and c.ivs[4] is not None else c.ivs[1]
+    k = c.types[1]
+    past = c.types[4].shape[2] if len(c.types) > 4 and c.types[4] is not None else 0  # type: ignore[union-attr]
+    total = past + k.shape[2 if k.rank == 4 else 1]  # type: ignore[union-attr]
+    vals = hull(c.ivs[2], past_v, (0.0, 0.0))  # type: ignore[arg-type]
+    out = [widen(vals, c.n, 16 + 4 * total, absolute=16 + 4 * total), hull(c.ivs[1], past_k),  # type: ignore[arg-type]
+           hull(c.ivs[2], past_v)]  # type: ignore[arg-type]
+    mode, cap = c.a("qk_matmul_output_mode", 0), c.a("softcap", 0.0)
+    r = _attn_scores(c)
+    if mode >= 1 and cap:
+        r = min(r, cap)
+    if mode == 2:
+        r += amax(c.ivs[3]) if len(c.ivs) > 3 and c.ivs[3] is not None else 0.0  # type: ignore[arg-type]
+    qk = (0.0, 1.0) if mode == 3 else (-r, r)
+    return [*out, widen(qk, c.n, 16 + 4 * total, absolute=16)][:len(c.outs)]
+
+
+@_dom("Attention")
+def _d_attention(slot, n, numel, c, ivs):
+    """Scores (a sum over the head size of products of Q and K) within the budget; values, masks and
+    caches within it too."""
+    if n.kind != "f":
+        return None
+    if slot == 0:
+        return mag(math.sqrt(n.budget) / 8)
+    if slot in (1, 4):
+        d = c.s[3] if c.r == 4 else c.s[2] // c.attrs["_qh"]
+        return _room(n, amax(ivs[0]) * d)
+    return mag(n.budget)
 
 
 @_reg("DequantizeLinear")
@@ -1690,5 +1780,5 @@ def _d_qlinear(slot, n, numel, c, ivs):
     return None
 
 
-CONTEXTUAL = CONTEXTUAL | {"QLinearMatMul", "QLinearConv", "RNN", "GRU", "LSTM", "GroupNormalization"}
-READS_CONSTANTS = READS_CONSTANTS | {"DequantizeLinear"}
+CONTEXTUAL = CONTEXTUAL | {"QLinearMatMul", "QLinearConv", "RNN", "GRU", "LSTM", "GroupNormalization", "Attention"}
+READS_CONSTANTS = READS_CONSTANTS | {"DequantizeLinear", "Attention"}

@@ -36,13 +36,15 @@ def call_space(spec: OpSpec, limits: Limits) -> int:
     c = Ctx(limits, rng, np.random.default_rng(0))
     rlo, rhi = first.rank(c) if callable(first.rank) else first.rank
     rank = max(rlo, min(rhi, limits.max_rank))
-    in_space = limits.max_dim**rank
+    sd = spec.first_shape(c)
+    shape = (limits.max_dim,) * rank if sd is None else sd.sample(rng)  # fixed dims: any shape they allow
+    in_space = limits.max_dim ** len(shape)
     if spec.variadic or len(spec.data_inputs) > 1:
         in_space *= 2
     doms = type_domains(spec, limits.opset, limits.dtypes or ("float32",))
     dtype = next((d[0] for d in doms.values() if d), "float32")
-    c.x = TensorType((limits.max_dim,) * rank, dtype)
-    c.s, c.r, c.T = c.x.shape, rank, dtype
+    c.x = TensorType(shape, dtype)
+    c.s, c.r, c.T = c.x.shape, c.x.rank, dtype
     c.types = {"T": dtype}
     c.ins = [c.x]
     c.n = spec.arity[1]

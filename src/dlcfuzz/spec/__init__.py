@@ -7,7 +7,7 @@ import importlib
 from dlcfuzz.spec.dsl import OpSpec
 
 FAMILIES = ("elementwise", "broadcast", "reduce", "shape", "index", "conv", "pool", "norm", "nn", "quant", "rnn",
-            "signal")
+            "signal", "select")
 
 REGISTRY: dict[str, OpSpec] = {}
 for _family in FAMILIES:

@@ -3,7 +3,8 @@
 A spec is data that follows Isra's instantiation order, so that every draw is satisfiable:
 
 1. ``arity``   -- the indegree (how many times a variadic input repeats);
-2. ``inputs[0]`` -- the first input's type: type variable, rank range, room to grow;
+2. ``inputs[0]`` -- the first input's type: type variable, rank range (or shape domain), room to
+                  grow; its data, where the spec draws them (``In.value``), come after step 3;
 3. ``attrs``   -- attribute domains, in order; each may be a ``Dom`` or a function of the
                   context ``c`` (first input, earlier attributes).  Names starting with ``_``
                   are solver variables that are not ONNX attributes; a ``None`` value omits
@@ -374,6 +375,23 @@ class Broadcast(ShapeDom):
         return tuple(reversed(out))
 
 
+@dataclass(slots=True)
+class AnyOf(ShapeDom):
+    """The shapes of any of several domains; a fresh shape comes from one of them, drawn uniformly."""
+
+    doms: tuple[ShapeDom, ...]
+
+    def __post_init__(self) -> None:
+        ranks = [d.ranks for d in self.doms]
+        self.ranks = None if None in ranks else tuple(sorted({r for rs in ranks for r in rs}))
+
+    def accepts(self, shape: tuple[int, ...]) -> bool:
+        return any(d.accepts(shape) for d in self.doms)
+
+    def sample(self, rng: random.Random) -> tuple[int, ...]:
+        return self.doms[rng.randrange(len(self.doms))].sample(rng)
+
+
 def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
     """The numpy broadcast of shapes (assumed compatible)."""
     rank = max((len(s) for s in shapes), default=0)
@@ -398,12 +416,19 @@ class In:
     The first input takes ``rank`` (range, clamped to the configured max rank) and ``room``
     (its element count leaves room to grow ``room``-fold, for operators that enlarge tensors);
     later inputs take ``shape`` (a function of ``c`` returning a ShapeDom or a tuple); a variadic
-    first input uses ``shape`` for its repeats.
+    first input uses ``shape`` for its repeats.  A first input that is not variadic may take
+    ``shape`` too, for dims that are fixed by the operator (NonMaxSuppression's boxes end in 4):
+    a function of ``c`` before anything is drawn (``c.cfg``, ``c.n`` and the random streams only),
+    whose shape domain narrows the rank range (and ``room``).
     ``T`` names a type variable (ONNX's name; None: taken from the ONNX schema).  ``optional``
     inputs are present when the solver variable ``_has_<name>`` is 1, drawn with the attributes.
     ``variadic`` repeats the input to the indegree.  ``weight`` inputs may become initializers.
     ``hint`` (a dict, or a function of ``c``) tells input synthesis which values keep the
     operator defined, e.g. ``{"nonzero": 1}`` for an integer divisor.
+    ``value`` (a function of ``c``, called after the attributes) draws the input's data, for the
+    operators whose output *shape* depends on input values (NonZero, Unique, NonMaxSuppression):
+    the input is then a new constant of the solved type holding exactly that array (never a reused
+    tensor), so that the spec knows the output shape when it writes ``out``.
     """
 
     name: str
@@ -415,6 +440,7 @@ class In:
     variadic: bool = False
     weight: bool = False
     hint: dict[str, Any] | Fn | None = None
+    value: Fn | None = None
 
 
 @dataclass(slots=True)
@@ -443,13 +469,27 @@ class OpSpec:
 
     def __post_init__(self) -> None:
         first = self.inputs[0]
-        if not isinstance(first, In) or first.optional or (first.shape is not None and not first.variadic):
-            raise TypeError(f"{self.op}: the first input must be a required In without a shape function")
+        if not isinstance(first, In) or first.optional:
+            raise TypeError(f"{self.op}: the first input must be a required In")
+        if first.value is not None and first.variadic:
+            raise TypeError(f"{self.op}: a variadic first input cannot have its values drawn")
         for inp in self.inputs[1:]:
             if isinstance(inp, In) and inp.shape is None:
                 raise TypeError(f"{self.op}: input {inp.name} needs a shape function")
             if isinstance(inp, In) and inp.optional:
                 self.attrs.setdefault(f"_has_{inp.name}", BOOL)
+            if isinstance(inp, In) and inp.value is not None:
+                raise TypeError(f"{self.op}: input {inp.name} draws its values: make it a Const")
+
+    def first_shape(self, c: Ctx) -> ShapeDom | None:
+        """The first input's shape domain (None: its rank range alone), for a context with nothing
+        drawn yet."""
+        first = self.inputs[0]
+        assert isinstance(first, In)
+        if first.shape is None or first.variadic:
+            return None
+        sd = first.shape(c)
+        return Exact(sd) if isinstance(sd, tuple) else sd
 
     @property
     def data_inputs(self) -> list[In]:

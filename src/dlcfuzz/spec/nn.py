@@ -1,4 +1,5 @@
-"""Neural-network operators: Gemm, MatMul, PRelu, the softmax family, Resize, Dropout, Einsum, LRN, GridSample.
+"""Neural-network operators: Gemm, MatMul, PRelu, the softmax family, Resize, Dropout, Einsum, LRN, GridSample,
+AffineGrid, Attention.
 
 ``ort(c)`` (``--target ort``) narrows Resize, LRN, Einsum and GridSample to what ONNX Runtime's CPU kernels implement;
 each narrowing is marked ``ORT:`` below.  With it off, the domains cover the ONNX operator.
@@ -17,6 +18,7 @@ import numpy as np
 from dlcfuzz.ir import TensorType
 from dlcfuzz.spec.dsl import (
     BOOL,
+    AnyOf,
     Broadcast,
     Choice,
     Const,
@@ -26,10 +28,13 @@ from dlcfuzz.spec.dsl import (
     In,
     Int,
     Maybe,
+    OneOf,
     OpSpec,
+    Seq,
     ShapeDom,
     axis_dom,
     broadcast_shapes,
+    divisors,
     i64,
 )
 
@@ -609,3 +614,162 @@ SPECS: list[OpSpec] = [
                    "4-D before opset 20": lambda c: c.cfg.opset >= 20 or c.r == 4},
            since=16),
 ]
+
+
+# ---------------------------------------------------------------------------------------------
+# AffineGrid (opset 20): theta (N, 2, 3) or (N, 3, 4), size (N, C, H, W) or (N, C, D, H, W)
+# ---------------------------------------------------------------------------------------------
+def _theta(c) -> AnyOf:
+    n = Int(1, c.cfg.max_dim)
+    return AnyOf((Dims((n, 2, 3)), Dims((n, 3, 4))))
+
+
+def _grid_dims(c) -> Seq:
+    """Spatial output dims: the grid (N, *dims, k) within the element budget.  A length of 1 only
+    without align_corners, which spaces n points by 2 / (n - 1) (ORT, torch and the reference each
+    place a lone point elsewhere)."""
+    k = c.s[1]
+    budget = c.cfg.max_numel // (c.s[0] * k)
+    lo = 2 if c.align_corners else 1
+    return Seq(k, lambda i, prefix: Int(lo, max(lo, min(c.cfg.max_dim, budget // max(1, _prod(prefix))))))
+
+
+SPECS.append(OpSpec(
+    "AffineGrid", "nn",
+    [In("theta", shape=_theta), Const("size", lambda c: i64([c.s[0], c._channels, *c._dims]))],
+    lambda c: [TensorType((c.s[0], *c._dims, c.s[1]), c.x.dtype)],
+    attrs={"align_corners": Maybe(BOOL), "_dims": _grid_dims, "_channels": Int(1, 5)},
+    checks={"theta is (N, 2, 3) or (N, 3, 4)": lambda c: c.s[1:] in ((2, 3), (3, 4)),
+            "size is (N, C, *spatial) with as many spatial dims as theta's rows": lambda c:
+            c.ins[1].shape == (c.s[1] + 2,),
+            "align_corners only with spatial lengths >= 2": lambda c: not c.align_corners or min(c._dims) >= 2,
+            "output within the element budget": lambda c: c.s[0] * _prod(c._dims) * c.s[1] <= c.cfg.max_numel},
+    since=20,
+))
+
+
+# ---------------------------------------------------------------------------------------------
+# Attention (opset 23): Q, K, V of rank 4 (B, heads, S, head size) or 3 (B, S, heads * head size)
+# ---------------------------------------------------------------------------------------------
+def _heads(c) -> tuple[int, int, int]:
+    """(B, Sq, q heads) of Q."""
+    return (c.s[0], c.s[2], c.s[1]) if c.r == 4 else (c.s[0], c.s[1], c._qh)
+
+
+def _head_size(c) -> int:
+    return c.s[3] if c.r == 4 else c.s[2] // c._qh
+
+
+def _kv_shape(c, size: int, seq: int) -> tuple[int, ...]:
+    b = c.s[0]
+    return (b, c._kvh, seq, size) if c.r == 4 else (b, seq, c._kvh * size)
+
+
+def _total(c) -> int:
+    return c._past + c._skv
+
+
+def _attn_mask(c) -> np.ndarray | None:
+    """Broadcastable to (B, q heads, Sq, total) with the full last dimension (the reference pads a
+    shorter one where ONNX broadcasts it); bool (True attends: key 0 always does, so that no row is
+    fully masked, whose result ONNX redefined in an errata) or additive in Q's type."""
+    if c._mask is None:
+        return None
+    b, sq, hq = _heads(c)
+    full = (b, hq, sq, _total(c))
+    # ORT: the mask's q dimension is Sq, not a broadcast 1
+    keep = [True, True, ort(c), True][4 - c._mask_rank:]
+    shape = tuple(d if k or c.rng.random() < 0.6 else 1 for d, k in zip(full[4 - c._mask_rank:], keep, strict=True))
+    if c._mask == "bool":
+        m = c.np.random(shape) < 0.6
+        m[..., 0] = True
+    else:
+        m = c.np.uniform(-2, 2, size=shape).astype(c.x.dtype)
+    c.set("_mask_data", m)
+    return m
+
+
+def _attn_out(c) -> list[TensorType]:
+    b, sq, hq = _heads(c)
+    d, dv, dt = _head_size(c), c._dv, c.x.dtype
+    y = (b, hq, sq, dv) if c.r == 4 else (b, sq, hq * dv)
+    return [TensorType(y, dt), TensorType((b, c._kvh, _total(c), d), dt), TensorType((b, c._kvh, _total(c), dv), dt),
+            TensorType((b, hq, sq, _total(c)), dt)][:c._nout]
+
+
+def _attn_budget(c) -> int:
+    """Room for the longest output, (B, q heads, Sq, total): kv sequence lengths keep within it."""
+    b, sq, hq = _heads(c)
+    return max(1, c.cfg.max_numel // (b * hq * max(sq, c._dv)))
+
+
+def _attn_skv(c) -> Dom:
+    """The new keys' length.  With a cache and the causal mask, as long as Q's half of the time:
+    ONNX lets query i attend keys j <= i + past, where ORT (for one query) and OpenVINO (always) align
+    the last query with the last key instead, which agrees with ONNX only when the lengths match."""
+    top = max(1, min(c.cfg.max_dim, _attn_budget(c) - c._past))
+    sq = _heads(c)[1]
+    if c.is_causal and c._past and sq <= top:
+        return OneOf((Choice((sq,)), Int(1, top)))
+    return Int(1, top)
+
+
+def _qk_mode(c):
+    """qk_matmul_output_mode, with the fourth output only.  Mode 2 (scores plus the mask) holds -inf
+    where a bool mask or the causal mask disallows a key: only with neither."""
+    if c._nout < 4:
+        return Choice((None,))
+    infinite = c._mask == "bool" or bool(c.is_causal)
+    return Maybe(Choice((0, 1, 3) if infinite else (0, 1, 2, 3)))
+
+
+ATTENTION = OpSpec(
+    "Attention", "nn",
+    [In("Q", T="T1", rank=(3, 4)),
+     In("K", T="T1", shape=lambda c: _kv_shape(c, _head_size(c), c._skv)),
+     In("V", T="T1", shape=lambda c: _kv_shape(c, c._dv, c._skv)),  # T2: one type with Q in ORT's kernels
+     Const("attn_mask", _attn_mask),
+     In("past_key", T="T1", shape=lambda c: (c.s[0], c._kvh, c._past, _head_size(c)), optional=True),
+     In("past_value", T="T1", shape=lambda c: (c.s[0], c._kvh, c._past, c._dv), optional=True)],
+    _attn_out,
+    attrs={
+        # 3-D: the hidden size splits into q_num_heads heads; kv heads divide the q heads (GQA, MQA)
+        "_qh": lambda c: Choice(divisors(c.s[2]) if c.r == 3 else (c.s[1],)),
+        "_kvh": lambda c: Choice(divisors(c._qh)),
+        "q_num_heads": lambda c: Choice((c._qh,) if c.r == 3 else (None,)),
+        "kv_num_heads": lambda c: Choice((c._kvh,) if c.r == 3 else (None,)),
+        "_dv": lambda c: Int(1, c.cfg.max_dim),
+        "_has_past_key": Choice((0, 1)),
+        "_has_past_value": lambda c: Choice((c._has_past_key,)),  # ONNX: both or neither
+        "_past": lambda c: Int(1, 3) if c._has_past_key else Choice((0,)),
+        "is_causal": Maybe(BOOL),
+        "_skv": _attn_skv,
+        "_mask": Maybe(Choice(("bool", "float")), 0.5),
+        "_mask_rank": Int(2, 4),
+        "scale": Maybe(Float(0.05, 1.0)),
+        "softcap": Maybe(Choice((0.0, 1.0, 2.5, 5.0))),  # 0: no softcap
+        "softmax_precision": Maybe(Choice((1,))),  # float; ORT has no other
+        # outputs Y, present_key, present_value, qk_matmul_output as a prefix.  ONNX: past and present
+        # states "shall be used together": the presents exactly with a past (ONNX's shape inference types
+        # them only then, ORT raises on a past without them, OpenVINO on a present_key alone); so the
+        # QK output (after the presents: the DSL writes outputs as a prefix) only with a past too
+        "_nout": lambda c: Choice((3, 4) if c._past else (1,)),
+        "qk_matmul_output_mode": _qk_mode,
+    },
+    checks={
+        "K, V of Q's rank, batch and head size": lambda c: c.ins[1].shape == _kv_shape(c, _head_size(c), c._skv)
+        and c.ins[2].shape == _kv_shape(c, c._dv, c._skv),
+        "kv heads divide q heads": lambda c: c._qh % c._kvh == 0,
+        "num_heads attributes with 3-D inputs only": lambda c: (c.q_num_heads is not None) == (c.r == 3),
+        "past_key and past_value together": lambda c: (c.ins[4] is None) == (c.ins[5] is None),
+        "present outputs exactly with a past": lambda c: (c.ins[4] is not None) == (c._nout >= 3),
+        "present_key and present_value together": lambda c: c._nout != 2,
+        "the mask's last dimension is the total sequence length": lambda c: c.ins[3] is None
+        or c.ins[3].shape[-1] == _total(c),
+        "a bool mask lets every row attend key 0": lambda c: c._mask != "bool" or bool(np.all(c._mask_data[..., 0])),
+        "mode 2 only without -inf in the mask": lambda c: c.qk_matmul_output_mode != 2
+        or (c._mask != "bool" and not c.is_causal),
+    },
+    since=23,
+)
+SPECS.append(ATTENTION)

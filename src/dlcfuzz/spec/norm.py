@@ -1,5 +1,5 @@
 """Normalizations: BatchNormalization (inference), InstanceNormalization, LayerNormalization,
-LpNormalization, MeanVarianceNormalization, GroupNormalization."""
+LpNormalization, MeanVarianceNormalization, RMSNormalization, GroupNormalization."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import random
 from dataclasses import dataclass
 
 from dlcfuzz.ir import TensorType
-from dlcfuzz.spec.dsl import Axes, Choice, Dom, Float, In, Maybe, OpSpec, axis_dom, divisors
+from dlcfuzz.spec.dsl import AnyOf, Axes, Choice, Dom, Exact, Float, In, Maybe, OpSpec, axis_dom, divisors
 from dlcfuzz.spec.reduce import axes_in_range
 
 
@@ -118,6 +118,27 @@ SPECS = [
            checks={"axes in [-r, r-1]": lambda c: axes_in_range(c.axes, c.r)},
            since=13),
 ]
+
+def _rms_normalized(c) -> tuple[int, ...]:
+    return c.s[(c.axis if c.axis is not None else -1) % c.r:]
+
+
+# RMSNormalization: the function body of opset 23 multiplies the normalized X (in X's type) by Scale,
+# so T and V are one type in practice (ONNX's checker and ORT reject others); stash_type 1 (float)
+# only: the other precisions are bfloat16-only or not implemented by the reference
+SPECS.append(OpSpec(
+    "RMSNormalization", "norm",
+    # Scale broadcasts unidirectionally to X (ONNX); half of the time it has the normalized shape,
+    # the one form every compiler takes (TVM's rms_norm wants it)
+    [In("X", rank=(1, 99)),
+     In("scale", T="T", shape=lambda c: AnyOf((Exact(_rms_normalized(c)), c.bcast(c.s, uni=True))), weight=True)],
+    same,
+    attrs={"axis": lambda c: Maybe(axis_dom(c.r)), "epsilon": EPS, "stash_type": Maybe(Choice((1,)))},
+    checks={"axis in [-r, r-1]": lambda c: -c.r <= (c.axis if c.axis is not None else -1) < c.r,
+            "scale broadcasts to X": broadcasts_to_x(1)},
+    since=23,
+))
+
 
 # GroupNormalization: version 21 (scale/bias of shape [C]).  Version 18 (scale/bias of shape
 # [num_groups]) gets no spec: the ONNX checker rejects it as deprecated at opsets 18-20.  ORT has no
