@@ -57,7 +57,10 @@ def _run_torch(g: Graph, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
 def test_op_matches_onnx(op: str) -> None:
     checked = 0
     for opset, seeds in ((17, range(5)), (21, range(100, 103))):
-        gen = ort_generator([REGISTRY[op]], opset=max(opset, REGISTRY[op].since))
+        try:
+            gen = ort_generator([REGISTRY[op]], opset=max(opset, REGISTRY[op].since))
+        except ValueError:  # ORT runs no version of it at this opset (CastLike-21)
+            continue
         for seed in seeds:
             g = gen.generate(seed)
             kind = "int" if g.inputs and g.inputs[0].type.dtype.startswith(("int", "uint")) else ""

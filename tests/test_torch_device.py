@@ -82,7 +82,10 @@ def test_every_op_makes_its_tensors_on_the_inputs_device(op: str) -> None:
     spec = REGISTRY[op]
     checked = 0
     for opset, seeds in ((17, range(3)), (21, range(100, 102))):
-        gen = ort_generator([spec], opset=max(opset, spec.since))
+        try:
+            gen = ort_generator([spec], opset=max(opset, spec.since))
+        except ValueError:  # ORT runs no version of it at this opset (CastLike-21)
+            continue
         for seed in seeds:
             g = gen.generate(seed)
             if unsupported(g):

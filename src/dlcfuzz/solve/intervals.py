@@ -776,9 +776,11 @@ def _matmul(c: Call) -> list[Iv]:
 @_reg("Gemm")
 def _gemm(c: Call) -> list[Iv]:
     k = c.types[0].shape[0 if c.a("transA", 0) else 1]  # type: ignore[union-attr]
-    r = widen(scale(_contract(c.ivs[0], c.ivs[1], k, c.n), c.a("alpha", 1.0)), c.n, 4)  # type: ignore[arg-type]
+    # alpha and beta are float attributes: ONNX stores them in float32, which is what compilers multiply by
+    alpha, beta = float(np.float32(c.a("alpha", 1.0))), float(np.float32(c.a("beta", 1.0)))
+    r = widen(scale(_contract(c.ivs[0], c.ivs[1], k, c.n), alpha), c.n, 4)  # type: ignore[arg-type]
     if len(c.ivs) > 2 and c.ivs[2] is not None:
-        cc = widen(scale(c.ivs[2], c.a("beta", 1.0)), c.n, 4)
+        cc = widen(scale(c.ivs[2], beta), c.n, 4)
         r = widen(add(r, cc), c.n, 4, absolute=4 * (amax(r) + amax(cc)), keep_sign=False)
     return [r]
 
