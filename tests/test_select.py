@@ -71,7 +71,8 @@ def test_nms_center_boxes_on_relax() -> None:
     pytest.importorskip("tvm")
     from tests.test_export_relax import CASES, TVM_BUGS, _run_relax
 
-    gen = ort_generator([REGISTRY["NonMaxSuppression"]], opset=17)
+    # constants only: TVM gets a runtime max_output_boxes_per_class wrong (test_export_relax.TVM_BUGS)
+    gen = ort_generator([REGISTRY["NonMaxSuppression"]], opset=17, runtime_consts=0)
     checked = 0
     for seed in range(400):
         g = gen.generate(seed)
