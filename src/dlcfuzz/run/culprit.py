@@ -30,8 +30,9 @@ Runner = Callable[[str, Test, list[str]], dict[str, Outcome]]
 def blame(graph: Graph, test: Test, findings: list[Finding], outcomes: Mapping[str, Mapping[str, Outcome]],
           backends: Mapping[str, Backend], run: Runner, tolerances: dict[str, tuple[float, float]] | None = None
           ) -> None:
-    """Sets ``details["culprit"]`` (the pass's name) of each metamorphic value finding whose divergence
-    one pass of its variant explains."""
+    """Sets ``details["culprit"]`` (the pass's name) of each value finding against its own backend whose
+    divergence one pass of its variant explains."""
+    rounded, single = rounded_outputs(graph), single_outputs(graph)
     for f in findings:
         if not f.diverges or "culprit" in f.details or f.backend not in backends:
             continue
@@ -59,6 +60,6 @@ def blame(graph: Graph, test: Test, findings: list[Finding], outcomes: Mapping[s
             if got.status != OK or len(got.outputs or []) != len(anchor.outputs or []):
                 continue
             if compare([anchor.outputs[k]], [got.outputs[k]], tolerances,
-                       [0] if k in rounded_outputs(graph) else [], [0] if k in single_outputs(graph) else []) is None:
+                       [0] if k in rounded else [], [0] if k in single else []) is None:
                 f.details["culprit"] = key.rsplit(":", 1)[-1]
                 break
