@@ -4,8 +4,12 @@ compilers and variants run it, following each one's yield of new distinct bugs p
 Each arm (a backend, or one variant of a backend) has a Gamma posterior over its bug rate (Poisson
 arrivals of new bugs over its CPU-seconds), started from an optimistic prior so that every arm is
 tried.  Thompson sampling draws a rate per arm: the target is the arm with the highest draw, and an
-other arm runs the test with probability draw / best draw (at least ``floor``: the cross-compiler vote
-that tells a baseline issue from a compiler bug needs the others now and then).
+other arm runs the test with a probability that gives it draw / best draw of the target's CPU (its
+cost per test weighed against the target's: a per-test chance alone would give a compiler that is a
+hundred times slower a hundred times that CPU).  An arm whose share of the CPU spent so far
+is below ``floor`` / (number of arms) runs in any case: a floor on CPU, not on tests, so that a compiler
+that takes seconds per test and finds nothing (Inductor) is explored without eating the campaign.  (The
+cross-compiler vote on a divergence does not rest on this: the campaign calls the absent ones in.)
 """
 
 from __future__ import annotations
@@ -43,8 +47,18 @@ class Allocator:
             draws = {k: self._draw(k) for k in keys}
             best = max(draws, key=draws.__getitem__)
             top = draws[best]
-            runs = {k: k == best or self.rng.random() < max(self.floor, d / top) for k, d in draws.items()}
+            spent = sum(self.arms[k].seconds for k in keys)
+            share = self.floor / len(keys) * spent
+            runs = {k: k == best or self.arms[k].seconds < share
+                    or self.rng.random() < d / top * self._relative_cost(best, k) for k, d in draws.items()}
         return best, runs
+
+    def _relative_cost(self, best: Hashable, key: Hashable) -> float:
+        """The target's CPU seconds per test over ``key``'s (1 until both have run)."""
+        a, b = self.arms[key], self.arms[best]
+        if not (a.pulls and b.pulls and a.seconds > 0):
+            return 1.0
+        return (b.seconds / b.pulls) / (a.seconds / a.pulls)
 
     def credit(self, key: Hashable, seconds: float, bugs: int) -> None:
         with self.lock:

@@ -246,17 +246,16 @@ class Tester:
 
     def _variants(self, backend: str) -> list[str]:
         """The variants of ``backend`` a test runs on: its anchors (what others are compared with), and
-        of the compiled ones the first ``variants_per_backend``, or those the allocator draws (two at
-        least)."""
+        of the compiled ones the first ``variants_per_backend``, or those the allocator draws (two variants
+        at least, anchors included: variants judge each other where there is no baseline)."""
         names = list(self.variants[backend])
         anchors = [v for v in names if (backend, v) in self.anchors]
         compiled = [v for v in names if (backend, v) not in self.anchors]
         if self.cfg.variants_per_backend:
             compiled = compiled[:self.cfg.variants_per_backend]
-        elif self.allocator is not None and len(compiled) > 2:
-            # at least two: variants judge each other where there is no baseline (and on disruptive tests)
+        elif self.allocator is not None and len(compiled) > max(1, 2 - len(anchors)):
             best, runs = self.allocator.choose([(backend, v) for v in compiled])
-            if sum(runs.values()) < 2:
+            if len(anchors) + sum(runs.values()) < 2:
                 runs[max((k for k in runs if k != best), key=lambda k: self.allocator.rate(k))] = True
             compiled = [v for v in compiled if runs[(backend, v)]]
         return [v for v in names if v in anchors or v in compiled]
