@@ -41,6 +41,8 @@ def summary(out: Path) -> dict:
     db = sqlite3.connect(out / "campaign.sqlite")
     cols = {r[1] for r in db.execute("PRAGMA table_info(bugs)")}
     where = "WHERE category = 'compiler'" if "category" in cols else ""
+    if "same_as" in cols:  # a bug merged into another's root cause is not listed
+        where += " AND same_as = ''"
     bugs = dict(db.execute(f"SELECT backend, COUNT(*) FROM bugs {where} GROUP BY backend").fetchall())
     per = {}
     rows = db.execute("SELECT backend, test_id, MIN(unsupported), SUM(seconds), "

@@ -45,7 +45,9 @@ def main() -> None:
             if rows:
                 fate = "; ".join(sorted({f"{r['cat']} {r['signature']} ({r['title'][:70]})"
                                          + ("" if r["first_test"] == test else f" [merged: first seen in test "
-                                            f"{r['first_test']}]") for r in rows}))
+                                            f"{r['first_test']}]")
+                                         + (f" [same root cause as {r['same_as']}]" if "same_as" in columns
+                                            and r["same_as"] else "") for r in rows}))
             elif declined:
                 fate = "declined"
             elif sigs:

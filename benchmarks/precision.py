@@ -108,6 +108,8 @@ def main() -> None:
     db.row_factory = sqlite3.Row
     columns = {r[1] for r in db.execute("PRAGMA table_info(bugs)")}
     where = "WHERE category = ?" if "category" in columns else "WHERE ? = ?"
+    if "same_as" in columns:  # a bug merged into another's root cause is not listed
+        where += " AND same_as = ''"
     args = (a.category,) if "category" in columns else (1, 1)
     bugs = list(db.execute(f"SELECT * FROM bugs {where} ORDER BY first_seen", args))
     if a.sample:

@@ -12,6 +12,7 @@ from dlcfuzz.run.dedup import (
     migrated_signature,
     normalize,
     producer,
+    root_cause,
     signature,
     title,
 )
@@ -316,3 +317,34 @@ def test_openvino_node_dumps_are_keyed_on_the_failing_node_not_its_producers() -
     assert normalize(dump) == normalize(other)
     select = dump.replace("opset1::Reshape", "opset1::Select")
     assert normalize(select) != normalize(dump)  # the failing node's own operation still tells bugs apart
+
+
+def _one_node(op: str, attrs: dict, opset: int = 21) -> Graph:
+    g = Graph(opset=opset)
+    g.add_value(Value("x", TensorType((1, 1, 4, 4), "float32"), INPUT_KIND))
+    g.add_value(Value("y", TensorType((1, 1, 1, 1), "float32"), NODE_KIND))
+    g.add_node(Node(op, ["x"], ["y"], attrs, "n0"))
+    return g
+
+
+def test_a_reduced_divergence_with_a_mode_has_one_root_cause_across_operators_of_one_schema() -> None:
+    """Conv, ConvInteger and QLinearConv share their attribute schema (ONNX's operator docs list the
+    same six attributes) and, in ORT, the code that reads it: a SAME_UPPER divergence in each is one
+    root cause, whatever dtype it diverged in.  MaxPool's schema differs; a default mode, or a
+    divergence without a mode, is no trigger; a crash is keyed by its message."""
+    first = {"node": "n0", "kind": "value"}
+
+    def root(op: str, attrs: dict, **kw) -> str:
+        return root_cause(Finding(DIFFERENTIAL, "value", "ort", "all", "run", "", **kw), _one_node(op, attrs), first)
+
+    same_upper = {"auto_pad": "SAME_UPPER", "strides": [4, 4]}
+    conv = root("Conv", same_upper)
+    assert conv and conv == root("ConvInteger", {**same_upper, "strides": [4, 3]}) == root("QLinearConv", same_upper)
+    assert root("MaxPool", same_upper) not in ("", conv)
+    assert root("Conv", {"auto_pad": "SAME_LOWER"}) not in ("", conv)
+    assert root("Conv", {"auto_pad": "NOTSET", "strides": [4, 4]}) == ""  # the default mode
+    assert root("Conv", {"strides": [4, 4]}) == "" and root("Relu", {}) == ""
+    assert root("Conv", same_upper, details={"culprit": "ConvAddFusion"}) == ""
+    assert root_cause(crash("boom"), _one_node("Conv", same_upper), first) == ""
+    assert root_cause(Finding(DIFFERENTIAL, "value", "ort", "all", "run", ""), _one_node("Conv", same_upper),
+                      {"node": "n9"}) == ""  # not the graph's node

@@ -158,3 +158,19 @@ def test_nested_folder_and_other_threads(tmp_path: Path) -> None:
     t.join()
     assert errors == [] and s.next_test_id() == 1
     s.close()
+
+
+def test_bugs_with_one_root_cause_are_listed_once_under_the_first_found(tmp_path: Path) -> None:
+    s = Store(tmp_path)
+    for i, sig in enumerate(("conv", "relu", "convinteger")):
+        s.commit(record(i), [], [finding(sig)], [bug(sig, f"at {sig}")])
+    s.merge_root("convinteger", "same-upper")  # reduced before the first one: nothing to merge into yet
+    assert [b["signature"] for b in s.bugs("compiler")] == ["conv", "relu", "convinteger"]
+    s.merge_root("conv", "same-upper")
+    listed = s.bugs("compiler")
+    assert [(b["signature"], b["same_root"]) for b in listed] == [("conv", "convinteger"), ("relu", None)]
+    assert [b["signature"] for b in s.bugs("compiler", merged=True)] == ["convinteger"]
+    assert s.categories() == {"compiler": 2} and s.merged() == 1
+    s.close()
+    s = Store(tmp_path)  # reopened: the merge is stored
+    assert [b["signature"] for b in s.bugs()] == ["conv", "relu"]

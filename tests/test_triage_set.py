@@ -2,7 +2,8 @@
 hand with its class and one line of evidence (README.md there), judged again on the real compilers.
 
 - real: the accused backend has a compiler finding;
-- duplicate: its compiler finding has the signature of the case it duplicates;
+- duplicate: its compiler finding has the signature, or (the cases being reduced) the root cause, of
+  the case it duplicates;
 - decline: the accused backend declined it (counted as unsupported), no finding;
 - baseline-wrong: no compiler finding for the accused backend (a baseline issue, or a baseline that
   is not trusted for the graph, so that the accused backend agrees with the one that judges it);
@@ -24,7 +25,7 @@ from dlcfuzz.export.onnx import to_bytes
 from dlcfuzz.ir import Graph
 from dlcfuzz.oracle import COMPILER, EXPORTER, NOISE
 from dlcfuzz.run.campaign import Campaign, CampaignConfig, Evaluation
-from dlcfuzz.run.dedup import graph_signature
+from dlcfuzz.run.dedup import graph_signature, root_cause
 from dlcfuzz.spec import REGISTRY
 
 TRIAGE = Path(__file__).resolve().parent / "data" / "triage"
@@ -83,12 +84,13 @@ def test_each_case_is_classified_as_labelled(campaign: Campaign, name: str) -> N
         case "real":
             assert compiler, why
         case "duplicate":
-            _, other = judged(campaign, label["duplicate_of"])
-            first = {graph_signature(f, graph) for f in compiler}
-            other_graph = _judged[label["duplicate_of"]][0]
-            theirs = {graph_signature(f, other_graph) for f in other.verdict.findings
-                      if f.backend == backend and f.category == COMPILER}
-            assert first and first & theirs, why
+            other_graph, other = judged(campaign, label["duplicate_of"])
+            theirs = [f for f in other.verdict.findings if f.backend == backend and f.category == COMPILER]
+
+            def keys(fs: list, g: Graph) -> set[str]:
+                return {graph_signature(f, g) for f in fs} | {
+                    r for f in fs if (r := root_cause(f, g, f.details.get("first_diverging")))}
+            assert compiler and keys(compiler, graph) & keys(theirs, other_graph), why
         case "decline":
             assert not mine and any(b == backend for b, _, _ in e.verdict.unsupported), why
         case "baseline-wrong" | "invalid-input":
@@ -99,3 +101,33 @@ def test_each_case_is_classified_as_labelled(campaign: Campaign, name: str) -> N
             assert not compiler and all(f.category == NOISE for f in mine), why
         case other:
             raise AssertionError(f"{name}: unknown class {other!r}")
+
+
+def test_a_campaign_lists_one_root_cause_once_after_reducing_its_cases(tmp_path: Path) -> None:
+    """The three SAME_UPPER cases (Conv, ConvInteger, QLinearConv: three signatures, one root cause)
+    recorded by a campaign that reduces its bugs: one is listed, the other two are merged into it."""
+    from dlcfuzz.run.campaign import Executed
+    from dlcfuzz.run.store import TestRecord
+
+    names = ["ort-conv-same-upper", "ort-convinteger-same-upper", "ort-qlinearconv-same-upper"]
+    if not load_backend("ort").available()[0]:
+        pytest.skip("onnxruntime not installed")
+    c = Campaign(CampaignConfig(tmp_path / "c", ["ort"], list(REGISTRY.values()), targeted=False, reduce_seconds=10))
+    c.start_backends()
+    try:
+        for i, name in enumerate(names):
+            graph, test = _case(name)
+            e = c.tester.evaluate(graph, test)
+            record = TestRecord(i, i, sorted({n.op for n in graph.nodes}), e.baseline_name, e.finite, 1, True,
+                                0.0, 0.0, 0.0, e.compiler_seconds, e.oracle_seconds)
+            c.record(Executed(record, graph, test, e.outcomes, e.verdict, e.baseline, None, []))
+        listed = c.store.bugs("compiler")
+        merged = c.store.bugs("compiler", merged=True)
+    finally:
+        c.pool.close()
+        c.store.close()
+    def at(bug) -> str:
+        return bug["title"].split(" first at ")[1].split(" ")[0]
+    assert [at(b) for b in listed] == ["Conv"], [b["title"] for b in listed]
+    assert {at(b) for b in merged} == {"ConvInteger", "QLinearConv"}
+    assert set(listed[0]["same_root"].split(",")) == {b["signature"] for b in merged}

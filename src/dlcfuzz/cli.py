@@ -642,11 +642,13 @@ def bug_summary(folder: Path) -> str:
     try:
         per_backend = Counter(b["backend"] for b in store.bugs("compiler"))
         other = store.categories()
+        merged = store.merged()
         declines = store.db.execute("SELECT COUNT(*) FROM outcomes WHERE unsupported = 1").fetchone()[0]
     finally:
         store.close()
     listed = ", ".join(f"{b} {n}" for b, n in sorted(per_backend.items())) or "none"
-    return (f"compiler bugs: {sum(per_backend.values())} ({listed}); baseline issues: {other.get('baseline', 0)}; "
+    return (f"compiler bugs: {sum(per_backend.values())} ({listed}); merged into a root cause: {merged}; "
+            f"baseline issues: {other.get('baseline', 0)}; "
             f"exporter issues: {other.get('exporter', 0)}; rounding noise: {other.get('noise', 0)}; "
             f"undefined behaviour (e.g. integer overflow): {other.get('undefined', 0)}; "
             f"declines (unsupported, not bugs): {declines}")
@@ -671,6 +673,8 @@ def cmd_bugs(args: argparse.Namespace) -> int:
     for b in bugs:
         print(f"{b['signature']:<16}  {b['backend']:<10} {b['oracle']:<12} {b['kind']:<9} {b['hits']:>5}  "
               f"{b['title']}\n{'':<18}variants: {b['variants'] or b['variant']}; {folder / b['dir'] / 'repro.py'}")
+        if b["same_root"]:
+            print(f"{'':<18}same root cause: {b['same_root']}")
     return 0
 
 

@@ -148,6 +148,8 @@ def _load(folder: Path, db: sqlite3.Connection) -> CampaignData:
         db.row_factory = None
         for r in rows:
             keys = r.keys()
+            if "same_as" in keys and r["same_as"]:  # merged into another bug's root cause
+                continue
             b = BugRow(r["signature"], r["oracle"], r["kind"], r["backend"], r["variant"], r["phase"], r["title"],
                        _category(r), r["first_test"], r["hits"], r["dir"] or f"bugs/{r['signature']}",
                        r["first_seen"])

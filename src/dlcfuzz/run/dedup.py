@@ -133,6 +133,43 @@ def signature(f: Finding, producer_op: str = "", dtype: str = "", names: Iterabl
     return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:16]
 
 
+def _schema_attributes(op: str, opset: int) -> tuple[tuple[str, ...], dict[str, object]]:
+    """(the names of an operator's attributes, their defaults) by its ONNX schema; (op,), {} if unknown."""
+    import onnx
+    from onnx import defs
+
+    try:
+        schema = defs.get_schema(op, opset)
+    except defs.SchemaError:
+        return (op,), {}
+    defaults = {k: onnx.helper.get_attribute_value(a.default_value) for k, a in schema.attributes.items()
+                if a.default_value.name}
+    return tuple(sorted(schema.attributes)), {k: v.decode() if isinstance(v, bytes) else v for k, v in defaults.items()}
+
+
+def root_cause(f: Finding, graph: Graph, first: dict | None) -> str:
+    """One root cause across operators, from a *reduced* value divergence (``first``: its first
+    diverging node): the reduction keeps only the attributes the divergence needs, and a mode the
+    first diverging node still has (a string attribute off its default, such as auto_pad=SAME_UPPER)
+    is the trigger.  Operators that share one attribute schema (Conv, ConvInteger and QLinearConv)
+    share the code that reads it, so one trigger there is one bug, whatever the dtypes.  "" when the
+    divergence has no such trigger (its signature by operator stands), and for crashes (keyed by
+    message) and pass defects (keyed by the pass)."""
+    if f.oracle in (CRASH, DISRUPTIVE) or f.details.get("culprit") or not first:
+        return ""
+    node = next((n for n in graph.nodes if n.name and n.name == first.get("node")), None)
+    if node is None:
+        return ""
+    family, defaults = _schema_attributes(node.op, graph.opset)
+    modes = sorted((k, v.decode() if isinstance(v, bytes) else v) for k, v in node.attrs.items()
+                   if isinstance(v, str | bytes))
+    trigger = [f"{k}={v}" for k, v in modes if defaults.get(k) != v]
+    if not trigger:
+        return ""
+    parts = ["root", f.backend, f.category, first.get("kind", f.kind), ",".join(family), *trigger]
+    return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:16]
+
+
 def producer(graph: Graph, output: int) -> tuple[str, str]:
     """The operator type that produced graph output ``output``, and its dtype."""
     if not 0 <= output < len(graph.outputs):

@@ -27,7 +27,8 @@ CREATE TABLE IF NOT EXISTS outcomes (
 CREATE TABLE IF NOT EXISTS bugs (
     signature TEXT PRIMARY KEY, oracle TEXT NOT NULL, kind TEXT NOT NULL, backend TEXT NOT NULL,
     variant TEXT NOT NULL, phase TEXT NOT NULL, title TEXT NOT NULL, category TEXT NOT NULL,
-    first_test INTEGER NOT NULL, hits INTEGER NOT NULL, dir TEXT NOT NULL, first_seen REAL NOT NULL);
+    first_test INTEGER NOT NULL, hits INTEGER NOT NULL, dir TEXT NOT NULL, first_seen REAL NOT NULL,
+    root TEXT NOT NULL DEFAULT '', same_as TEXT NOT NULL DEFAULT '');
 CREATE TABLE IF NOT EXISTS coverage (criterion TEXT NOT NULL, key TEXT NOT NULL, test_id INTEGER NOT NULL,
     PRIMARY KEY (criterion, key));
 CREATE TABLE IF NOT EXISTS frontend_coverage (test_id INTEGER NOT NULL, backend TEXT NOT NULL, lines TEXT NOT NULL);
@@ -79,6 +80,9 @@ class Store:
         if "category" not in columns:
             self.db.execute("ALTER TABLE bugs ADD COLUMN category TEXT NOT NULL DEFAULT 'compiler'")
             self.db.execute("UPDATE bugs SET category = 'baseline' WHERE reference_suspect = 1")
+        for column in ("root", "same_as"):  # campaigns stored before reductions merged root causes
+            if column not in columns:
+                self.db.execute(f"ALTER TABLE bugs ADD COLUMN {column} TEXT NOT NULL DEFAULT ''")
 
     # -- campaign identity ------------------------------------------------------------------------
     def bind(self, config: dict[str, Any]) -> bool:
@@ -141,26 +145,49 @@ class Store:
             db.execute("ROLLBACK")
             raise
 
+    def merge_root(self, signature: str, root: str) -> None:
+        """Records a bug's root cause (``dedup.root_cause`` of its reduced case): of the bugs with one
+        root, the first found is listed and the others point to it (``same_as``)."""
+        db = self.db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            db.execute("UPDATE bugs SET root = ? WHERE signature = ?", (root, signature))
+            first = db.execute("SELECT signature FROM bugs WHERE root = ? ORDER BY first_seen LIMIT 1",
+                               (root,)).fetchone()[0]
+            db.execute("UPDATE bugs SET same_as = CASE WHEN signature = ? THEN '' ELSE ? END WHERE root = ?",
+                       (first, first, root))
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
     # -- reading ----------------------------------------------------------------------------------------
     def coverage(self) -> list[tuple[str, str]]:
         """The generation coverage of every committed test: (criterion, key)."""
         return list(self.db.execute("SELECT criterion, key FROM coverage"))
 
-    def bugs(self, category: str | None = None) -> list[sqlite3.Row]:
+    def bugs(self, category: str | None = None, merged: bool = False) -> list[sqlite3.Row]:
         """The distinct bugs in the order found (of one category, if given), each with ``variants``:
-        every variant of its backend it was seen in."""
+        every variant of its backend it was seen in, and ``same_root``: the signatures merged into it.
+        ``merged``: the bugs merged into another's root cause instead."""
         self.db.row_factory = sqlite3.Row
         try:
-            where, args = ("WHERE category = ?", (category,)) if category else ("", ())
+            where, args = ("AND category = ?", (category,)) if category else ("", ())
             return list(self.db.execute(
                 "SELECT bugs.*, (SELECT GROUP_CONCAT(DISTINCT variant) FROM findings f "
-                f"WHERE f.signature = bugs.signature) AS variants FROM bugs {where} ORDER BY first_seen", args))
+                "WHERE f.signature = bugs.signature) AS variants, (SELECT GROUP_CONCAT(d.signature) FROM bugs d "
+                f"WHERE d.same_as = bugs.signature) AS same_root FROM bugs WHERE (same_as != '') = ? {where} "
+                "ORDER BY first_seen", (int(merged), *args)))
         finally:
             self.db.row_factory = None
 
     def categories(self) -> dict[str, int]:
-        """Distinct bugs per category."""
-        return dict(self.db.execute("SELECT category, COUNT(*) FROM bugs GROUP BY category"))
+        """Distinct bugs per category (those merged into another's root cause not counted)."""
+        return dict(self.db.execute("SELECT category, COUNT(*) FROM bugs WHERE same_as = '' GROUP BY category"))
+
+    def merged(self) -> int:
+        """Bugs merged into another's root cause."""
+        return self.db.execute("SELECT COUNT(*) FROM bugs WHERE same_as != ''").fetchone()[0]
 
     def summary(self) -> dict[str, Any]:
         q = self.db.execute
