@@ -294,3 +294,34 @@ def test_two_frontends_against_the_expected_outputs_is_a_baseline_issue_listed_a
     assert "compiler bugs: 0" in capsys.readouterr().out
     assert main(["bugs", str(out), "--baseline"]) == 0
     assert "Relu" in capsys.readouterr().out
+
+
+def _reduce_over_an_empty_axis(op: str, identity: float) -> Instance:
+    """ONNX's onnx-node *_empty_set tests, rebuilt: a reduction over a zero-length axis gives the
+    operation's identity (the spec: "reduction over an empty set of values yields" it)."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    from dlcfuzz.migrate.instances import ONNX
+
+    x = np.zeros((2, 0, 4), np.float32)
+    node = helper.make_node(op, ["data", "axes"], ["reduced"], keepdims=1)
+    g = helper.make_graph([node], op, [helper.make_tensor_value_info("data", TensorProto.FLOAT, [2, 0, 4])],
+                          [helper.make_tensor_value_info("reduced", TensorProto.FLOAT, [2, 1, 4])],
+                          [numpy_helper.from_array(np.array([1], np.int64), "axes")])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
+    return Instance(ONNX, op, "pytest", f"{op}_empty_set", {"keepdims": 1}, [tensor_info("data", x)],
+                    model.SerializeToString(), {"data": x}, [np.full((2, 1, 4), identity, np.float32)])
+
+
+@pytest.mark.skipif(importlib.util.find_spec("tvm") is None, reason="tvm is not installed")
+def test_one_trigger_across_operators_of_one_schema_is_one_migrated_bug(tmp_path: Path):
+    """TVM 0.27 gives no identity for a reduction over an empty axis (ReduceMax: not -inf, ReduceMin: not
+    +inf, ReduceProd: not 1; measured).  Each operator's converter signs its own finding; the shared
+    trigger (an empty input, at operators of one schema) lists one bug and merges the others into it."""
+    out = run_migration(tmp_path, [_reduce_over_an_empty_axis(op, v) for op, v in
+                                   (("ReduceMax", -np.inf), ("ReduceMin", np.inf), ("ReduceProd", 1.0))], ["tvm"])
+    db = sqlite3.connect(out / "campaign.sqlite")
+    bugs = db.execute("SELECT signature, same_as FROM bugs WHERE category = 'compiler'").fetchall()
+    assert len(bugs) == 3, bugs  # three findings, one per converter
+    listed = [s for s, same in bugs if not same]
+    assert len(listed) == 1 and all(same == listed[0] for s, same in bugs if s != listed[0]), bugs

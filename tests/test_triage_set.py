@@ -25,7 +25,7 @@ from dlcfuzz.export.onnx import to_bytes
 from dlcfuzz.ir import Graph
 from dlcfuzz.oracle import COMPILER, EXPORTER, NOISE
 from dlcfuzz.run.campaign import Campaign, CampaignConfig, Evaluation
-from dlcfuzz.run.dedup import graph_signature, root_cause
+from dlcfuzz.run.dedup import graph_root_cause, graph_signature
 from dlcfuzz.spec import REGISTRY
 
 TRIAGE = Path(__file__).resolve().parent / "data" / "triage"
@@ -89,7 +89,7 @@ def test_each_case_is_classified_as_labelled(campaign: Campaign, name: str) -> N
 
             def keys(fs: list, g: Graph) -> set[str]:
                 return {graph_signature(f, g) for f in fs} | {
-                    r for f in fs if (r := root_cause(f, g, f.details.get("first_diverging")))}
+                    r for f in fs if (r := graph_root_cause(f, g, f.details.get("first_diverging")))}
             assert compiler and keys(compiler, graph) & keys(theirs, other_graph), why
         case "decline":
             assert not mine and any(b == backend for b, _, _ in e.verdict.unsupported), why

@@ -37,7 +37,7 @@ from dlcfuzz.oracle import BASELINE, CRASH, DIFFERENTIAL, EXPORTER, Finding, Ver
 from dlcfuzz.oracle.compare import CHEBYSHEV, chebyshev
 from dlcfuzz.run.bundle import write_bundle
 from dlcfuzz.run.campaign import Driver, Progress, outcome_rows, run_confirmed, run_in_threads
-from dlcfuzz.run.dedup import migrated_signature, normalize
+from dlcfuzz.run.dedup import migrated_signature, normalize, root_cause
 from dlcfuzz.run.known import KNOWN, NEW
 from dlcfuzz.run.store import Store, StoreError, TestRecord
 from dlcfuzz.run.worker import PhaseLimits, WorkerPool
@@ -378,7 +378,7 @@ class Migration(Driver):
 
     def _record(self, ex: InstanceResult) -> None:
         inst, outcomes, verdict = ex.inst, ex.outcomes, ex.verdict
-        rows, new_bugs, known = [], [], []
+        rows, new_bugs, known, roots = [], [], [], []
         described = json.dumps({"op": inst.op, "source": inst.source, "provenance": inst.provenance,
                                 "params": inst.params, "tensors": inst.tensors}, indent=1, default=str)
         for f in verdict.findings:
@@ -408,9 +408,16 @@ class Migration(Driver):
                          chebyshev=CHEBYSHEV | self.cfg.tolerances)
             new_bugs.append((sig, f.oracle, f.kind, f.backend, f.variant, f.phase, head,
                              f.category, str(folder.relative_to(self.cfg.out))))
+            if inst.library == ONNX and f.backend != EXPORT:  # a single ONNX operator: its trigger is at hand
+                roots.append((sig, root_cause(f, inst.op, _opset(inst), {k: v for k, v in inst.params.items()
+                                                                       if not k.startswith("input.")},
+                                              [t["shape"] for t in inst.tensors])))
         covered = [(b, "\n".join(o.covered)) for b, vs in outcomes.items() for o in vs.values() if o.covered]
         with self.lock:
             self.store.commit(ex.record, outcome_rows(outcomes), rows, new_bugs, frontend_coverage=covered)
+            for sig, root in roots:  # e.g. TVM's Reduce* over an empty axis: one bug, not one per operator
+                if root:
+                    self.store.merge_root(sig, root)
             self.progress.count(ex.record, verdict, new_bugs, known)
         self.on_progress(self.progress)
 
@@ -514,7 +521,8 @@ def summary(folder: Path) -> dict:
         harvested = store.get_meta("harvest") or {}
         discarded = dict(q("SELECT substr(baseline, 12), COUNT(*) FROM tests WHERE valid = 0 GROUP BY 1 "
                            "ORDER BY 2 DESC").fetchall())
-        per_backend = dict(q("SELECT backend, COUNT(*) FROM bugs GROUP BY backend").fetchall())
+        # every category, as listed: a bug merged into another's root cause is not counted
+        per_backend = dict(q("SELECT backend, COUNT(*) FROM bugs WHERE same_as = '' GROUP BY backend").fetchall())
         unsupported = dict(q("SELECT backend, COUNT(*) FROM outcomes WHERE unsupported = 1 GROUP BY backend"))
         return {"harvested": harvested, "instances": q("SELECT COUNT(*) FROM instances").fetchone()[0],
                 "operators": q("SELECT COUNT(DISTINCT op) FROM instances").fetchone()[0],
@@ -525,3 +533,11 @@ def summary(folder: Path) -> dict:
                                     "(SELECT signature FROM bugs)").fetchone()[0]}
     finally:
         store.close()
+
+
+def _opset(inst: Instance) -> int:
+    """The default-domain opset an ONNX instance's model imports."""
+    import onnx
+
+    model = onnx.load_model_from_string(inst.model)
+    return next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), onnx.defs.onnx_opset_version())

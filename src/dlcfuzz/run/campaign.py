@@ -51,7 +51,7 @@ from dlcfuzz.oracle.unsupported import is_unsupported
 from dlcfuzz.run.allocate import Allocator
 from dlcfuzz.run.bundle import write_bundle
 from dlcfuzz.run.culprit import blame
-from dlcfuzz.run.dedup import graph_signature, producer, root_cause, title
+from dlcfuzz.run.dedup import graph_root_cause, graph_signature, producer, title
 from dlcfuzz.run.known import KNOWN, NEW, KnownBugs, Reporting
 from dlcfuzz.run.localize import localize, rounded_outputs, single_outputs
 from dlcfuzz.run.profile import DECLINED, Both, SupportProfile, find_profile, save_profile, test_status
@@ -633,7 +633,7 @@ class Campaign(Driver):
             result = reduce_case(case, self.cfg.reduce_seconds, pool=self.pool, verify=False)
             write_reduction(folder, result)
             reduced = 1
-            root = root_cause(case.finding, result.graph, result.first_diverging)
+            root = graph_root_cause(case.finding, result.graph, result.first_diverging)
             if root:  # bugs at other operators with the same trigger are this one
                 with self.lock:
                     self.store.merge_root(case.signature, root)

@@ -147,27 +147,40 @@ def _schema_attributes(op: str, opset: int) -> tuple[tuple[str, ...], dict[str, 
     return tuple(sorted(schema.attributes)), {k: v.decode() if isinstance(v, bytes) else v for k, v in defaults.items()}
 
 
-def root_cause(f: Finding, graph: Graph, first: dict | None) -> str:
-    """One root cause across operators, from a *reduced* value divergence (``first``: its first
-    diverging node): the reduction keeps only the attributes the divergence needs, and a mode the
-    first diverging node still has (a string attribute off its default, such as auto_pad=SAME_UPPER)
-    is the trigger.  Operators that share one attribute schema (Conv, ConvInteger and QLinearConv)
-    share the code that reads it, so one trigger there is one bug, whatever the dtypes.  "" when the
-    divergence has no such trigger (its signature by operator stands), and for crashes (keyed by
-    message) and pass defects (keyed by the pass)."""
-    if f.oracle in (CRASH, DISRUPTIVE) or f.details.get("culprit") or not first:
+def root_cause(f: Finding, op: str, opset: int, attrs: dict, shapes: Iterable[Iterable[int | None]]) -> str:
+    """One root cause across operators, for a value divergence at a single operator (a reduced case's
+    first diverging node, or a migrated single-operator test) with a trigger:
+
+    - a mode: a string attribute off its ONNX default, such as auto_pad=SAME_UPPER (the reduction
+      keeps only the attributes the divergence needs);
+    - an empty input (a zero-length axis): the reduction over an empty set, whose result the spec
+      defines by the operation's identity.
+
+    Operators with one attribute schema (Conv, ConvInteger and QLinearConv; the ten Reduce*) share the
+    code that reads it, so one trigger there is one bug, whatever the dtypes.  "" when there is no
+    trigger (the signature by operator stands), and for crashes (keyed by message) and pass defects
+    (keyed by the pass).  Only ever used to merge bugs (``Store.merge_root``), never to split one."""
+    if f.oracle in (CRASH, DISRUPTIVE) or f.details.get("culprit"):
         return ""
-    node = next((n for n in graph.nodes if n.name and n.name == first.get("node")), None)
-    if node is None:
-        return ""
-    family, defaults = _schema_attributes(node.op, graph.opset)
-    modes = sorted((k, v.decode() if isinstance(v, bytes) else v) for k, v in node.attrs.items()
+    family, defaults = _schema_attributes(op, opset)
+    modes = sorted((k, v.decode() if isinstance(v, bytes) else v) for k, v in attrs.items()
                    if isinstance(v, str | bytes))
     trigger = [f"{k}={v}" for k, v in modes if defaults.get(k) != v]
+    if any(0 in tuple(s) for s in shapes):
+        trigger.append("empty input")
     if not trigger:
         return ""
-    parts = ["root", f.backend, f.category, first.get("kind", f.kind), ",".join(family), *trigger]
+    parts = ["root", f.backend, f.category, f.kind, ",".join(family or (op,)), *trigger]
     return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:16]
+
+
+def graph_root_cause(f: Finding, graph: Graph, first: dict | None) -> str:
+    """``root_cause`` at a reduced graph's first diverging node (``first``: reduction.json's)."""
+    node = next((n for n in graph.nodes if n.name and n.name == (first or {}).get("node")), None)
+    if node is None:
+        return ""
+    shapes = [graph.values[i].type.shape for i in node.inputs if i in graph.values]
+    return root_cause(replace(f, kind=(first or {}).get("kind", f.kind)), node.op, graph.opset, node.attrs, shapes)
 
 
 def producer(graph: Graph, output: int) -> tuple[str, str]:
