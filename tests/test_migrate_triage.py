@@ -325,3 +325,27 @@ def test_one_trigger_across_operators_of_one_schema_is_one_migrated_bug(tmp_path
     assert len(bugs) == 3, bugs  # three findings, one per converter
     listed = [s for s, same in bugs if not same]
     assert len(listed) == 1 and all(same == listed[0] for s, same in bugs if s != listed[0]), bugs
+
+
+def test_a_case_ort_says_it_does_not_define_is_a_decline(tmp_path: Path):
+    """ONNX Runtime 1.31 runs ReduceMax-20 on bool data, but over an empty axis it refuses: "ReduceMax
+    is not defined for empty set with bool type" (measured).  The spec defines it (the minimum of the
+    type, false); ORT says it leaves it out, which is a decline, not a crash to report."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    from dlcfuzz.backends.base import Test
+    from dlcfuzz.oracle.unsupported import is_unsupported
+    from dlcfuzz.run.worker import WorkerPool
+
+    node = helper.make_node("ReduceMax", ["data", "axes"], ["reduced"], keepdims=1)
+    g = helper.make_graph([node], "t", [helper.make_tensor_value_info("data", TensorProto.BOOL, [2, 0, 4])],
+                          [helper.make_tensor_value_info("reduced", TensorProto.BOOL, [2, 1, 4])],
+                          [numpy_helper.from_array(np.array([1], np.int64), "axes")])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 20)], ir_version=9).SerializeToString()
+    pool = WorkerPool(PhaseLimits(compile=60, run=30), 10, tmp_path / "logs")
+    try:
+        got = pool.run("ort", Test(model, "", {"data": np.zeros((2, 0, 4), bool)}), ["disable_all"])["disable_all"]
+    finally:
+        pool.close()
+    assert got.status == "error" and "not defined for empty set" in got.message, got.message
+    assert is_unsupported("ort", got.phase, got.error_type, got.message)
