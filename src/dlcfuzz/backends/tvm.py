@@ -147,7 +147,15 @@ class TvmBackend(Backend):
         # before the frontend runs, so that a crash in it still names the converters involved
         self.artifact("conversion", onnx_conversion(model))
         # initializers become constants; every graph input stays a runtime parameter of main
-        return from_onnx(model, keep_params_in_input=False), _input_names(model)
+        try:
+            return from_onnx(model, keep_params_in_input=False), _input_names(model)
+        except Exception as e:
+            # TVM's converter errors rarely name their operator ("Only constant axes currently supported"):
+            # the support profile needs to know which node was refused
+            op = _converting(e.__traceback__)
+            if op:
+                e.add_note(f"while converting onnx.{op}")
+            raise
 
     def compile(self, imported: Any, variant: Variant) -> Compiled:
         import tvm
@@ -223,6 +231,17 @@ def _flatten(out: Any) -> list[np.ndarray]:
 
 
 # ---------------------------------------------------------------------------------------------
+def _converting(tb: Any) -> str:
+    """The ONNX operator TVM's importer was converting when it raised (its innermost
+    ``_convert_operator`` frame's ``op_name``), or ""."""
+    op = ""
+    while tb is not None:
+        if tb.tb_frame.f_code.co_name == "_convert_operator":
+            op = str(tb.tb_frame.f_locals.get("op_name", op))
+        tb = tb.tb_next
+    return op
+
+
 # Which frontend conversion functions handle a model (OPERA dedups bugs by them)
 # ---------------------------------------------------------------------------------------------
 def _graph_ops(graph: Any) -> set[str]:

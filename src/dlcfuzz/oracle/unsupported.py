@@ -133,12 +133,14 @@ def is_unsupported(backend: str, phase: str, error_type: str, message: str) -> b
 _NAMES_OPERATORS = re.compile(
     r"does not lower onnx\.(?P<iree>\w+)"  # IREE
     r"|not supported for frontend ONNX: (?P<tvm>[\w, ]+)"  # TVM: "... ONNX: Celu, GRU"
+    r"|while converting onnx\.(?P<converter>\w+)"  # a note dlcfuzz's TVM backend adds to a converter's error
     r"|Could not find an implementation for (?P<ort>\w+)\(\d+\)"  # ORT: "... for RoiAlign(22) node ..."
     r"|No conversion rule found for operations: (?P<openvino>[^\n]+)")  # OpenVINO
 
 
 def declined_operators(message: str) -> set[str]:
-    """The operator types a decline message names (empty when it names none)."""
+    """The operator types a decline message (or its traceback, which holds the notes added to it)
+    names (empty when it names none)."""
     m = _NAMES_OPERATORS.search(message)
     if m is None:
         return set()

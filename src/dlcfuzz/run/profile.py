@@ -126,7 +126,7 @@ class SupportProfile:
         keyed = [(n.op, node_keys(n, graph.values, graph.opset)) for n in graph.nodes]
         if status == DECLINED:
             # a decline that names its operator ("does not lower onnx.Softsign") suspects only its nodes
-            named = set().union(*(declined_operators(o.message) for o in outcomes.values()))
+            named = set().union(*(declined_operators(f"{o.message}\n{o.traceback}") for o in outcomes.values()))
             keyed = [(op, keys) for op, keys in keyed if op in named] or keyed
             # only the node(s) that nothing accepted vouches for can be the declined one
             unproven = [(op, [k for k in keys if self._seen(op, k)[0] == 0]) for op, keys in keyed]
