@@ -277,3 +277,22 @@ def test_retype_follows_shrunk_inputs_and_rejects_bad_ones() -> None:
     assert h is not None and all(v.type.shape == (1, 3, 2) for v in h.values.values())
     g.values["y"].type = TensorType((1, 3, 3), "float32")  # no longer broadcasts with x in Add
     assert retype(g) is None
+
+
+def test_a_candidate_its_spec_rejects_never_reaches_onnx_inference() -> None:
+    """The attribute stage tried Split-18 with num_outputs 1 on a two-output Split: ONNX's C++ shape
+    inference (data propagation, onnx 1.23) aborted the whole campaign process on it.  The spec's check
+    rejects the candidate first.  Run in a child process: on broken code it is the child that dies."""
+    code = """
+from dlcfuzz.ir import INPUT_KIND, NODE_KIND, Graph, Node, TensorType, Value
+from dlcfuzz.run.reduce import retype
+g = Graph(opset=19)
+g.add_value(Value("x", TensorType((1, 3, 1), "float64"), INPUT_KIND))
+for name in ("a", "b"):
+    g.add_value(Value(name, TensorType((1, 3, 1), "float64"), NODE_KIND))
+g.add_node(Node("Split", ["x"], ["a", "b"], {"axis": -2, "num_outputs": 1}, "n0"))
+g.outputs = ["a"]
+print(retype(g))
+"""
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0 and run.stdout.strip() == "None", (run.returncode, run.stdout, run.stderr[-500:])

@@ -401,6 +401,7 @@ def _ctx(spec: Any, node: Node, ins: list[TensorType | None], opset: int) -> Any
         if k is not None and t is not None:
             c.types.setdefault(tvars[k], t.dtype)
     c.n = len(node.inputs) if spec.variadic else 1
+    c.outs = len(node.outputs)
     c.ins = list(ins) + ([] if spec.variadic else [None] * max(0, len(spec.inputs) - len(ins)))
     for name in spec.attrs:
         if name.startswith("_has_"):
@@ -465,11 +466,29 @@ def _onnx_types(g: Graph) -> dict[str, tuple[str | None, list[int | None] | None
     return out
 
 
+def _spec_admits(g: Graph) -> bool:
+    """Whether no node breaks a check of its spec, on the types the specs alone tell (a node whose
+    spec cannot tell its outputs leaves them unknown, and the checks that need them are skipped)."""
+    known = {name: v.type for name, v in g.values.items() if v.kind != NODE_KIND}
+    for node in g.nodes:
+        try:
+            outs = _spec_types(node, [known.get(x) if x else None for x in node.inputs], g.opset)
+        except _SpecRejects:
+            return False
+        for o, t in zip(node.outputs, outs or [], strict=False):
+            known[o] = t
+    return True
+
+
 def retype(g: Graph) -> Graph | None:
     """``g`` with every node output's type inferred again from its graph inputs' and constants'
     types (after a shape, attribute or dtype change): by the operator's spec, cross-checked with
     ONNX shape inference (which alone covers specs whose types need their solver variables).
-    None when a spec's check fails, the two disagree, or neither can tell."""
+    None when a spec's check fails, the two disagree, or neither can tell.  The specs judge first:
+    ONNX's C++ inference runs in this process, and aborts it on some invalid calls (onnx 1.23:
+    Split-18 with num_outputs 1 and two outputs, under data propagation)."""
+    if not _spec_admits(g):
+        return None
     onnx_t = _onnx_types(g)
     if onnx_t is None:
         return None

@@ -511,6 +511,8 @@ class Ctx:
         self.ins: list[TensorType | None] = []
         self.n = 1
         self.attrs: dict[str, Any] = {}
+        # the number of outputs of a call that exists (the reducer's candidates); None while solving
+        self.outs: int | None = None
 
     # first-input shorthands, bound by the solver
     x: TensorType

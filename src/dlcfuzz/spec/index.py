@@ -157,6 +157,7 @@ SPLIT = OpSpec(
         "equal split divides the axis (opset < 18)": lambda c: c.cfg.opset >= 18 or c._split is not None or (
             c.s[_ax(c)] % c._k == 0),
         "no empty output": lambda c: all(p >= 1 for p in c._parts),
+        "num_outputs is the number of outputs": lambda c: c.outs is None or c.num_outputs in (None, c.outs),
     })
 
 
