@@ -80,3 +80,24 @@ def test_stdout_chatter_does_not_break_the_protocol() -> None:
         assert got["basic"].status == OK and got["basic"].phase == RUN
     finally:
         pool.close()
+
+
+def test_workers_that_come_and_go_leave_no_descriptor_open() -> None:
+    """A 30-minute campaign (3,454 tests, reductions in fresh workers) died with "filedescriptor out of
+    range in select()": each worker leaked its log file's descriptor, and a dead one its pipes.  Fresh
+    workers, living and dying, now give back every descriptor."""
+    import os
+
+    def open_fds() -> int:
+        return len(os.listdir("/proc/self/fd"))
+
+    pool = WorkerPool(PhaseLimits())
+    try:
+        pool.run("ort", make_test(["Neg"]), ["disable_all"])  # the first one's imports may open files for good
+        before = open_fds()
+        for seed in range(4):
+            pool.run("ort", make_test(["Neg"], seed), ["disable_all"], fresh=True)
+            pool.run("tests.fake_backends:Segfault", make_test(["Neg"], seed), ["basic"], fresh=True)
+        assert open_fds() <= before, (before, open_fds())
+    finally:
+        pool.close()

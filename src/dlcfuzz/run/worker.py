@@ -228,8 +228,9 @@ class Worker:
         self.version = ""
         log_dir = log_dir or Path(tempfile.gettempdir())
         log_dir.mkdir(parents=True, exist_ok=True)
-        self.log_path = Path(tempfile.mkstemp(prefix=f"worker-{backend.replace(':', '_')}-", suffix=".log",
-                                              dir=log_dir)[1])
+        fd, path = tempfile.mkstemp(prefix=f"worker-{backend.replace(':', '_')}-", suffix=".log", dir=log_dir)
+        os.close(fd)  # reopened below as a file object; an unclosed one leaked a descriptor per worker
+        self.log_path = Path(path)
         self._log = open(self.log_path, "wb")  # noqa: SIM115 -- lives as long as the child
         env = dict(os.environ, OMP_NUM_THREADS="1", TVM_NUM_THREADS="1", MKL_NUM_THREADS="1",
                    PYTHONFAULTHANDLER="1")
@@ -240,10 +241,13 @@ class Worker:
         self.proc = subprocess.Popen([sys.executable, "-m", "dlcfuzz.run.worker", backend], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=self._log, env=env, start_new_session=True)
         self._fd = self.proc.stdout.fileno()
+        self._poll = select.poll()
+        self._poll.register(self._fd, select.POLLIN | select.POLLHUP | select.POLLERR)
         msg = self._wait(START, limits.start)
         if isinstance(msg, Outcome):
-            self._log.close()
-            raise WorkerDied(f"{backend} worker failed to start: {msg.message}\n{msg.traceback or self.log_tail()}")
+            tail = msg.traceback or self.log_tail()
+            self.close()
+            raise WorkerDied(f"{backend} worker failed to start: {msg.message}\n{tail}")
         self.version = msg[1]
         self.variants: list[tuple[str, dict]] = msg[2]  # asked of the child: only it may import the compiler
         self.device_notes: dict[str, str] = msg[3]  # device -> why the backend has no variants on it
@@ -257,8 +261,8 @@ class Worker:
             if left <= 0:
                 self.kill()
                 return Outcome(TIMEOUT, phase, message=f"{phase} exceeded {timeout:.0f}s")
-            ready, _, _ = select.select([self._fd], [], [], min(left, 0.25))
-            if ready:
+            # poll, not select: select fails on descriptors above 1023, which a long campaign reaches
+            if self._poll.poll(min(left, 0.25) * 1000):
                 msg = _recv(self._fd)
                 if msg is None:
                     return self._death(phase)[1]
@@ -337,12 +341,16 @@ class Worker:
             self.proc.wait()
 
     def close(self) -> None:
+        """Ends the child (if alive) and closes every descriptor it held: pipes and log, dead or not."""
         if self.proc.poll() is None:
             try:
                 self.proc.stdin.close()
                 self.proc.wait(timeout=10)
             except (OSError, subprocess.TimeoutExpired):
                 self.kill()
+        for stream in (self.proc.stdin, self.proc.stdout):
+            with contextlib.suppress(OSError):
+                stream.close()
         self._log.close()
         self.log_path.unlink(missing_ok=True)
 
@@ -387,7 +395,13 @@ class WorkerPool:
         try:
             return w.execute(test, variants)
         finally:
-            self.release(w)
+            if fresh:  # used once: pooled, every fresh run (a reduction's last check) kept one more child
+                if not w.alive:
+                    with self._lock:
+                        self.deaths += 1
+                w.close()
+            else:
+                self.release(w)
 
     def describe(self, backend: str) -> tuple[str, list[tuple[str, dict]]]:
         """(version, variants) of a backend, as its worker reports them (raises WorkerDied)."""
