@@ -17,7 +17,7 @@ OPS = [REGISTRY[o] for o in ("Neg", "Add", "Relu", "MatMul", "Concat", "Transpos
 def test_rejections_are_right_crashes_and_acceptance_are_findings(tmp_path: Path) -> None:
     out = tmp_path / "c"
     cfg = CampaignConfig(out, ["ort", "tests.fake_backends:Lenient", "tests.fake_backends:SegfaultRepro"], OPS,
-                         budget_seconds=300, max_tests=30, ops=(1, 2), strategy="disruptive")
+                         budget_seconds=300, max_tests=30, ops=(1, 2), strategy="disruptive", allocate=False)
     c = Campaign(cfg)
     c.run()
     assert c.progress.tests == 30
