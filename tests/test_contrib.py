@@ -233,6 +233,21 @@ def test_tvm_declines_are_declines_in_a_worker(tmp_path: Path) -> None:
         pool.close()
 
 
+def test_a_decline_naming_the_op_type_is_learned_for_the_contrib_node() -> None:
+    """TVM names the converter that declined by op_type ("while converting onnx.Attention"): in a graph
+    with a contrib Attention and a Relu, neither vouched for, the support profile debits the Attention."""
+    from dlcfuzz.backends.base import ERROR, Outcome
+
+    gen = ort_generator([REGISTRY[f"{MS}.Attention"], REGISTRY["Relu"]], op_range=(2, 2))
+    g = next(g for g in (gen.generate(s) for s in range(50)) if {n.op for n in g.nodes} == {f"{MS}.Attention", "Relu"})
+    why = "custom scale is not currently supported"
+    declined = Outcome(ERROR, "import", error_type="AssertionError", message=why,
+                       traceback=f"AssertionError: {why}\nwhile converting onnx.Attention")
+    p = profile.SupportProfile("tvm", "test")
+    assert p.learn(g, {"v": declined}) == profile.DECLINED
+    assert not p.admits_op(f"{MS}.Attention") and p.counts.get("Relu") is None
+
+
 # ---------------------------------------------------------------------------------------------
 # campaigns
 # ---------------------------------------------------------------------------------------------

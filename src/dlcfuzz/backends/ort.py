@@ -134,6 +134,11 @@ def full_profile(opset: int, ops: tuple[str, ...]) -> dict[tuple[str, str], froz
 def _type_vars(op: str, opset: int) -> set[str]:
     import onnx.defs
 
+    if op_identity(op)[0]:  # no ONNX schema: the spec names them
+        from dlcfuzz.spec import REGISTRY
+
+        spec = REGISTRY.get(op)
+        return set(spec.types) | {i.T for i in spec.data_inputs if i.T} if spec is not None else set()
     try:
         return {tc.type_param_str for tc in onnx.defs.get_schema(op, opset).type_constraints}
     except onnx.defs.SchemaError:

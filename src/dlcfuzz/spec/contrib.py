@@ -10,9 +10,11 @@ only, int16 for MatMulInteger16).  The shape rules are those of ORT's CPU kernel
 outside them fails at run time.  Contrib operators are version 1 of their domain at every opset of the
 default domain (``since`` stays 1); the exporter imports com.microsoft version 1 where a model uses one.
 
-The normalizations always get an ``epsilon``: the default, 1e-12, lies below the rounding error of ORT's
-one-pass variance (E[x^2] - E[x]^2), which is then negative on rows of (nearly) equal values, and the
-square root of a negative number is NaN (``solve/intervals.py`` assumes an error below epsilon / 2).
+The normalizations always get an ``epsilon`` of at least 0.001: their default, 1e-12, lies far below
+float32's rounding of the mean, so a row of (nearly) equal values normalizes its rounding residue into
+an arbitrary value (ORT's EmbedLayerNormalization of a constant row of 1.3 gives 0.118 where 0 is
+due), and SkipLayerNormalization's one-pass variance (E[x^2] - E[x]^2, ORT's CPU kernel) may go below
+-epsilon, a NaN (``solve/intervals.py`` assumes a variance error below epsilon / 2).
 """
 
 from __future__ import annotations
