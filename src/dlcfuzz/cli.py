@@ -41,12 +41,17 @@ def _names(text: str) -> list[str]:
 
 
 def _resolve_ops(names: list[str] | None):
-    from dlcfuzz.spec import REGISTRY, resolve_ops
+    from dlcfuzz.spec import REGISTRY, UnknownOperator, get, resolve_ops
 
-    unknown = [n for n in names or [] if n not in REGISTRY]
+    unknown = []
+    for n in names or []:
+        try:
+            get(n)  # a contrib operator by its qualified name, or by its type where that is unambiguous
+        except UnknownOperator:
+            unknown.append(n)
     if unknown:
         raise UsageError(f"unknown operator(s) in --op-set: {', '.join(unknown)} "
-                         f"(known: {len(REGISTRY)} ONNX operators, e.g. {', '.join(sorted(REGISTRY)[:5])}, ...)")
+                         f"(known: {len(REGISTRY)} operators, e.g. {', '.join(sorted(REGISTRY)[:5])}, ...)")
     return resolve_ops(names)
 
 

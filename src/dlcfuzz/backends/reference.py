@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from dlcfuzz.backends.base import Backend, Test, Variant
+from dlcfuzz.ir import op_identity
 
 
 # ---------------------------------------------------------------------------------------------
@@ -218,8 +219,17 @@ for _r in RULES:
     BY_OP[_r.op] = (*BY_OP.get(_r.op, ()), _r)
 
 
+def foreign(op: str) -> Rule | None:
+    """The rule for an operator outside ONNX's domains (com.microsoft's contrib operators): the
+    evaluator implements ONNX's operators only."""
+    domain = op_identity(op)[0]
+    return Rule(op, f"no implementation: an operator of domain {domain}") if domain else None
+
+
 def distrusted(node, graph) -> Rule | None:
     """The first rule that says the reference is wrong on this node, or None."""
+    if (rule := foreign(node.op)) is not None:
+        return rule
     for rule in BY_OP.get(node.op, ()):
         if rule.applies is None or rule.applies(node, graph):
             return rule
@@ -235,7 +245,7 @@ class ReferenceBackend(Backend):
         """Graphs with a node the evaluator gets wrong take another baseline; without the graph, any
         operator with a rule is refused (its features cannot be checked)."""
         if graph is None:
-            return not ops & BY_OP.keys()
+            return not ops & BY_OP.keys() and not any(foreign(op) for op in ops)
         return all(distrusted(n, graph) is None for n in graph.nodes)
 
     def load(self, test: Test):

@@ -125,8 +125,9 @@ def onnx_parts(model, feeds: dict | None = None) -> Parts:
     consts = {t.name: numpy_helper.to_array(t) for t in g.initializer}
     inputs = [i.name for i in g.input if i.name not in consts]
     consts.update({name: np.asarray(feeds[name]) for name in inputs if feeds is not None and name in feeds})
-    nodes = [(n.op_type, list(n.input), list(n.output),
-              {a.name: _attr(helper.get_attribute_value(a)) for a in n.attribute}) for n in g.node]
+    # a node of another domain goes by its qualified name, as in a Graph (dlcfuzz.ir.op_name)
+    nodes = [(n.op_type if n.domain in ("", "ai.onnx") else f"{n.domain}.{n.op_type}", list(n.input),
+              list(n.output), {a.name: _attr(helper.get_attribute_value(a)) for a in n.attribute}) for n in g.node]
     return inputs, consts, nodes, [o.name for o in g.output]
 
 

@@ -17,6 +17,24 @@ COMPUTES_IN_FLOAT = frozenset({"BlackmanWindow", "HannWindow", "HammingWindow"})
 FLOAT_ATTRIBUTES = frozenset({"Shrink"})
 
 
+# Operator names: ONNX's own operators (the default domain) go by their type ("Relu"); an operator of
+# another domain is qualified by it ("com.microsoft.FastGelu"), so that one name says which schema a
+# node follows (ONNX's Attention and Microsoft's contrib Attention are different operators).  ONNX
+# operator types hold no dots, so the last dot splits a name.
+DEFAULT_DOMAINS = ("", "ai.onnx")
+
+
+def op_identity(op: str) -> tuple[str, str]:
+    """(domain, op_type) of an operator name: ("", "Relu"), ("com.microsoft", "FastGelu")."""
+    domain, _, op_type = op.rpartition(".")
+    return domain, op_type
+
+
+def op_name(domain: str, op_type: str) -> str:
+    """The operator name of an ONNX node's (domain, op_type); the inverse of ``op_identity``."""
+    return op_type if domain in DEFAULT_DOMAINS else f"{domain}.{op_type}"
+
+
 class GraphError(ValueError):
     """A graph breaks a structural rule (dangling input, cycle, type mismatch...)."""
 

@@ -11,7 +11,7 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper, shape_inference
 
-from dlcfuzz.ir import DTYPE_OF_CODE
+from dlcfuzz.ir import DTYPE_OF_CODE, op_name
 
 SMALL_CONST = 16  # integer constant inputs up to this size count as attributes (axes, pads, shape...)
 
@@ -88,7 +88,9 @@ def op_nodes(model: onnx.ModelProto) -> list[OpNode]:
             if arr is not None and arr.size <= SMALL_CONST and arr.dtype.kind in "iub":
                 attrs.append((f"in{k}", _freeze(arr)))
         in_types = tuple(types.get(i, (("?",), "?")) for i in ins)
-        node = OpNode(n.op_type, tuple(t[0] for t in in_types), in_types, tuple(sorted(attrs)), len(ins))
+        # a contrib operator by its qualified name, as dlcfuzz's specs name it (ir.op_name)
+        node = OpNode(op_name(n.domain, n.op_type), tuple(t[0] for t in in_types), in_types, tuple(sorted(attrs)),
+                      len(ins))
         idx = len(nodes)
         for i in ins:
             if i in producer:

@@ -19,6 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from dlcfuzz.ir import op_name
+
 INLINE_VALUES = 64  # initializers up to this many elements are written out; larger ones get seeded random values
 
 
@@ -143,7 +145,7 @@ def describe_onnx(model: Any) -> str:
         types[v.name] = f"{dtype}[{', '.join(dims)}]"
     for t in g.initializer:
         types[t.name] = f"{helper.tensor_dtype_to_np_dtype(t.data_type).name}[{', '.join(map(str, t.dims))}] (constant)"
-    ops = [n.op_type for n in g.node]
+    ops = [op_name(n.domain, n.op_type) for n in g.node]
     out = [f"{len(ops)} operator{'s' if len(ops) != 1 else ''} ({' → '.join(ops)}), opset "
            f"{', '.join(str(o.version) for o in model.opset_import)}:", ""]
     for n in g.node:
@@ -151,7 +153,7 @@ def describe_onnx(model: Any) -> str:
                           if a.type not in (a.GRAPH, a.GRAPHS, a.TENSOR, a.TENSORS))
         ins = ", ".join(f"`{i}`: {types.get(i, '?')}" if i else "(omitted)" for i in n.input)
         outs = ", ".join(f"`{o}`: {types.get(o, '?')}" for o in n.output)
-        out.append(f"- **{n.op_type}**{f' ({attrs})' if attrs else ''}: {ins} → {outs}")
+        out.append(f"- **{op_name(n.domain, n.op_type)}**{f' ({attrs})' if attrs else ''}: {ins} → {outs}")
     return "\n".join(out)
 
 

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from dlcfuzz.backends.base import OK, Outcome
-from dlcfuzz.ir import CONST_KIND, Graph, Node, Value
+from dlcfuzz.ir import CONST_KIND, Graph, Node, Value, op_identity
 from dlcfuzz.oracle.unsupported import declined_operators, is_unsupported
 from dlcfuzz.solve.types import schema
 
@@ -127,7 +127,8 @@ class SupportProfile:
         if status == DECLINED:
             # a decline that names its operator ("does not lower onnx.Softsign") suspects only its nodes
             named = set().union(*(declined_operators(f"{o.message}\n{o.traceback}") for o in outcomes.values()))
-            keyed = [(op, keys) for op, keys in keyed if op in named] or keyed
+            # (they name the op_type: a contrib operator is named without its domain)
+            keyed = [(op, keys) for op, keys in keyed if op_identity(op)[1] in named] or keyed
             # only the node(s) that nothing accepted vouches for can be the declined one
             unproven = [(op, [k for k in keys if self._seen(op, k)[0] == 0]) for op, keys in keyed]
             unproven = [(op, keys) for op, keys in unproven if keys]

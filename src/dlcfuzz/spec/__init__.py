@@ -1,4 +1,8 @@
-"""Operator specs: one declarative OpSpec per ONNX operator, one module per operator family."""
+"""Operator specs: one declarative OpSpec per ONNX operator, one module per operator family.
+
+Specs are registered by operator name: ONNX's operators by their type, those of other domains
+(``contrib``: ONNX Runtime's com.microsoft operators) qualified by their domain, e.g.
+``com.microsoft.Attention`` beside ONNX's ``Attention``."""
 
 from __future__ import annotations
 
@@ -7,7 +11,7 @@ import importlib
 from dlcfuzz.spec.dsl import OpSpec
 
 FAMILIES = ("elementwise", "broadcast", "reduce", "shape", "index", "conv", "pool", "norm", "nn", "quant", "rnn",
-            "signal", "select")
+            "signal", "select", "contrib")
 
 REGISTRY: dict[str, OpSpec] = {}
 for _family in FAMILIES:
@@ -22,10 +26,14 @@ class UnknownOperator(KeyError):
 
 
 def get(op: str) -> OpSpec:
-    try:
+    """The spec of an operator name; an operator of another domain may also go by its type alone
+    (FastGelu for com.microsoft.FastGelu) where no other spec has that type."""
+    if op in REGISTRY:
         return REGISTRY[op]
-    except KeyError:
-        raise UnknownOperator(op) from None
+    found = [s for s in REGISTRY.values() if s.op_type == op]
+    if len(found) == 1:
+        return found[0]
+    raise UnknownOperator(op)
 
 
 def resolve_ops(names: list[str] | None) -> list[OpSpec]:

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from dlcfuzz.ir import TensorType
+from dlcfuzz.ir import TensorType, op_identity, op_name
 
 
 class EmptyDomain(Exception):
@@ -464,10 +464,16 @@ class OpSpec:
     arity: tuple[int, int] = (1, 1)
     types: dict[str, Sequence[str]] = field(default_factory=dict)
     checks: dict[str, Callable[[Ctx], bool]] = field(default_factory=dict)
-    since: int = 1
+    since: int = 1  # the default domain's opset that introduced it (contrib operators: 1, any opset)
     doc: str = ""
+    # the operator's domain ("": ONNX's own); the spec's name ``op`` is then qualified by it
+    # ("com.microsoft.FastGelu", see ``ir.op_identity``), given either way
+    domain: str = ""
 
     def __post_init__(self) -> None:
+        if self.domain and op_identity(self.op)[0] != self.domain:
+            self.op = op_name(self.domain, self.op)
+        self.domain = op_identity(self.op)[0]
         first = self.inputs[0]
         if not isinstance(first, In) or first.optional:
             raise TypeError(f"{self.op}: the first input must be a required In")
@@ -490,6 +496,11 @@ class OpSpec:
             return None
         sd = first.shape(c)
         return Exact(sd) if isinstance(sd, tuple) else sd
+
+    @property
+    def op_type(self) -> str:
+        """The node's op_type in an ONNX model (the name without its domain)."""
+        return op_identity(self.op)[1]
 
     @property
     def data_inputs(self) -> list[In]:
