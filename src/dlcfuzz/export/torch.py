@@ -68,6 +68,14 @@ OPS: dict[str, Rule] = {
     "MaxUnpool": Rule((2,)),  # output_shape
     **{op: Rule((4,), multi=True) for op in ("RNN", "GRU", "LSTM")},  # sequence_lens
     "DynamicQuantizeLinear": Rule(multi=True),
+    # sequences and optionals (the chains of spec/sequence.py's composite operators): positions and
+    # split lengths are Python values
+    **{op: Rule() for op in ("SequenceConstruct", "SequenceEmpty", "SequenceLength", "ConcatFromSequence",
+                             "Optional", "OptionalHasElement", "OptionalGetElement")},
+    "SequenceAt": Rule((1,)),
+    "SequenceInsert": Rule((2,)),
+    "SequenceErase": Rule((1,)),
+    "SplitToSequence": Rule((1,)),
 }
 
 # element types torch computes with (it has uint16/32/64 tensors, but almost no kernels for them)
@@ -103,8 +111,10 @@ def _attr(v: Any) -> Any:
     return v
 
 
-def graph_parts(graph) -> Parts:
-    """The parts of a dlcfuzz Graph (read by duck typing: no dlcfuzz import).  A pinned runtime input
+def graph_parts(graph, nodes=None) -> Parts:
+    """The parts of a dlcfuzz Graph (read by duck typing: no dlcfuzz import); ``nodes``: the graph's
+    nodes as ONNX operators (composite operators expanded, as the ONNX model holds them), by default
+    ``graph.nodes``.  A pinned runtime input
     (a Reshape shape, Slice starts ... that the ONNX model takes at run time, always fed the value it
     holds) stays a parameter of ``forward``, and its value is also a constant: where torch needs a
     Python value it is baked in (the torch model is dlcfuzz's own rendering of the graph, not a
@@ -112,7 +122,8 @@ def graph_parts(graph) -> Parts:
     consts = {v.name: v.data for v in graph.initializers}
     consts.update({v.name: v.data for v in graph.inputs if v.data is not None})
     return ([v.name for v in graph.inputs], consts,
-            [(n.op, list(n.inputs), list(n.outputs), {k: _attr(a) for k, a in n.attrs.items()}) for n in graph.nodes],
+            [(n.op, list(n.inputs), list(n.outputs), {k: _attr(a) for k, a in n.attrs.items()})
+             for n in (graph.nodes if nodes is None else nodes)],
             list(graph.outputs))
 
 
@@ -123,10 +134,18 @@ def onnx_parts(model, feeds: dict | None = None) -> Parts:
 
     g = model.graph
     consts = {t.name: numpy_helper.to_array(t) for t in g.initializer}
+    # Constant nodes are constants like initializers: their value, in whichever attribute holds it
+    typed = {"value_float": np.float32, "value_floats": np.float32, "value_int": np.int64, "value_ints": np.int64}
+    for n in g.node:
+        if n.op_type == "Constant" and len(n.attribute) == 1:
+            a = n.attribute[0]
+            v = helper.get_attribute_value(a)
+            consts[n.output[0]] = numpy_helper.to_array(v) if a.name == "value" else np.array(v, dtype=typed[a.name])
     inputs = [i.name for i in g.input if i.name not in consts]
     consts.update({name: np.asarray(feeds[name]) for name in inputs if feeds is not None and name in feeds})
     nodes = [(n.op_type, list(n.input), list(n.output),
-              {a.name: _attr(helper.get_attribute_value(a)) for a in n.attribute}) for n in g.node]
+              {a.name: _attr(helper.get_attribute_value(a)) for a in n.attribute}) for n in g.node
+             if not (n.op_type == "Constant" and n.output[0] in consts)]
     return inputs, consts, nodes, [o.name for o in g.output]
 
 
@@ -254,7 +273,9 @@ def exporter_source() -> str:
 
 def unsupported(graph) -> str | None:
     """Why the exporter (or torch) cannot take the graph, or None."""
-    for n in graph.nodes:
+    from dlcfuzz.export.onnx import onnx_nodes
+
+    for n in onnx_nodes(graph):
         if n.op not in OPS:
             return f"operator {n.op} is not in the torch op table"
     for v in graph.values.values():
@@ -265,7 +286,9 @@ def unsupported(graph) -> str | None:
 
 def to_torch_source(graph) -> str:
     """The whole standalone source: torch_ops' functions, then the Model class."""
-    return ops_source() + "\n\n" + module_source(*graph_parts(graph))
+    from dlcfuzz.export.onnx import onnx_nodes
+
+    return ops_source() + "\n\n" + module_source(*graph_parts(graph, onnx_nodes(graph)))
 
 
 def to_torch(graph):
