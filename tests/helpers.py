@@ -159,7 +159,7 @@ def assert_model_file_is_its_graph(model_path, graph_json: str) -> None:
     assert [o.version for o in model.opset_import if o.domain in ("", "ai.onnx")] == [spec["opset"]], where
     values = {v["name"]: v for v in spec["values"]}
     forms = (spec.get("meta") or {}).get("constant_nodes") or {}
-    forms = {k: f for k, f in forms.items() if k in values and values[k]["kind"] == "const"}
+    forms = {v["name"]: forms[v["name"]] for v in spec["values"] if v["name"] in forms and v["kind"] == "const"}
     constants = [n for n in model.graph.node if n.op_type == "Constant"]
     assert [n.output[0] for n in model.graph.node[:len(forms)]] == list(forms), where
     for n in constants:

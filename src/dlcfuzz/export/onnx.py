@@ -58,8 +58,9 @@ def constant_nodes(g: Graph) -> dict[str, str]:
     """The graph's constants written as Constant nodes: name -> attribute (stale names, of values a
     reduction removed or made runtime inputs, and forms the type cannot take are left out)."""
     wanted = g.meta.get("constant_nodes") or {}
-    return {name: form for name, form in wanted.items()
-            if name in g.values and g.values[name].kind == CONST_KIND and form in constant_forms(g.values[name].type)}
+    # in the order of the graph's values (JSON stores meta with sorted keys: the model must not change)
+    return {v.name: wanted[v.name] for v in g.values.values()
+            if v.name in wanted and v.kind == CONST_KIND and wanted[v.name] in constant_forms(v.type)}
 
 
 def constant_node(v: Value, form: str) -> onnx.NodeProto:
