@@ -177,7 +177,8 @@ def assert_model_file_is_its_graph(model_path, graph_json: str) -> None:
             inner = {o for m in chain[:-1] for o in m.output}
             assert list(chain[-1].output) == n["outputs"], where
             assert {i for m in chain for i in m.input if i and i not in inner} <= set(n["inputs"]), where
-            assert [m.name for m in chain] == [f"{n.get('name', '')}.{k}" for k in range(len(parts))], where
+            names = [f"{n['name']}.{k}" if n.get("name") else "" for k in range(len(parts))]
+            assert [m.name for m in chain] == names, where
             continue
         proto = chain[0]
         assert (proto.name, list(proto.input), list(proto.output)) == (

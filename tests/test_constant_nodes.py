@@ -217,7 +217,7 @@ def test_readers_take_constant_nodes(tmp_path: Path) -> None:
     from dlcfuzz.metrics import op_nodes
     from dlcfuzz.run.bugreport import onnx_script
 
-    for g, feeds in _same_graphs(4, typed=True):
+    for g, _ in _same_graphs(4, typed=True):
         model, plain = to_onnx(g), to_onnx(as_initializers(g))
         # metrics: the same operator nodes, small integer constants as attributes either way
         assert [(n.op, n.attrs) for n in op_nodes(model) if n.op != "Constant"] == [
@@ -256,3 +256,34 @@ def test_json_and_localization_keep_the_forms() -> None:
     name = next(iter(constant_nodes(g)))
     g.values[name].kind = INPUT_KIND
     assert name not in constant_nodes(g) and name in {i.name for i in to_onnx(g).graph.input}
+
+
+def test_iree_declines_value_floats_only() -> None:
+    """IREE 3.13's ONNX importer lowers Constant's value, value_float, value_int(s), and declines value_floats
+    (an opaque onnx.Constant: a decline by oracle/unsupported.py, which the profile learns as a Constant form)."""
+    from dlcfuzz.oracle.unsupported import declined_operators, is_unsupported
+
+    be = load_backend("iree")
+    ok, why = be.available()
+    if not ok:
+        pytest.skip(why)
+    variant = be.variants()[0]
+    for a, form in [(np.array(1.5, np.float32), "value_float"), (np.array([3, 4], np.int64), "value_ints"),
+                    (np.array([1.5, 2], np.float32), "value_floats")]:
+        g = Graph(opset=17, meta={"constant_nodes": {"c": form}})
+        t = TensorType(a.shape, a.dtype.name)
+        g.add_value(Value("x", t, INPUT_KIND))
+        g.add_value(Value("c", t, CONST_KIND, a))
+        g.add_value(Value("y", t, NODE_KIND))
+        g.add_node(Node("Add", ["x", "c"], ["y"], {}, "n0"))
+        g.outputs = ["y"]
+        feeds = {"x": np.ones(a.shape, a.dtype)}
+        try:
+            got = be.run(be.compile(be.load(Test(to_bytes(g), g.to_json(), feeds)), variant), feeds)
+        except Exception as e:
+            assert form == "value_floats", (form, e)
+            assert is_unsupported("iree", "compile", type(e).__name__, str(e))
+            assert declined_operators(str(e)) == {"Constant"}
+            continue
+        assert form != "value_floats"
+        np.testing.assert_array_equal(got[0], a + 1)

@@ -3,7 +3,7 @@
 Two things are written otherwise than one ONNX node per IR node and one initializer per constant:
 
 - a composite operator's node (spec/sequence.py: a sequence or optional pattern) becomes its chain of
-  ONNX operators (``spec.expand``), whose values in between are not IR values;
+  ONNX operators (``Graph.onnx_nodes``, by ``spec.expand``), whose values in between are not IR values;
 - a constant named in ``graph.meta["constant_nodes"]`` (name -> a ``CONSTANT_FORMS`` attribute, chosen
   at generation: ``Limits.constant_nodes``) becomes a ``Constant`` node holding its data in that
   attribute, as exporters such as torch.onnx write them, instead of an initializer.
@@ -16,7 +16,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 from dlcfuzz import __version__
-from dlcfuzz.ir import CONST_KIND, ONNX_CODE, Graph, Node, TensorType, Value
+from dlcfuzz.ir import CONST_KIND, ONNX_CODE, Graph, TensorType, Value
 
 DEFAULT_OPSET = 17
 # ONNX Runtime 1.31 accepts IR <= 13 and opset <= 26 (with no kernel for a few opset-22 versions:
@@ -75,13 +75,6 @@ def constant_node(v: Value, form: str) -> onnx.NodeProto:
     return helper.make_node("Constant", [], [v.name], **{form: value})
 
 
-def onnx_nodes(g: Graph) -> list[Node]:
-    """The graph's nodes as ONNX operators: composite nodes expanded into their chains."""
-    from dlcfuzz.spec import expand
-
-    return [m for n in g.nodes for m in expand(n)]
-
-
 def to_onnx(g: Graph, opset: int | None = None) -> onnx.ModelProto:
     opset = opset or g.opset
     forms = constant_nodes(g)
@@ -89,7 +82,7 @@ def to_onnx(g: Graph, opset: int | None = None) -> onnx.ModelProto:
     nodes += [
         helper.make_node(n.op, n.inputs, n.outputs, name=n.name or None,
                          **{k: _attr(v) for k, v in sorted(n.attrs.items())})
-        for n in onnx_nodes(g)
+        for n in g.onnx_nodes()  # composite operators as their chains
     ]
     graph = helper.make_graph(
         nodes,

@@ -111,10 +111,15 @@ def _attr(v: Any) -> Any:
     return v
 
 
-def graph_parts(graph, nodes=None) -> Parts:
-    """The parts of a dlcfuzz Graph (read by duck typing: no dlcfuzz import); ``nodes``: the graph's
-    nodes as ONNX operators (composite operators expanded, as the ONNX model holds them), by default
-    ``graph.nodes``.  A pinned runtime input
+def _onnx_nodes(graph) -> list:
+    """A dlcfuzz Graph's nodes as ONNX operators, as its ONNX model holds them (a composite operator's
+    node as its chain: ``Graph.onnx_nodes``); duck typing, so that this file imports no dlcfuzz."""
+    return graph.onnx_nodes() if hasattr(graph, "onnx_nodes") else list(graph.nodes)
+
+
+def graph_parts(graph) -> Parts:
+    """The parts of a dlcfuzz Graph (read by duck typing: no dlcfuzz import), its nodes as ONNX
+    operators (a composite operator's chain: sequences are lists, optionals tensors).  A pinned runtime input
     (a Reshape shape, Slice starts ... that the ONNX model takes at run time, always fed the value it
     holds) stays a parameter of ``forward``, and its value is also a constant: where torch needs a
     Python value it is baked in (the torch model is dlcfuzz's own rendering of the graph, not a
@@ -123,7 +128,7 @@ def graph_parts(graph, nodes=None) -> Parts:
     consts.update({v.name: v.data for v in graph.inputs if v.data is not None})
     return ([v.name for v in graph.inputs], consts,
             [(n.op, list(n.inputs), list(n.outputs), {k: _attr(a) for k, a in n.attrs.items()})
-             for n in (graph.nodes if nodes is None else nodes)],
+             for n in _onnx_nodes(graph)],
             list(graph.outputs))
 
 
@@ -273,9 +278,7 @@ def exporter_source() -> str:
 
 def unsupported(graph) -> str | None:
     """Why the exporter (or torch) cannot take the graph, or None."""
-    from dlcfuzz.export.onnx import onnx_nodes
-
-    for n in onnx_nodes(graph):
+    for n in _onnx_nodes(graph):
         if n.op not in OPS:
             return f"operator {n.op} is not in the torch op table"
     for v in graph.values.values():
@@ -286,9 +289,7 @@ def unsupported(graph) -> str | None:
 
 def to_torch_source(graph) -> str:
     """The whole standalone source: torch_ops' functions, then the Model class."""
-    from dlcfuzz.export.onnx import onnx_nodes
-
-    return ops_source() + "\n\n" + module_source(*graph_parts(graph, onnx_nodes(graph)))
+    return ops_source() + "\n\n" + module_source(*graph_parts(graph))
 
 
 def to_torch(graph):
