@@ -23,7 +23,7 @@ from dlcfuzz.backends.base import Backend, Test, Variant, without
 from dlcfuzz.export.onnx import checker_error, to_onnx
 from dlcfuzz.ir import DTYPE_OF_CODE, Graph, op_identity
 from dlcfuzz.ir.hints import feed_array
-from dlcfuzz.solve.types import onnx_type_name
+from dlcfuzz.solve.types import element_type_name, onnx_type_name
 
 PROVIDER = "CPUExecutionProvider"
 
@@ -111,9 +111,11 @@ def domain_profile(op: str) -> dict[tuple[str, str], frozenset[str]]:
 
 @cache
 def full_profile(opset: int, ops: tuple[str, ...]) -> dict[tuple[str, str], frozenset[str]]:
-    """``type_profile`` plus function-expanded operators among ``ops`` and those of other domains
-    (ORT's contrib kernels); operators ORT can run in no way get an empty set, so a generator for
-    ORT leaves them out."""
+    """``type_profile`` plus function-expanded operators among ``ops``, composites (by their chains) and
+    those of other domains (ORT's contrib kernels); operators ORT can run in no way get an empty set, so
+    a generator for ORT leaves them out."""
+    from dlcfuzz.spec import COMPOSITES
+
     prof = dict(type_profile(opset))
     for op in ops:
         if op_identity(op)[0]:
@@ -121,7 +123,10 @@ def full_profile(opset: int, ops: tuple[str, ...]) -> dict[tuple[str, str], froz
     # a kernel without type constraints (NonMaxSuppression: fixed float inputs) narrows nothing
     known = {op for op, _ in prof} | {k.op_name for k in _kernels(opset)}
     for op in ops:
-        if op not in known:
+        if op in COMPOSITES:
+            for var in COMPOSITES[op].types:
+                prof[(op, var)] = composite_profile(op, var, opset)
+        elif op not in known:
             got = function_profile(op, opset, prof) if not op_identity(op)[0] else None
             if got is not None:
                 prof[(op, "T")] = got
@@ -129,6 +134,20 @@ def full_profile(opset: int, ops: tuple[str, ...]) -> dict[tuple[str, str], froz
                 for var in _type_vars(op, opset) | {"T"}:
                     prof[(op, var)] = frozenset()
     return prof
+
+
+def composite_profile(op: str, var: str, opset: int) -> frozenset[str]:
+    """The dtypes of a composite operator's type variable (spec/sequence.py) that ORT runs: the element
+    types that the kernel of every (operator, type variable) carrying it implements (sequence kernels
+    constrain S to seq(tensor(...)), optional ones O to optional(...))."""
+    from dlcfuzz.spec import COMPOSITES
+
+    out: set[str] | None = None
+    for part, tv in COMPOSITES[op].types[var]:
+        got = {name for k in _kernels(opset) if k.op_name == part for t in k.type_constraints.get(tv, ())
+               if (name := element_type_name(t)) is not None}
+        out = got if out is None else out & got
+    return frozenset(out or ())
 
 
 def _type_vars(op: str, opset: int) -> set[str]:

@@ -214,6 +214,17 @@ RULES: tuple[Rule, ...] = (
          lambda n, g: any(a < 0 for a in n.attrs.get("axes") or []) or _x(n, g).dtype == "float64"
          or (_x(n, g).dtype in _INTS and (n.attrs.get("mode") or "nearest") != "nearest")),
 )
+# the sequence and optional patterns (spec/sequence.py): onnx 1.23's SequenceInsert takes its position
+# modulo the sequence's length, and Optional wraps its input in a list that OptionalGetElement returns
+RULES += (
+    Rule("Optional+OptionalGetElement", "Optional holds [x], which OptionalGetElement returns as is: one leading "
+         "dimension too many (60/60 generated single-pattern graphs; ORT returns x)"),
+    Rule("SequenceEmpty+SequenceInsert+SequenceAt", "SequenceInsert computes a given position modulo the length: "
+         "into an empty sequence, ZeroDivisionError (every graph with the position)", lambda n, g: _in(n, 1)),
+    Rule("SequenceConstruct+SequenceInsert+SequenceErase+ConcatFromSequence", "SequenceInsert at position n "
+         "(ONNX: [-n, n], n appends) inserts at (n + n) % n = 0, the front (ORT appends)",
+         lambda n, g: _in(n, 1) and ((p := _const(n, g, 1)) is None or int(p) == len(n.inputs) - 3)),
+)
 BY_OP: dict[str, tuple[Rule, ...]] = {}
 for _r in RULES:
     BY_OP[_r.op] = (*BY_OP.get(_r.op, ()), _r)

@@ -164,6 +164,13 @@ class Graph:
                 out.update(o for o in n.outputs if o in self.values and self.values[o].type.dtype == "float64")
         return out
 
+    def onnx_nodes(self) -> list[Node]:
+        """The nodes as ONNX operators: a composite operator's node (spec/sequence.py) as its chain, whose
+        values in between are not values of the graph; every other node as itself."""
+        from dlcfuzz.spec import expand  # the specs say how a composite is written (spec imports ir)
+
+        return [m for n in self.nodes for m in expand(n)]
+
     def set_leaf_outputs(self) -> None:
         """Make every node output that no node reads a graph output (Isra's convention)."""
         used = self.consumers()

@@ -727,6 +727,15 @@ def _cumsum(c: Call) -> list[Iv]:
 _reg("Reshape", "Transpose", "Flatten", "Squeeze", "Unsqueeze", "Expand", "Tile", "DepthToSpace", "SpaceToDepth",
      "Slice", "Gather", "GatherElements", "GatherND", "ReverseSequence")(lambda c: [c.x])
 _reg("Split")(lambda c: [c.x] * len(c.outs))
+# the sequence and optional patterns (spec/sequence.py) move tensors unchanged: a hull of the tensors the
+# result may come from (never the positions and split lengths)
+_reg("SplitToSequence+ConcatFromSequence", "Optional+OptionalGetElement",
+     "SequenceEmpty+SequenceInsert+SequenceAt")(lambda c: [c.x])
+_reg("SequenceConstruct+SequenceAt")(lambda c: [hull(*c.ivs[:len(c.types) - 1])])
+_reg("SequenceConstruct+SequenceInsert+SequenceErase+ConcatFromSequence")(lambda c: [hull(c.ivs[0], *c.ivs[3:])])
+_reg("SequenceConstruct+SequenceLength")(lambda c: [(float(len(c.types)),) * 2])
+_reg("SplitToSequence+SequenceLength")(lambda c: [(1.0, float(c.types[0].shape[c.attrs["axis"]]))])
+_reg("Optional+OptionalHasElement")(lambda c: [(1.0, 1.0)])
 _reg("Concat")(lambda c: [hull(*(i for i in c.ivs if i is not None))])
 _reg("Trilu")(lambda c: [hull(c.x, (0.0, 0.0))])
 _reg("Shape")(lambda c: [(float(min(c.types[0].shape)), float(max(c.types[0].shape)))])  # type: ignore[union-attr]

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import importlib
 
-from dlcfuzz.spec.dsl import OpSpec
+from dlcfuzz.ir import Node
+from dlcfuzz.spec.dsl import Composite, OpSpec
 
 FAMILIES = ("elementwise", "broadcast", "reduce", "shape", "index", "conv", "pool", "norm", "nn", "quant", "rnn",
-            "signal", "select", "contrib")
+            "signal", "select", "contrib", "sequence")
 
 REGISTRY: dict[str, OpSpec] = {}
 for _family in FAMILIES:
@@ -19,6 +20,22 @@ for _family in FAMILIES:
         if _spec.op in REGISTRY:
             raise RuntimeError(f"operator {_spec.op} has two specs")
         REGISTRY[_spec.op] = _spec
+
+
+# composite operators (spec/sequence.py): IR operator -> how it is written as a chain of ONNX operators
+COMPOSITES: dict[str, Composite] = {op: s.composite for op, s in REGISTRY.items() if s.composite is not None}
+
+
+def onnx_ops(op: str) -> tuple[str, ...]:
+    """The ONNX operators an IR operator is written as: itself, or a composite's chain."""
+    comp = COMPOSITES.get(op)
+    return comp.ops if comp is not None else (op,)
+
+
+def expand(node: Node) -> list[Node]:
+    """An IR node as nodes of ONNX operators: itself, or its composite's chain."""
+    comp = COMPOSITES.get(node.op)
+    return [node] if comp is None else comp.nodes(node)
 
 
 class UnknownOperator(KeyError):
