@@ -66,7 +66,7 @@ def test_contrib_graphs_are_valid_and_run_on_ort(op: str) -> None:
         for name, check in REGISTRY[op].checks.items():
             assert check(gen.last_ctx), f"{op} seed {seed}: check {name!r} fails for {g.nodes[0].attrs}"
         model = to_onnx(g)
-        assert [(n.domain, n.op_type) for n in model.graph.node] == [op_identity(op)]
+        assert [(n.domain, n.op_type) for n in model.graph.node if n.op_type != "Constant"] == [op_identity(op)]
         assert sorted((o.domain, o.version) for o in model.opset_import) == [("", 17), (MS, 1)]
         assert Graph.from_json(g.to_json()).nodes[0].op == op
 
