@@ -143,19 +143,49 @@ def expected_outputs(g: Graph, feeds: dict[str, np.ndarray], op: str, also_wrong
 def assert_model_file_is_its_graph(model_path, graph_json: str) -> None:
     """The ONNX file holds the graph its JSON describes: the same nodes (operator, names, inputs,
     outputs, attributes), runtime inputs (name, dtype, shape), outputs, initializers and opset.  Read
-    with onnx and the json module alone, so a mix-up in the exporter or in ``gen`` cannot hide."""
+    with onnx and the json module alone, so a mix-up in the exporter or in ``gen`` cannot hide.
+
+    A constant named in ``meta["constant_nodes"]`` is a Constant node (first, holding it in that
+    attribute) instead of an initializer; a composite operator's node ("A+B") is the chain of its ONNX
+    operators (named after it, ending in its outputs, reading its inputs)."""
     import json
 
     import onnx
-    from onnx import helper
+    from onnx import helper, numpy_helper
 
     spec = json.loads(graph_json)
     model = onnx.load(str(model_path))
     where = str(model_path)
     assert [o.version for o in model.opset_import if o.domain in ("", "ai.onnx")] == [spec["opset"]], where
-    nodes = [(n.op_type, n.name, list(n.input), list(n.output)) for n in model.graph.node]
-    assert nodes == [(n["op"], n.get("name", ""), n["inputs"], n["outputs"]) for n in spec["nodes"]], where
-    for proto, n in zip(model.graph.node, spec["nodes"], strict=True):
+    # a node of another domain (com.microsoft) is named by it in the graph, and the model imports it
+    used = {n.domain for n in model.graph.node} - {"", "ai.onnx"}
+    assert {o.domain for o in model.opset_import} - {"", "ai.onnx"} == used, where
+    values = {v["name"]: v for v in spec["values"]}
+    forms = (spec.get("meta") or {}).get("constant_nodes") or {}
+    forms = {v["name"]: forms[v["name"]] for v in spec["values"] if v["name"] in forms and v["kind"] == "const"}
+    constants = [n for n in model.graph.node if n.op_type == "Constant"]
+    assert [n.output[0] for n in model.graph.node[:len(forms)]] == list(forms), where
+    for n in constants:
+        v = values[n.output[0]]
+        assert [a.name for a in n.attribute] == [forms[n.output[0]]], where
+        a = n.attribute[0]
+        got = numpy_helper.to_array(a.t) if a.name == "value" else np.asarray(helper.get_attribute_value(a))
+        assert list(got.shape) == v["shape"] and (a.name != "value" or got.dtype.name == v["dtype"]), where
+    rest = iter(model.graph.node[len(forms):])
+    for n in spec["nodes"]:
+        parts = n["op"].split("+")
+        chain = [next(rest) for _ in parts]
+        assert [f"{m.domain}.{m.op_type}" if m.domain in used else m.op_type for m in chain] == parts, where
+        if len(parts) > 1:  # a composite: its inputs feed the chain, its outputs end it
+            inner = {o for m in chain[:-1] for o in m.output}
+            assert list(chain[-1].output) == n["outputs"], where
+            assert {i for m in chain for i in m.input if i and i not in inner} <= set(n["inputs"]), where
+            names = [f"{n['name']}.{k}" if n.get("name") else "" for k in range(len(parts))]
+            assert [m.name for m in chain] == names, where
+            continue
+        proto = chain[0]
+        assert (proto.name, list(proto.input), list(proto.output)) == (
+            n.get("name", ""), n["inputs"], n["outputs"]), where
         got = {a.name: helper.get_attribute_value(a) for a in proto.attribute}
         assert sorted(got) == sorted(n["attrs"]), where
         for k, v in n["attrs"].items():
@@ -163,7 +193,7 @@ def assert_model_file_is_its_graph(model_path, graph_json: str) -> None:
             if isinstance(v, (int, float, str)) or plain:
                 g = got[k].decode() if isinstance(got[k], bytes) else got[k]
                 assert np.allclose(g, v, rtol=1e-6) if not isinstance(v, str) else g == v, (where, k, g, v)
-    values = {v["name"]: v for v in spec["values"]}
+    assert next(rest, None) is None, where
     inputs = [(v.name, helper.tensor_dtype_to_np_dtype(v.type.tensor_type.elem_type).name,
                [d.dim_value for d in v.type.tensor_type.shape.dim]) for v in model.graph.input]
     assert inputs == [(v["name"], v["dtype"], v["shape"]) for v in spec["values"] if v["kind"] == "input"], where
@@ -172,4 +202,5 @@ def assert_model_file_is_its_graph(model_path, graph_json: str) -> None:
         assert helper.tensor_dtype_to_np_dtype(o.type.tensor_type.elem_type).name == values[o.name]["dtype"], where
     inits = sorted((t.name, helper.tensor_dtype_to_np_dtype(t.data_type).name, list(t.dims))
                    for t in model.graph.initializer)
-    assert inits == sorted((v["name"], v["dtype"], v["shape"]) for v in spec["values"] if v["kind"] == "const"), where
+    assert inits == sorted((v["name"], v["dtype"], v["shape"]) for v in spec["values"]
+                           if v["kind"] == "const" and v["name"] not in forms), where

@@ -87,5 +87,7 @@ def test_corpus_facts_from_specs_match_generated_graphs() -> None:
         assert 1 <= call_space(spec, Limits()) < 10**12, spec.op
     gen = ort_generator(list(REGISTRY.values()), op_range=(20, 30))
     for seed in range(40):
+        # Constant nodes and the composite operators' chains (SequenceAt ...) are no specs' operators
         for n in op_nodes(to_onnx(gen.generate(seed))):
-            assert n.indegree in indegrees(REGISTRY[n.op], 17), (n.op, n.indegree)
+            if n.op in REGISTRY:
+                assert n.indegree in indegrees(REGISTRY[n.op], 17), (n.op, n.indegree)

@@ -149,10 +149,11 @@ class InductorBackend(Backend):
         """Every operator must be in the exporter's op table; given the graph, also every dtype
         (torch has uint16/32/64 tensors but almost no kernels for them)."""
         from dlcfuzz.export.torch import OPS, unsupported
+        from dlcfuzz.spec import onnx_ops
 
         if graph is not None:
             return unsupported(graph) is None
-        return ops <= OPS.keys()
+        return {part for op in ops for part in onnx_ops(op)} <= OPS.keys()  # a composite: its chain's operators
 
     def load(self, test: Test) -> Loaded:
         from dlcfuzz.export.torch import ExportError, build_namespace, to_torch_source, unsupported

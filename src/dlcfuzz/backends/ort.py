@@ -21,9 +21,9 @@ import numpy as np
 
 from dlcfuzz.backends.base import Backend, Test, Variant, without
 from dlcfuzz.export.onnx import checker_error, to_onnx
-from dlcfuzz.ir import DTYPE_OF_CODE, Graph
+from dlcfuzz.ir import DTYPE_OF_CODE, Graph, op_identity
 from dlcfuzz.ir.hints import feed_array
-from dlcfuzz.solve.types import onnx_type_name
+from dlcfuzz.solve.types import element_type_name, onnx_type_name
 
 PROVIDER = "CPUExecutionProvider"
 
@@ -95,15 +95,39 @@ def function_profile(op: str, opset: int, profile: dict[tuple[str, str], frozens
 
 
 @cache
+def domain_profile(op: str) -> dict[tuple[str, str], frozenset[str]]:
+    """(op, type variable) -> dtypes for an operator of another domain (a qualified name such as
+    com.microsoft.FastGelu): its CPU kernels of version 1, the version ``export.onnx`` imports."""
+    from onnxruntime.capi import _pybind_state as C
+
+    domain, op_type = op_identity(op)
+    found: dict[tuple[str, str], set[str]] = {}
+    for k in C.get_all_opkernel_def():
+        if k.provider == PROVIDER and k.domain == domain and k.op_name == op_type and k.version_range[0] <= 1:
+            for var, types in k.type_constraints.items():
+                found.setdefault((op, var), set()).update({onnx_type_name(t) for t in types} - {None})
+    return {key: frozenset(v) for key, v in found.items()}
+
+
+@cache
 def full_profile(opset: int, ops: tuple[str, ...]) -> dict[tuple[str, str], frozenset[str]]:
-    """``type_profile`` plus function-expanded operators among ``ops``; operators ORT can run in
-    no way get an empty set, so a generator for ORT leaves them out."""
+    """``type_profile`` plus function-expanded operators among ``ops``, composites (by their chains) and
+    those of other domains (ORT's contrib kernels); operators ORT can run in no way get an empty set, so
+    a generator for ORT leaves them out."""
+    from dlcfuzz.spec import COMPOSITES
+
     prof = dict(type_profile(opset))
+    for op in ops:
+        if op_identity(op)[0]:
+            prof.update(domain_profile(op))
     # a kernel without type constraints (NonMaxSuppression: fixed float inputs) narrows nothing
     known = {op for op, _ in prof} | {k.op_name for k in _kernels(opset)}
     for op in ops:
-        if op not in known:
-            got = function_profile(op, opset, prof)
+        if op in COMPOSITES:
+            for var in COMPOSITES[op].types:
+                prof[(op, var)] = composite_profile(op, var, opset)
+        elif op not in known:
+            got = function_profile(op, opset, prof) if not op_identity(op)[0] else None
             if got is not None:
                 prof[(op, "T")] = got
             else:  # no way to run it: every type variable empty (RoiAlign's are T1 and T2)
@@ -112,9 +136,28 @@ def full_profile(opset: int, ops: tuple[str, ...]) -> dict[tuple[str, str], froz
     return prof
 
 
+def composite_profile(op: str, var: str, opset: int) -> frozenset[str]:
+    """The dtypes of a composite operator's type variable (spec/sequence.py) that ORT runs: the element
+    types that the kernel of every (operator, type variable) carrying it implements (sequence kernels
+    constrain S to seq(tensor(...)), optional ones O to optional(...))."""
+    from dlcfuzz.spec import COMPOSITES
+
+    out: set[str] | None = None
+    for part, tv in COMPOSITES[op].types[var]:
+        got = {name for k in _kernels(opset) if k.op_name == part for t in k.type_constraints.get(tv, ())
+               if (name := element_type_name(t)) is not None}
+        out = got if out is None else out & got
+    return frozenset(out or ())
+
+
 def _type_vars(op: str, opset: int) -> set[str]:
     import onnx.defs
 
+    if op_identity(op)[0]:  # no ONNX schema: the spec names them
+        from dlcfuzz.spec import REGISTRY
+
+        spec = REGISTRY.get(op)
+        return set(spec.types) | {i.T for i in spec.data_inputs if i.T} if spec is not None else set()
     try:
         return {tc.type_param_str for tc in onnx.defs.get_schema(op, opset).type_constraints}
     except onnx.defs.SchemaError:

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from dlcfuzz.backends.base import Backend, Test, Variant
+from dlcfuzz.ir import op_identity
 
 
 # ---------------------------------------------------------------------------------------------
@@ -213,13 +214,33 @@ RULES: tuple[Rule, ...] = (
          lambda n, g: any(a < 0 for a in n.attrs.get("axes") or []) or _x(n, g).dtype == "float64"
          or (_x(n, g).dtype in _INTS and (n.attrs.get("mode") or "nearest") != "nearest")),
 )
+# the sequence and optional patterns (spec/sequence.py): onnx 1.23's SequenceInsert takes its position
+# modulo the sequence's length, and Optional wraps its input in a list that OptionalGetElement returns
+RULES += (
+    Rule("Optional+OptionalGetElement", "Optional holds [x], which OptionalGetElement returns as is: one leading "
+         "dimension too many (60/60 generated single-pattern graphs; ORT returns x)"),
+    Rule("SequenceEmpty+SequenceInsert+SequenceAt", "SequenceInsert computes a given position modulo the length: "
+         "into an empty sequence, ZeroDivisionError (every graph with the position)", lambda n, g: _in(n, 1)),
+    Rule("SequenceConstruct+SequenceInsert+SequenceErase+ConcatFromSequence", "SequenceInsert at position n "
+         "(ONNX: [-n, n], n appends) inserts at (n + n) % n = 0, the front (ORT appends)",
+         lambda n, g: _in(n, 1) and ((p := _const(n, g, 1)) is None or int(p) == len(n.inputs) - 3)),
+)
 BY_OP: dict[str, tuple[Rule, ...]] = {}
 for _r in RULES:
     BY_OP[_r.op] = (*BY_OP.get(_r.op, ()), _r)
 
 
+def foreign(op: str) -> Rule | None:
+    """The rule for an operator outside ONNX's domains (com.microsoft's contrib operators): the
+    evaluator implements ONNX's operators only."""
+    domain = op_identity(op)[0]
+    return Rule(op, f"no implementation: an operator of domain {domain}") if domain else None
+
+
 def distrusted(node, graph) -> Rule | None:
     """The first rule that says the reference is wrong on this node, or None."""
+    if (rule := foreign(node.op)) is not None:
+        return rule
     for rule in BY_OP.get(node.op, ()):
         if rule.applies is None or rule.applies(node, graph):
             return rule
@@ -235,7 +256,7 @@ class ReferenceBackend(Backend):
         """Graphs with a node the evaluator gets wrong take another baseline; without the graph, any
         operator with a rule is refused (its features cannot be checked)."""
         if graph is None:
-            return not ops & BY_OP.keys()
+            return not ops & BY_OP.keys() and not any(foreign(op) for op in ops)
         return all(distrusted(n, graph) is None for n in graph.nodes)
 
     def load(self, test: Test):

@@ -1,4 +1,13 @@
-"""Write a Graph as an ONNX model with an explicit opset and the lowest IR version it needs."""
+"""Write a Graph as an ONNX model with an explicit opset and the lowest IR version it needs.
+
+Two things are written otherwise than one ONNX node per IR node and one initializer per constant:
+
+- a composite operator's node (spec/sequence.py: a sequence or optional pattern) becomes its chain of
+  ONNX operators (``Graph.onnx_nodes``, by ``spec.expand``), whose values in between are not IR values;
+- a constant named in ``graph.meta["constant_nodes"]`` (name -> a ``CONSTANT_FORMS`` attribute, chosen
+  at generation: ``Limits.constant_nodes``) becomes a ``Constant`` node holding its data in that
+  attribute, as exporters such as torch.onnx write them, instead of an initializer.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +16,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 from dlcfuzz import __version__
-from dlcfuzz.ir import ONNX_CODE, Graph, TensorType
+from dlcfuzz.ir import CONST_KIND, ONNX_CODE, Graph, TensorType, Value, op_identity
 
 DEFAULT_OPSET = 17
 # ONNX Runtime 1.31 accepts IR <= 13 and opset <= 26 (with no kernel for a few opset-22 versions:
@@ -16,6 +25,9 @@ DEFAULT_OPSET = 17
 # and 23 (300 graphs of 10 operators each), where Attention and RMSNormalization begin.
 MIN_OPSET, MAX_OPSET = 13, 23
 
+# the opset version a model imports for each other domain its nodes use (Microsoft's contrib operators
+# are all version 1 in ONNX Runtime 1.31)
+DOMAIN_VERSIONS = {"com.microsoft": 1}
 
 
 def value_info(name: str, t: TensorType) -> onnx.ValueInfoProto:
@@ -28,22 +40,74 @@ def _attr(v):
     return v
 
 
+# the attributes a Constant node holds its value in (value_float(s) and value_int(s) since opset 12)
+CONSTANT_FORMS = ("value", "value_float", "value_floats", "value_int", "value_ints")
+
+
+def constant_forms(t: TensorType) -> tuple[str, ...]:
+    """The Constant attributes that can hold a constant of type ``t``: ``value`` (any tensor), and for
+    float32 / int64 scalars and 1-D tensors (non-empty: an empty list attribute is no value) the
+    typed forms, which hold exactly those types."""
+    forms = ["value"]
+    if t.rank == 0 or (t.rank == 1 and t.numel > 0):
+        if t.dtype == "float32":
+            forms.append("value_float" if t.rank == 0 else "value_floats")
+        elif t.dtype == "int64":
+            forms.append("value_int" if t.rank == 0 else "value_ints")
+    return tuple(forms)
+
+
+def constant_nodes(g: Graph) -> dict[str, str]:
+    """The graph's constants written as Constant nodes: name -> attribute (stale names, of values a
+    reduction removed or made runtime inputs, and forms the type cannot take are left out)."""
+    wanted = g.meta.get("constant_nodes") or {}
+    # in the order of the graph's values (JSON stores meta with sorted keys: the model must not change)
+    return {v.name: wanted[v.name] for v in g.values.values()
+            if v.name in wanted and v.kind == CONST_KIND and wanted[v.name] in constant_forms(v.type)}
+
+
+def constant_node(v: Value, form: str) -> onnx.NodeProto:
+    """A Constant node making ``v`` from its data, held in attribute ``form``."""
+    assert v.data is not None
+    if form == "value":
+        value = numpy_helper.from_array(v.data)
+    elif form in ("value_float", "value_floats"):
+        value = v.data.astype(np.float32).tolist()  # Python floats of float32 values: exact
+    else:
+        value = v.data.astype(np.int64).tolist()
+    return helper.make_node("Constant", [], [v.name], **{form: value})
+
+
 def to_onnx(g: Graph, opset: int | None = None) -> onnx.ModelProto:
+    """The model of ``g``: ONNX's operators at ``opset``; an operator of another domain (a qualified
+    name, ``ir.op_identity``) as a node of that domain, which the model imports too."""
     opset = opset or g.opset
-    nodes = [
-        helper.make_node(n.op, n.inputs, n.outputs, name=n.name or None,
-                         **{k: _attr(v) for k, v in sorted(n.attrs.items())})
-        for n in g.nodes
-    ]
+    forms = constant_nodes(g)
+    nodes = [constant_node(g.values[name], form) for name, form in forms.items()]
+    domains, typed = set(), []
+    for n in g.onnx_nodes():  # composite operators as their chains
+        domain, op_type = op_identity(n.op)
+        nodes.append(helper.make_node(op_type, n.inputs, n.outputs, name=n.name or None, domain=domain or None,
+                                      **{k: _attr(v) for k, v in sorted(n.attrs.items())}))
+        if domain:
+            domains.add(domain)
+            typed += [o for o in n.outputs if o and o not in g.outputs]
     graph = helper.make_graph(
         nodes,
         "dlcfuzz",
         [value_info(v.name, v.type) for v in g.inputs],
         [value_info(o, g.values[o].type) for o in g.outputs],
-        initializer=[numpy_helper.from_array(v.data, v.name) for v in g.initializers],
+        initializer=[numpy_helper.from_array(v.data, v.name) for v in g.initializers if v.name not in forms],
+        # ONNX's shape inference knows no schema outside its domains: the outputs of those nodes are
+        # typed here, so that it still checks (strictly) the nodes that read them
+        value_info=[value_info(o, g.values[o].type) for o in typed],
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
-                              producer_name="dlcfuzz", producer_version=__version__)
+    unknown = sorted(domains - DOMAIN_VERSIONS.keys())
+    if unknown:
+        raise ValueError(f"no opset version known for domain {', '.join(unknown)}")
+    imports = [helper.make_opsetid("", opset), *(helper.make_opsetid(d, DOMAIN_VERSIONS[d]) for d in sorted(domains))]
+    model = helper.make_model(graph, opset_imports=imports, producer_name="dlcfuzz", producer_version=__version__)
+    # the IR version follows the default domain (onnx's table does not know the others)
     model.ir_version = helper.find_min_ir_version_for([helper.make_opsetid("", opset)])
     return model
 

@@ -68,6 +68,14 @@ OPS: dict[str, Rule] = {
     "MaxUnpool": Rule((2,)),  # output_shape
     **{op: Rule((4,), multi=True) for op in ("RNN", "GRU", "LSTM")},  # sequence_lens
     "DynamicQuantizeLinear": Rule(multi=True),
+    # sequences and optionals (the chains of spec/sequence.py's composite operators): positions and
+    # split lengths are Python values
+    **{op: Rule() for op in ("SequenceConstruct", "SequenceEmpty", "SequenceLength", "ConcatFromSequence",
+                             "Optional", "OptionalHasElement", "OptionalGetElement")},
+    "SequenceAt": Rule((1,)),
+    "SequenceInsert": Rule((2,)),
+    "SequenceErase": Rule((1,)),
+    "SplitToSequence": Rule((1,)),
 }
 
 # element types torch computes with (it has uint16/32/64 tensors, but almost no kernels for them)
@@ -103,8 +111,15 @@ def _attr(v: Any) -> Any:
     return v
 
 
+def _onnx_nodes(graph) -> list:
+    """A dlcfuzz Graph's nodes as ONNX operators, as its ONNX model holds them (a composite operator's
+    node as its chain: ``Graph.onnx_nodes``); duck typing, so that this file imports no dlcfuzz."""
+    return graph.onnx_nodes() if hasattr(graph, "onnx_nodes") else list(graph.nodes)
+
+
 def graph_parts(graph) -> Parts:
-    """The parts of a dlcfuzz Graph (read by duck typing: no dlcfuzz import).  A pinned runtime input
+    """The parts of a dlcfuzz Graph (read by duck typing: no dlcfuzz import), its nodes as ONNX
+    operators (a composite operator's chain: sequences are lists, optionals tensors).  A pinned runtime input
     (a Reshape shape, Slice starts ... that the ONNX model takes at run time, always fed the value it
     holds) stays a parameter of ``forward``, and its value is also a constant: where torch needs a
     Python value it is baked in (the torch model is dlcfuzz's own rendering of the graph, not a
@@ -112,7 +127,8 @@ def graph_parts(graph) -> Parts:
     consts = {v.name: v.data for v in graph.initializers}
     consts.update({v.name: v.data for v in graph.inputs if v.data is not None})
     return ([v.name for v in graph.inputs], consts,
-            [(n.op, list(n.inputs), list(n.outputs), {k: _attr(a) for k, a in n.attrs.items()}) for n in graph.nodes],
+            [(n.op, list(n.inputs), list(n.outputs), {k: _attr(a) for k, a in n.attrs.items()})
+             for n in _onnx_nodes(graph)],
             list(graph.outputs))
 
 
@@ -123,10 +139,19 @@ def onnx_parts(model, feeds: dict | None = None) -> Parts:
 
     g = model.graph
     consts = {t.name: numpy_helper.to_array(t) for t in g.initializer}
+    # Constant nodes are constants like initializers: their value, in whichever attribute holds it
+    typed = {"value_float": np.float32, "value_floats": np.float32, "value_int": np.int64, "value_ints": np.int64}
+    for n in g.node:
+        if n.op_type == "Constant" and len(n.attribute) == 1:
+            a = n.attribute[0]
+            v = helper.get_attribute_value(a)
+            consts[n.output[0]] = numpy_helper.to_array(v) if a.name == "value" else np.array(v, dtype=typed[a.name])
     inputs = [i.name for i in g.input if i.name not in consts]
     consts.update({name: np.asarray(feeds[name]) for name in inputs if feeds is not None and name in feeds})
-    nodes = [(n.op_type, list(n.input), list(n.output),
-              {a.name: _attr(helper.get_attribute_value(a)) for a in n.attribute}) for n in g.node]
+    # a node of another domain goes by its qualified name, as in a Graph (dlcfuzz.ir.op_name)
+    nodes = [(n.op_type if n.domain in ("", "ai.onnx") else f"{n.domain}.{n.op_type}", list(n.input),
+              list(n.output), {a.name: _attr(helper.get_attribute_value(a)) for a in n.attribute}) for n in g.node
+             if not (n.op_type == "Constant" and n.output[0] in consts)]
     return inputs, consts, nodes, [o.name for o in g.output]
 
 
@@ -254,7 +279,7 @@ def exporter_source() -> str:
 
 def unsupported(graph) -> str | None:
     """Why the exporter (or torch) cannot take the graph, or None."""
-    for n in graph.nodes:
+    for n in _onnx_nodes(graph):
         if n.op not in OPS:
             return f"operator {n.op} is not in the torch op table"
     for v in graph.values.values():

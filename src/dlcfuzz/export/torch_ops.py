@@ -1493,3 +1493,63 @@ def HammingWindow(size, *, output_datatype=1, periodic=1):
 
 def BlackmanWindow(size, *, output_datatype=1, periodic=1):
     return _window(size, periodic, output_datatype, *BLACKMAN)
+
+
+# ---------------------------------------------------------------------------------------------
+# sequences and optionals: a sequence is a Python list of tensors, an optional the tensor or None
+# (the ONNX chains of dlcfuzz's composite operators, spec/sequence.py; positions and split lengths
+# arrive as Python ints and lists)
+# ---------------------------------------------------------------------------------------------
+def SequenceConstruct(*inputs):
+    return list(inputs)
+
+
+def SequenceEmpty(*, dtype=1):
+    return []
+
+
+def SequenceAt(input_sequence, position):
+    return input_sequence[int(position)]
+
+
+def SequenceInsert(input_sequence, tensor, position=None):
+    out = list(input_sequence)
+    # ONNX's position is in [-n, n]: a negative one counts from the back as list.insert does
+    out.insert(len(out) if position is None else int(position), tensor)
+    return out
+
+
+def SequenceErase(input_sequence, position=None):
+    out = list(input_sequence)
+    out.pop(-1 if position is None else int(position))
+    return out
+
+
+def SequenceLength(input_sequence):
+    device = input_sequence[0].device if len(input_sequence) else None
+    return torch.tensor(len(input_sequence), dtype=torch.int64, device=device)
+
+
+def SplitToSequence(input, split=None, *, axis=0, keepdims=1):
+    if split is None:  # pieces of length 1, the axis squeezed unless keepdims
+        pieces = list(torch.split(input, 1, axis))
+        return pieces if keepdims else [p.squeeze(axis) for p in pieces]
+    # a scalar: pieces of that length, the last one shorter (torch.split's rule); a list: the lengths
+    return list(torch.split(input, split if isinstance(split, list) else int(split), axis))
+
+
+def ConcatFromSequence(input_sequence, *, axis, new_axis=0):
+    return torch.stack(input_sequence, axis) if new_axis else torch.cat(input_sequence, axis)
+
+
+def Optional(input=None, *, type=None):
+    return input
+
+
+def OptionalHasElement(input=None):
+    device = input.device if input is not None else None
+    return torch.tensor(input is not None, device=device)
+
+
+def OptionalGetElement(input):
+    return input

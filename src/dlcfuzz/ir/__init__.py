@@ -11,10 +11,23 @@ from dlcfuzz.ir.dtypes import (
     UNSIGNED,
     np_dtype,
 )
-from dlcfuzz.ir.graph import CONST_KIND, INPUT_KIND, NODE_KIND, Graph, GraphError, Node, TensorType, Value
+from dlcfuzz.ir.graph import (
+    CONST_KIND,
+    DEFAULT_DOMAINS,
+    INPUT_KIND,
+    NODE_KIND,
+    Graph,
+    GraphError,
+    Node,
+    TensorType,
+    Value,
+    op_identity,
+    op_name,
+)
 
 __all__ = [
     "CONST_KIND",
+    "DEFAULT_DOMAINS",
     "DTYPES",
     "DTYPE_OF_CODE",
     "FLOATS",
@@ -31,4 +44,6 @@ __all__ = [
     "TensorType",
     "Value",
     "np_dtype",
+    "op_identity",
+    "op_name",
 ]

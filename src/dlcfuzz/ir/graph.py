@@ -17,6 +17,24 @@ COMPUTES_IN_FLOAT = frozenset({"BlackmanWindow", "HannWindow", "HammingWindow"})
 FLOAT_ATTRIBUTES = frozenset({"Shrink"})
 
 
+# Operator names: ONNX's own operators (the default domain) go by their type ("Relu"); an operator of
+# another domain is qualified by it ("com.microsoft.FastGelu"), so that one name says which schema a
+# node follows (ONNX's Attention and Microsoft's contrib Attention are different operators).  ONNX
+# operator types hold no dots, so the last dot splits a name.
+DEFAULT_DOMAINS = ("", "ai.onnx")
+
+
+def op_identity(op: str) -> tuple[str, str]:
+    """(domain, op_type) of an operator name: ("", "Relu"), ("com.microsoft", "FastGelu")."""
+    domain, _, op_type = op.rpartition(".")
+    return domain, op_type
+
+
+def op_name(domain: str, op_type: str) -> str:
+    """The operator name of an ONNX node's (domain, op_type); the inverse of ``op_identity``."""
+    return op_type if domain in DEFAULT_DOMAINS else f"{domain}.{op_type}"
+
+
 class GraphError(ValueError):
     """A graph breaks a structural rule (dangling input, cycle, type mismatch...)."""
 
@@ -145,6 +163,13 @@ class Graph:
             if n.op in COMPUTES_IN_FLOAT or stashed or any(x in out for x in n.inputs if x):
                 out.update(o for o in n.outputs if o in self.values and self.values[o].type.dtype == "float64")
         return out
+
+    def onnx_nodes(self) -> list[Node]:
+        """The nodes as ONNX operators: a composite operator's node (spec/sequence.py) as its chain, whose
+        values in between are not values of the graph; every other node as itself."""
+        from dlcfuzz.spec import expand  # the specs say how a composite is written (spec imports ir)
+
+        return [m for n in self.nodes for m in expand(n)]
 
     def set_leaf_outputs(self) -> None:
         """Make every node output that no node reads a graph output (Isra's convention)."""

@@ -11,8 +11,10 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper, shape_inference
 
-from dlcfuzz.ir import DTYPE_OF_CODE
+from dlcfuzz.ir import DTYPE_OF_CODE, op_name
 
+_CONSTANT_FORMS = {"value": None, "value_float": np.float32, "value_floats": np.float32, "value_int": np.int64,
+                   "value_ints": np.int64}
 SMALL_CONST = 16  # integer constant inputs up to this size count as attributes (axes, pads, shape...)
 
 
@@ -77,8 +79,10 @@ def op_nodes(model: onnx.ModelProto) -> list[OpNode]:
     nodes: list[OpNode] = []
     producer: dict[str, int] = {}
     for n in g.node:
-        if n.op_type == "Constant" and n.attribute and n.attribute[0].name == "value":
-            arr = numpy_helper.to_array(n.attribute[0].t)
+        if n.op_type == "Constant" and n.attribute and n.attribute[0].name in _CONSTANT_FORMS:
+            a = n.attribute[0]  # value, or the typed forms (value_ints ...): one constant either way
+            arr = numpy_helper.to_array(a.t) if a.name == "value" else np.array(
+                helper.get_attribute_value(a), dtype=_CONSTANT_FORMS[a.name])
             consts[n.output[0]] = arr
             types[n.output[0]] = (tuple(arr.shape), arr.dtype.name)
         ins = [i for i in n.input if i]
@@ -88,7 +92,9 @@ def op_nodes(model: onnx.ModelProto) -> list[OpNode]:
             if arr is not None and arr.size <= SMALL_CONST and arr.dtype.kind in "iub":
                 attrs.append((f"in{k}", _freeze(arr)))
         in_types = tuple(types.get(i, (("?",), "?")) for i in ins)
-        node = OpNode(n.op_type, tuple(t[0] for t in in_types), in_types, tuple(sorted(attrs)), len(ins))
+        # a contrib operator by its qualified name, as dlcfuzz's specs name it (ir.op_name)
+        node = OpNode(op_name(n.domain, n.op_type), tuple(t[0] for t in in_types), in_types, tuple(sorted(attrs)),
+                      len(ins))
         idx = len(nodes)
         for i in ins:
             if i in producer:

@@ -19,6 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from dlcfuzz.ir import op_name
+
 INLINE_VALUES = 64  # initializers up to this many elements are written out; larger ones get seeded random values
 
 
@@ -135,23 +137,29 @@ def describe_onnx(model: Any) -> str:
     with contextlib.suppress(Exception):  # a model invalid on purpose (disruptive) can defeat inference
         model = shape_inference.infer_shapes(model)
     g = model.graph
-    types = {}
-    for v in [*g.input, *g.value_info, *g.output]:
-        t = v.type.tensor_type
+    def written(ty: Any) -> str:
+        """A type in words: dtype[dims], sequence of ..., optional ... (a composite operator's chain)."""
+        if ty.HasField("sequence_type"):
+            return f"sequence of {written(ty.sequence_type.elem_type)}"
+        if ty.HasField("optional_type"):
+            return f"optional {written(ty.optional_type.elem_type)}"
+        t = ty.tensor_type
         dims = [str(d.dim_value) if d.HasField("dim_value") else (d.dim_param or "?") for d in t.shape.dim]
         dtype = helper.tensor_dtype_to_np_dtype(t.elem_type).name if t.elem_type else "?"
-        types[v.name] = f"{dtype}[{', '.join(dims)}]"
+        return f"{dtype}[{', '.join(dims)}]"
+
+    types = {v.name: written(v.type) for v in [*g.input, *g.value_info, *g.output]}
     for t in g.initializer:
         types[t.name] = f"{helper.tensor_dtype_to_np_dtype(t.data_type).name}[{', '.join(map(str, t.dims))}] (constant)"
-    ops = [n.op_type for n in g.node]
+    ops = [op_name(n.domain, n.op_type) for n in g.node]
     out = [f"{len(ops)} operator{'s' if len(ops) != 1 else ''} ({' → '.join(ops)}), opset "
            f"{', '.join(str(o.version) for o in model.opset_import)}:", ""]
     for n in g.node:
         attrs = ", ".join(f"{a.name}={helper.get_attribute_value(a)!r}" for a in n.attribute
                           if a.type not in (a.GRAPH, a.GRAPHS, a.TENSOR, a.TENSORS))
-        ins = ", ".join(f"`{i}`: {types.get(i, '?')}" if i else "(omitted)" for i in n.input)
+        ins = ", ".join(f"`{i}`: {types.get(i, '?')}" if i else "(omitted)" for i in n.input) or "no inputs"
         outs = ", ".join(f"`{o}`: {types.get(o, '?')}" for o in n.output)
-        out.append(f"- **{n.op_type}**{f' ({attrs})' if attrs else ''}: {ins} → {outs}")
+        out.append(f"- **{op_name(n.domain, n.op_type)}**{f' ({attrs})' if attrs else ''}: {ins} → {outs}")
     return "\n".join(out)
 
 

@@ -28,6 +28,7 @@ from dlcfuzz.export.onnx import to_bytes
 from dlcfuzz.ir import Graph, Node, Value
 from dlcfuzz.oracle import DIFFERENTIAL, NOISE, UNDEFINED, Finding
 from dlcfuzz.oracle.compare import REDUCED_PRECISION, compare
+from dlcfuzz.spec import expand
 
 # Operators whose outputs jump under an arbitrarily small change of a float input (comparisons, signs,
 # rounding, selection by rank): where one of them is the first to diverge and its inputs already
@@ -114,8 +115,8 @@ def amplified(g: Graph, node: Node, values: dict[str, np.ndarray],
     if any(x and x not in known for x in node.inputs) or any(o not in known for o in node.outputs):
         return False
     feeds = {x: np.asarray(known[x]) for x in node.inputs if x}
-    one = helper.make_graph(
-        [helper.make_node(node.op, list(node.inputs), list(node.outputs), **node.attrs)], "one",
+    one = helper.make_graph(  # a composite operator as its chain of ONNX operators
+        [helper.make_node(n.op, list(n.inputs), list(n.outputs), **n.attrs) for n in expand(node)], "one",
         [helper.make_tensor_value_info(x, helper.np_dtype_to_tensor_dtype(a.dtype), a.shape) for x, a in feeds.items()],
         [helper.make_tensor_value_info(o, helper.np_dtype_to_tensor_dtype(np.asarray(known[o]).dtype), None)
          for o in node.outputs])

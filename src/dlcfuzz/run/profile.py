@@ -9,6 +9,12 @@ operator itself (``*``), the first input's dtype and rank, string and flag attri
 later input is absent, a constant or a runtime tensor (TVM declines inputs that "must be a constant"),
 the first output's dtype, and how many outputs a call with optional outputs asks for.
 
+Constants written as ``Constant`` nodes (``graph.meta["constant_nodes"]``) are not IR nodes: the profile
+counts them under the pseudo-operator ``Constant``, keyed by the attribute that holds the value
+(``form=value_ints``: TVM 0.27 converts ``value`` alone), and a generator for the compiler only writes
+the forms it admits.  A composite operator (spec/sequence.py) is blamed by a decline that names one of the
+ONNX operators of its chain.
+
 It is built by ``dlcfuzz probe`` (single-operator tests through the real compiler, as a campaign, so a
 crash found while probing is a bug like any other), cached per compiler version in the user's cache
 folder, and refined online by every campaign: an accepted test credits all its keys, a declined one
@@ -24,9 +30,12 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from dlcfuzz.backends.base import OK, Outcome
-from dlcfuzz.ir import CONST_KIND, Graph, Node, Value
+from dlcfuzz.ir import CONST_KIND, Graph, Node, Value, op_identity
 from dlcfuzz.oracle.unsupported import declined_operators, is_unsupported
 from dlcfuzz.solve.types import schema
+from dlcfuzz.spec import onnx_ops
+
+CONSTANT = "Constant"  # the pseudo-operator of constants written as Constant nodes
 
 ACCEPTED, DECLINED, FAILED = "accepted", "declined", "failed"
 STATUSES = (ACCEPTED, DECLINED, FAILED)
@@ -73,6 +82,13 @@ def node_keys(node: Node, values: Mapping[str, Value], opset: int | None = None)
     return keys
 
 
+def constant_forms_of(graph: Graph) -> set[str]:
+    """The Constant attributes the graph's model holds constants in (``export.onnx.constant_nodes``)."""
+    from dlcfuzz.export.onnx import constant_nodes
+
+    return set(constant_nodes(graph).values())
+
+
 def test_status(backend: str, outcomes: Mapping[str, Outcome]) -> str:
     """accepted: some variant ran the test; declined: every variant failed with an explicit decline;
     failed: otherwise (a crash, a timeout, an unexplained error: the compiler took the test, and it is
@@ -113,8 +129,13 @@ class SupportProfile:
         admitted: exploring them is how the profile learns)."""
         return not any(self._declined(node.op, k) for k in node_keys(node, values, opset))
 
+    def admits_constant(self, form: str) -> bool:
+        """Whether the compiler takes a constant written as a Constant node holding it in ``form``."""
+        return not self._declined(CONSTANT, "*") and not self._declined(CONSTANT, f"form={form}")
+
     def admits_graph(self, graph: Graph) -> bool:
-        return all(self.admits(n, graph.values, graph.opset) for n in graph.nodes)
+        return all(self.admits(n, graph.values, graph.opset) for n in graph.nodes) and all(
+            self.admits_constant(form) for form in constant_forms_of(graph))
 
     def declined_keys(self, op: str) -> list[str]:
         return sorted(k for k in self.counts.get(op, {}) if self._declined(op, k))
@@ -124,10 +145,15 @@ class SupportProfile:
         """Counts one test's outcomes on this compiler (see the module doc); returns its status."""
         status = test_status(self.backend, outcomes)
         keyed = [(n.op, node_keys(n, graph.values, graph.opset)) for n in graph.nodes]
+        # one pseudo-node per Constant form: several value_ints constants are one suspect, not several
+        keyed += [(CONSTANT, ["*", f"form={form}"]) for form in sorted(constant_forms_of(graph))]
         if status == DECLINED:
             # a decline that names its operator ("does not lower onnx.Softsign") suspects only its nodes
+            # (a composite's: those whose chain holds it)
             named = set().union(*(declined_operators(f"{o.message}\n{o.traceback}") for o in outcomes.values()))
-            keyed = [(op, keys) for op, keys in keyed if op in named] or keyed
+            # (they name the op_type: a contrib operator is named without its domain, a composite by
+            # one of its chain's operators)
+            keyed = [(op, keys) for op, keys in keyed if named & {op_identity(o)[1] for o in onnx_ops(op)}] or keyed
             # only the node(s) that nothing accepted vouches for can be the declined one
             unproven = [(op, [k for k in keys if self._seen(op, k)[0] == 0]) for op, keys in keyed]
             unproven = [(op, keys) for op, keys in unproven if keys]
@@ -224,6 +250,9 @@ class Both:
 
     def admits(self, node: Node, values: Mapping[str, Value], opset: int | None = None) -> bool:
         return self.first.admits(node, values, opset) and self.second.admits(node, values, opset)
+
+    def admits_constant(self, form: str) -> bool:
+        return self.first.admits_constant(form) and self.second.admits_constant(form)
 
 
 def find_profile(backend: str, version: str, warn=lambda line: None) -> SupportProfile | None:

@@ -7,6 +7,9 @@ picking rate, reuse a random existing tensor that fits the input's domain; other
 new graph input (or, for weights, an initializer at ``init_rate``).  A constant-like input
 (``Const``: a shape, axes, pads ...) is an initializer, or, at ``runtime_consts``, a runtime input
 pinned to the same value (``Value.pinned``), which compilers must handle as a dynamic operand.
+A constant (initializer) is written as a ``Constant`` node instead at ``constant_nodes``, in one of the
+Constant attributes its type allows (``export.onnx.constant_forms``): its name and attribute go to
+``graph.meta["constant_nodes"]``, which the ONNX exporter reads.
 
 Every value carries a conservative value interval (``solve/intervals.py``): runtime inputs the
 range input synthesis draws from, initializers and constants their data's, node outputs what
@@ -51,6 +54,8 @@ class Admission(Protocol):
 
     def admits(self, node: Node, values: Mapping[str, Value], opset: int | None = None) -> bool: ...
 
+    def admits_constant(self, form: str) -> bool: ...
+
 
 @dataclass(frozen=True)
 class Limits:
@@ -64,6 +69,9 @@ class Limits:
     # share of constant-like inputs (``Const``: shapes, axes, pads, K ...) that the model takes at run
     # time, pinned to the value the spec chose: compilers' dynamic-shape paths see them; 0: all initializers
     runtime_consts: float = 0.25
+    # share of constants written as Constant nodes (value=, or value_float(s) / value_int(s) where the
+    # type fits), as exporters write them, rather than initializers; 0: all initializers
+    constant_nodes: float = 0.2
     opset: int = 17
     dtypes: tuple[str, ...] = ()
     target: str = "ort"  # "ort": also narrow to what ONNX Runtime implements; "onnx": the ONNX spec only
@@ -142,6 +150,7 @@ class Proposal:
     outputs: list[Value]
     out_ivs: list[Iv]
     ctx: Ctx
+    forms: dict[str, str] = field(default_factory=dict)  # new constants written as Constant nodes
 
     def input_types(self, g: Graph) -> list[TensorType | None]:
         staged = {v.name: v for v, _ in self.staged}
@@ -176,6 +185,10 @@ class Instantiator:
         self._types: dict[str, tuple[dict[str, tuple[str, ...]], list[str]]] = {}
         self.iv: dict[str, Iv] = {}  # value name -> conservative interval of its elements
         self._ivs: list[Iv | None] = []  # intervals of the inputs of the call being instantiated
+        # Constant-node forms of the call's new constants, and their own random stream: the other
+        # draws, hence the graphs, stay what they were without Constant nodes
+        self._forms: dict[str, str] = {}
+        self._form_rng = random.Random(f"constant-nodes:{graph.meta.get('seed', 0)}")
 
     # -- type domains, cached per operator ----------------------------------------------------
     def types_of(self, spec: OpSpec) -> tuple[dict[str, tuple[str, ...]], list[str]]:
@@ -208,6 +221,7 @@ class Instantiator:
         if inp.weight and self.rng.random() < self.lim.init_rate:
             v = Value(self._name(), t, CONST_KIND, random_array(self.np, t, hint), hint)
             self.iv[v.name] = data_interval(v.data)
+            self._form(v)
         else:
             v = Value(self._name(), t, INPUT_KIND, None, hint)
             self.iv[v.name] = value_range(t, hint)
@@ -277,6 +291,7 @@ class Instantiator:
         inputs: list[str] = []
         self._staged = []
         self._ivs = []
+        self._forms = {}
 
         # G1: indegree
         lo, hi = spec.arity
@@ -317,6 +332,7 @@ class Instantiator:
             else:  # its data come once the attributes are drawn
                 x = Value(self._name(), t, CONST_KIND)
                 self._staged.append((x, True))
+                self._form(x)
         c.x, c.s, c.r = x.type, x.type.shape, x.type.rank
         self._bind(c, tvar, x.type.dtype)
         self._append_input(c, inputs, x, None, first.value is not None)
@@ -342,6 +358,8 @@ class Instantiator:
                 v = Value(self._name(), TensorType(tuple(arr.shape), arr.dtype.name),
                           INPUT_KIND if runtime else CONST_KIND, arr)
                 self._staged.append((v, False))
+                if not runtime:
+                    self._form(v)
                 # only the operators that read constant values get their intervals (numpy min/max is slow)
                 self._append_input(c, inputs, v, data_interval(arr) if spec.op in READS_CONSTANTS else None, True)
             elif inp.optional and not c.has(inp.name):
@@ -364,7 +382,7 @@ class Instantiator:
         node.outputs = [v.name for v in values]
         if self.admit is not None and not self._admitted(node):
             raise EmptyDomain(f"{spec.op}: the target compiler declines this call")
-        return Proposal(spec, node, self._staged, values, out_ivs, c)
+        return Proposal(spec, node, self._staged, values, out_ivs, c, self._forms)
 
     def _admitted(self, node: Node) -> bool:
         """Whether the target takes the call; where it declines the call with some constant-like
@@ -377,6 +395,22 @@ class Instantiator:
         for v in pinned:  # staged values are this call's own: nothing else reads them yet
             v.kind = CONST_KIND
         return bool(pinned) and self.admit.admits(node, values, self.lim.opset)
+
+    def _form(self, v: Value) -> None:
+        """Writes the new constant ``v`` as a Constant node at the ``constant_nodes`` rate: in a typed
+        attribute (value_ints ...) half the time its type allows one, else in ``value``; only in forms
+        the target compiler admits (TVM 0.27 converts ``value`` alone)."""
+        rate = self.lim.constant_nodes
+        if rate <= 0 or self._form_rng.random() >= rate:  # no draw at rate 0
+            return
+        from dlcfuzz.export.onnx import constant_forms
+
+        forms = constant_forms(v.type)
+        typed = len(forms) > 1 and self._form_rng.random() < 0.5
+        for form in ([forms[1]] if typed else []) + ["value"]:
+            if self.admit is None or self.admit.admits_constant(form):
+                self._forms[v.name] = form
+                return
 
     def commit(self, p: Proposal) -> Node:
         """Adds a proposed call to the graph and its new tensors to the pool."""
@@ -392,6 +426,10 @@ class Instantiator:
             self.pool.add(v)
             self.iv[v.name] = iv
             self.producer[v.name] = p.node
+        forms = {name: form for name, form in p.forms.items() if name in self.g.values
+                 and self.g.values[name].kind == CONST_KIND}
+        if forms:
+            self.g.meta.setdefault("constant_nodes", {}).update(forms)
         p.node.name = f"n{len(self.g.nodes)}"
         self.g.add_node(p.node)
         self.last_ctx = p.ctx  # tests assert the spec's checks on it

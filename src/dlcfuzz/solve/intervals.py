@@ -727,6 +727,15 @@ def _cumsum(c: Call) -> list[Iv]:
 _reg("Reshape", "Transpose", "Flatten", "Squeeze", "Unsqueeze", "Expand", "Tile", "DepthToSpace", "SpaceToDepth",
      "Slice", "Gather", "GatherElements", "GatherND", "ReverseSequence")(lambda c: [c.x])
 _reg("Split")(lambda c: [c.x] * len(c.outs))
+# the sequence and optional patterns (spec/sequence.py) move tensors unchanged: a hull of the tensors the
+# result may come from (never the positions and split lengths)
+_reg("SplitToSequence+ConcatFromSequence", "Optional+OptionalGetElement",
+     "SequenceEmpty+SequenceInsert+SequenceAt")(lambda c: [c.x])
+_reg("SequenceConstruct+SequenceAt")(lambda c: [hull(*c.ivs[:len(c.types) - 1])])
+_reg("SequenceConstruct+SequenceInsert+SequenceErase+ConcatFromSequence")(lambda c: [hull(c.ivs[0], *c.ivs[3:])])
+_reg("SequenceConstruct+SequenceLength")(lambda c: [(float(len(c.types)),) * 2])
+_reg("SplitToSequence+SequenceLength")(lambda c: [(1.0, float(c.types[0].shape[c.attrs["axis"]]))])
+_reg("Optional+OptionalHasElement")(lambda c: [(1.0, 1.0)])
 _reg("Concat")(lambda c: [hull(*(i for i in c.ivs if i is not None))])
 _reg("Trilu")(lambda c: [hull(c.x, (0.0, 0.0))])
 _reg("Shape")(lambda c: [(float(min(c.types[0].shape)), float(max(c.types[0].shape)))])  # type: ignore[union-attr]
@@ -1784,3 +1793,134 @@ def _d_qlinear(slot, n, numel, c, ivs):
 
 CONTEXTUAL = CONTEXTUAL | {"QLinearMatMul", "QLinearConv", "RNN", "GRU", "LSTM", "GroupNormalization", "Attention"}
 READS_CONSTANTS = READS_CONSTANTS | {"DequantizeLinear", "Attention"}
+
+
+# ---------------------------------------------------------------------------------------------
+# ONNX Runtime's contrib operators (spec/contrib.py, domain com.microsoft): their transfer functions
+# and domains, kept in this block
+# ---------------------------------------------------------------------------------------------
+MS = "com.microsoft."
+
+
+def _present(c: Call, k: int) -> bool:
+    """Whether optional input k is given (constant inputs have no interval here: their type says)."""
+    return len(c.types) > k and c.types[k] is not None
+
+
+def _gelu_arg(c: Call) -> Iv:
+    """X + bias (FastGelu's optional bias, BiasGelu's B)."""
+    return widen(add(c.x, c.ivs[1]), c.n, 2) if _present(c, 1) else c.x  # type: ignore[arg-type]
+
+
+TRANSFER[MS + "FastGelu"] = lambda c: [widen(_valley(_gelu_tanh, -0.75246, *_gelu_arg(c)), c.n, 16, absolute=16)]
+TRANSFER[MS + "BiasGelu"] = lambda c: [widen(_valley(_gelu, -0.75179, *_gelu_arg(c)), c.n, 16, absolute=16)]
+
+
+@_dom(MS + "FastGelu", MS + "BiasGelu")
+def _d_gelu_bias(slot, n, numel, c, ivs):
+    """X and the bias, and their sum, within the cube root of the range (FastGelu cubes the sum)."""
+    return mag(n.fmax ** (1 / 3) / 4) if n.kind == "f" else None
+
+
+def _inv_std(u: Iv, eps: float) -> Iv:
+    """1 / sqrt(var + eps) of values in ``u`` (float32: the stash type of both normalizations)."""
+    spread = (u[1] - u[0]) / 2
+    return widen((1 / math.sqrt(spread * spread + eps), 1 / math.sqrt(eps / 2)), num("float32"), 64)
+
+
+@_reg(MS + "SkipLayerNormalization")
+def _skip_layernorm(c: Call) -> list[Iv]:
+    """output: LayerNormalization of u = input + skip (+ bias) over H, times gamma (+ beta); mean and
+    inv_std_var (float) of u; input_skip_bias_sum: u."""
+    u = add(c.x, c.ivs[1])  # type: ignore[arg-type]
+    if _present(c, 4):
+        u = add(u, c.ivs[4])  # type: ignore[arg-type]
+    u = widen(u, c.n, 4)
+    h = c.types[0].shape[-1]  # type: ignore[union-attr]
+    y = _affine(_normalized(c, h), c.ivs[2], c.ivs[3] if _present(c, 3) else None, c.n)
+    f32 = num("float32")
+    stats = [widen(u, f32, 64, absolute=64 * amax(u)), _inv_std(u, c.a("epsilon", 1e-12))]
+    return [y, *stats, u][:len(c.outs)]
+
+
+@_dom(MS + "SkipLayerNormalization", shaped=True)
+def _d_skip_layernorm(slot, n, numel, c, ivs):
+    """input, skip and bias: their sum's squares, summed, within the budget; gamma times the normalized
+    values (within sqrt(H)) too."""
+    if n.kind != "f":
+        return None
+    if slot in (0, 1, 4):
+        return mag(math.sqrt(n.budget / max(numel if slot == 0 else c.x.numel, 1)) / 3)
+    if slot == 2:
+        return mag(n.budget / math.sqrt(c.s[-1]))
+    return mag(n.budget)
+
+
+@_reg(MS + "EmbedLayerNormalization")
+def _embed_layernorm(c: Call) -> list[Iv]:
+    """output: LayerNormalization of the summed embeddings (the segment's only with segment_ids)
+    over H; mask_index: a count of ones in a row of S; embedding_sum: the sum."""
+    u = add(c.ivs[2], c.ivs[3])  # type: ignore[arg-type]
+    if _present(c, 1):
+        u = add(u, c.ivs[4])  # type: ignore[arg-type]
+    u = widen(u, c.n, 4)
+    h = c.types[2].shape[1]  # type: ignore[union-attr]
+    y = _affine(_normalized(c, h), c.ivs[5], c.ivs[6], c.n)
+    return [y, (0.0, float(c.types[0].shape[1])), u][:len(c.outs)]  # type: ignore[union-attr]
+
+
+@_dom(MS + "EmbedLayerNormalization")
+def _d_embed_layernorm(slot, n, numel, c, ivs):
+    """The embeddings: their sum's squares, summed over H, within the budget; gamma as in
+    SkipLayerNormalization."""
+    if n.kind != "f":
+        return None
+    h = c.attrs["_h"]
+    if slot in (2, 3, 4):
+        return mag(math.sqrt(n.budget / h) / 3)
+    return mag(n.budget / math.sqrt(h)) if slot == 5 else mag(n.budget)
+
+
+@_reg(MS + "MatMulInteger16")
+def _matmul_int16(c: Call) -> list[Iv]:
+    return [_contract(c.ivs[0], c.ivs[1], c.types[0].shape[-1], c.n)]  # type: ignore[arg-type,union-attr]
+
+
+@_dom(MS + "MatMulInteger16")
+def _d_matmul_int16(slot, n, numel, c, ivs):
+    """B such that the int32 sums of K products of A and B cannot wrap (ORT: "the accumulation may
+    overflow if and only if in 32 bits", which it leaves undefined)."""
+    if slot != 1:
+        return None
+    return mag(min(n.fmax, (2.0 ** 31 - 1) / max(amax(ivs[0]) * c.s[-1], 1.0)))
+
+
+@_reg(MS + "Attention")
+def _ms_attention(c: Call) -> list[Iv]:
+    """output: a convex combination of the values (input W + bias, and past's); present: the keys
+    and values, past's and new."""
+    proj = add(_contract(c.x, c.ivs[1], c.types[0].shape[2], c.n), c.ivs[2])  # type: ignore[arg-type,union-attr]
+    kv = widen(hull(proj, c.ivs[4]) if _present(c, 4) else proj, c.n, 4)  # type: ignore[arg-type]
+    total = c.outs[1].shape[3] if len(c.outs) > 1 else c.types[0].shape[1]  # type: ignore[union-attr]
+    return [widen(kv, c.n, 16 + 4 * total, absolute=16 + 4 * total), kv][:len(c.outs)]
+
+
+@_dom(MS + "Attention")
+def _d_ms_attention(slot, n, numel, c, ivs):
+    """Projections q, k (input W + bias) within Q = sqrt(budget / (4 head size)), so that the scores, a
+    sum of head-size products q k (past keys within Q too), stay within the budget: the input within
+    budget^(1/4) / 8, the weights keeping input_hidden products within Q / 2, the bias within Q / 2."""
+    if n.kind != "f":
+        return None
+    if slot == 0:
+        return mag(n.budget ** 0.25 / 8)
+    q = math.sqrt(n.budget / (4 * c.attrs["_hd"]))
+    if slot == 1:
+        return mag(min(n.fmax / 4, q / 2 / max(amax(ivs[0]) * c.s[2], n.tiny)))
+    if slot == 2:
+        return mag(q / 2)
+    return mag(q) if slot == 4 else mag(n.budget / 4)
+
+
+CONTEXTUAL = CONTEXTUAL | {MS + op for op in ("SkipLayerNormalization", "EmbedLayerNormalization", "MatMulInteger16",
+                                              "Attention")}

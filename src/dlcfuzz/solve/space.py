@@ -16,8 +16,10 @@ from dlcfuzz.spec.dsl import Ctx, In, OpSpec
 def indegrees(spec: OpSpec, opset: int) -> frozenset[int]:
     """Numbers of non-empty inputs the operator allows (variadic inputs capped at the spec's arity)."""
     sch = schema(spec.op, opset)
-    if sch is None:
-        return frozenset({len(spec.inputs)})
+    if sch is None:  # no ONNX schema (an operator of another domain): the spec's inputs, optional ones omitted
+        required = sum(isinstance(i, In) and not i.optional for i in spec.inputs)
+        hi = len(spec.inputs) + (spec.arity[1] - 1 if spec.variadic else 0)
+        return frozenset(range(required, hi + 1))
     # the schema's max is 2**31-1 for variadic inputs: cap by what the spec can generate
     hi = min(sch.max_input, spec.arity[1] + len(spec.inputs) - 1)
     return frozenset(range(sch.min_input, hi + 1))

@@ -29,6 +29,28 @@ def onnx_type_name(type_str: str) -> str | None:
     return None
 
 
+def element_type_name(type_str: str) -> str | None:
+    """The element type of a tensor, sequence or optional type: 'seq(tensor(float))' -> 'float32'."""
+    for wrapper in ("optional(", "seq("):
+        if type_str.startswith(wrapper) and type_str.endswith(")"):
+            type_str = type_str[len(wrapper):-1]
+    return onnx_type_name(type_str)
+
+
+def composite_types(spec: OpSpec, var: str, opset: int) -> set[str]:
+    """The dtypes a composite's type variable may take at ``opset``: those of the element types that
+    every (ONNX operator, type variable) carrying it allows (none if an operator does not exist yet)."""
+    assert spec.composite is not None
+    out: set[str] | None = None
+    for op, tv in spec.composite.types[var]:
+        sch = schema(op, opset)
+        allowed = set() if sch is None else {
+            name for tc in sch.type_constraints if tc.type_param_str == tv
+            for t in tc.allowed_type_strs if (name := element_type_name(t)) is not None}
+        out = allowed if out is None else out & allowed
+    return out or set()
+
+
 @cache
 def schema(op: str, opset: int) -> onnx.defs.OpSchema | None:
     try:
@@ -63,7 +85,9 @@ def type_domains(spec: OpSpec, opset: int, dtypes: Iterable[str] = DTYPES,
         for tc in sch.type_constraints:
             schema_types[tc.type_param_str] = {onnx_type_name(t) for t in tc.allowed_type_strs} - {None}
     for var in names:
-        if var in schema_types:
+        if spec.composite is not None and var in spec.composite.types:
+            cands = composite_types(spec, var, opset)
+        elif var in schema_types:
             cands = schema_types[var]
         elif var.startswith("tensor("):  # a fixed type written in the schema, e.g. tensor(int64)
             cands = {onnx_type_name(var)} - {None}

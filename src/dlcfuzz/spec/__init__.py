@@ -1,13 +1,18 @@
-"""Operator specs: one declarative OpSpec per ONNX operator, one module per operator family."""
+"""Operator specs: one declarative OpSpec per ONNX operator, one module per operator family.
+
+Specs are registered by operator name: ONNX's operators by their type, those of other domains
+(``contrib``: ONNX Runtime's com.microsoft operators) qualified by their domain, e.g.
+``com.microsoft.Attention`` beside ONNX's ``Attention``."""
 
 from __future__ import annotations
 
 import importlib
 
-from dlcfuzz.spec.dsl import OpSpec
+from dlcfuzz.ir import Node
+from dlcfuzz.spec.dsl import Composite, OpSpec
 
 FAMILIES = ("elementwise", "broadcast", "reduce", "shape", "index", "conv", "pool", "norm", "nn", "quant", "rnn",
-            "signal", "select")
+            "signal", "select", "contrib", "sequence")
 
 REGISTRY: dict[str, OpSpec] = {}
 for _family in FAMILIES:
@@ -17,15 +22,35 @@ for _family in FAMILIES:
         REGISTRY[_spec.op] = _spec
 
 
+# composite operators (spec/sequence.py): IR operator -> how it is written as a chain of ONNX operators
+COMPOSITES: dict[str, Composite] = {op: s.composite for op, s in REGISTRY.items() if s.composite is not None}
+
+
+def onnx_ops(op: str) -> tuple[str, ...]:
+    """The ONNX operators an IR operator is written as: itself, or a composite's chain."""
+    comp = COMPOSITES.get(op)
+    return comp.ops if comp is not None else (op,)
+
+
+def expand(node: Node) -> list[Node]:
+    """An IR node as nodes of ONNX operators: itself, or its composite's chain."""
+    comp = COMPOSITES.get(node.op)
+    return [node] if comp is None else comp.nodes(node)
+
+
 class UnknownOperator(KeyError):
     pass
 
 
 def get(op: str) -> OpSpec:
-    try:
+    """The spec of an operator name; an operator of another domain may also go by its type alone
+    (FastGelu for com.microsoft.FastGelu) where no other spec has that type."""
+    if op in REGISTRY:
         return REGISTRY[op]
-    except KeyError:
-        raise UnknownOperator(op) from None
+    found = [s for s in REGISTRY.values() if s.op_type == op]
+    if len(found) == 1:
+        return found[0]
+    raise UnknownOperator(op)
 
 
 def resolve_ops(names: list[str] | None) -> list[OpSpec]:

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from dlcfuzz.ir import TensorType
+from dlcfuzz.ir import Node, TensorType, op_identity, op_name
 
 
 class EmptyDomain(Exception):
@@ -454,6 +454,31 @@ class Const:
     value: Fn
 
 
+@dataclass(frozen=True)
+class Composite:
+    """How a composite operator is written in ONNX: one IR node (tensors in, tensors out) that the
+    exporter expands into a short chain of ONNX operators whose values in between are sequences or
+    optionals, which the IR does not type (spec/sequence.py).
+
+    ``ops``: the ONNX operators of the chain, in order (the composite's name joins them with "+").
+    ``types``: each of the spec's type variables -> the (ONNX operator, its type variable) pairs that
+    carry it; the dtypes it may take are those every pair allows (the element types of a sequence or
+    optional type), per opset, in the ONNX schemas and in a target's kernels alike.
+    ``nodes``: the IR node -> the chain as IR nodes of ONNX operators; the IR node's inputs are the
+    chain's inputs, its outputs the chain's outputs, and the values in between are named after the
+    node's first output (``inner``), so that they are unique in the model.
+    """
+
+    ops: tuple[str, ...]
+    types: dict[str, tuple[tuple[str, str], ...]]
+    nodes: Callable[[Node], list[Node]]
+
+
+def inner(node: Node, k: int) -> str:
+    """The name of the k-th value inside a composite node's chain (not an IR value)."""
+    return f"{node.outputs[0]}.{k}"
+
+
 @dataclass
 class OpSpec:
     op: str
@@ -464,10 +489,17 @@ class OpSpec:
     arity: tuple[int, int] = (1, 1)
     types: dict[str, Sequence[str]] = field(default_factory=dict)
     checks: dict[str, Callable[[Ctx], bool]] = field(default_factory=dict)
-    since: int = 1
+    since: int = 1  # the default domain's opset that introduced it (contrib operators: 1, any opset)
     doc: str = ""
+    # the operator's domain ("": ONNX's own); the spec's name ``op`` is then qualified by it
+    # ("com.microsoft.FastGelu", see ``ir.op_identity``), given either way
+    domain: str = ""
+    composite: Composite | None = None  # a chain of ONNX operators, not one (spec/sequence.py)
 
     def __post_init__(self) -> None:
+        if self.domain and op_identity(self.op)[0] != self.domain:
+            self.op = op_name(self.domain, self.op)
+        self.domain = op_identity(self.op)[0]
         first = self.inputs[0]
         if not isinstance(first, In) or first.optional:
             raise TypeError(f"{self.op}: the first input must be a required In")
@@ -490,6 +522,11 @@ class OpSpec:
             return None
         sd = first.shape(c)
         return Exact(sd) if isinstance(sd, tuple) else sd
+
+    @property
+    def op_type(self) -> str:
+        """The node's op_type in an ONNX model (the name without its domain)."""
+        return op_identity(self.op)[1]
 
     @property
     def data_inputs(self) -> list[In]:
