@@ -16,7 +16,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 from dlcfuzz import __version__
-from dlcfuzz.ir import CONST_KIND, ONNX_CODE, Graph, TensorType, Value, op_identity
+from dlcfuzz.ir import CONST_KIND, NODE_KIND, ONNX_CODE, Graph, TensorType, Value, op_identity
 
 DEFAULT_OPSET = 17
 # ONNX Runtime 1.31 accepts IR <= 13 and opset <= 26 (with no kernel for a few opset-22 versions:
@@ -91,7 +91,10 @@ def to_onnx(g: Graph, opset: int | None = None) -> onnx.ModelProto:
                                       **{k: _attr(v) for k, v in sorted(n.attrs.items())}))
         if domain:
             domains.add(domain)
-            typed += [o for o in n.outputs if o and o not in g.outputs]
+            # its inputs too: ORT's contrib shape inference needs their shapes, which ONNX's graph-level
+            # inference may not state (a HannWindow's length comes from a value)
+            typed += [v for v in [*n.inputs, *n.outputs] if v and v not in g.outputs and v not in forms
+                      and g.values[v].kind == NODE_KIND]
     graph = helper.make_graph(
         nodes,
         "dlcfuzz",
@@ -99,8 +102,10 @@ def to_onnx(g: Graph, opset: int | None = None) -> onnx.ModelProto:
         [value_info(o, g.values[o].type) for o in g.outputs],
         initializer=[numpy_helper.from_array(v.data, v.name) for v in g.initializers if v.name not in forms],
         # ONNX's shape inference knows no schema outside its domains: the outputs of those nodes are
-        # typed here, so that it still checks (strictly) the nodes that read them
-        value_info=[value_info(o, g.values[o].type) for o in typed],
+        # typed here, so that it still checks (strictly) the nodes that read them; Constant nodes'
+        # outputs too (ORT's contrib shape inference reads its inputs' shapes from the declared types:
+        # EmbedLayerNormalization's gamma as a Constant node had "a null shape")
+        value_info=[value_info(o, g.values[o].type) for o in dict.fromkeys([*forms, *typed])],
     )
     unknown = sorted(domains - DOMAIN_VERSIONS.keys())
     if unknown:

@@ -93,6 +93,8 @@ class Pool:
 
     def add(self, v: Value) -> None:
         t = v.type
+        if 0 in t.shape:  # made for the input that wants no elements (an empty past state): others refuse it
+            return
         self.by_rank.setdefault((t.dtype, t.rank), []).append(v)
         self.by_type.setdefault(t, []).append(v)
         self.values.append(v)
