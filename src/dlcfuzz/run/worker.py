@@ -375,12 +375,13 @@ class WorkerPool:
                 return free.pop()
         return Worker(backend, self.limits, self.log_dir, self.frontend_coverage)
 
-    def release(self, w: Worker) -> None:
+    def release(self, w: Worker, keep: bool = True) -> None:
+        """Back to the pool, unless it died, is due for recycling or is not to be kept (a fresh one)."""
         if not w.alive:
             with self._lock:
                 self.deaths += 1
             w.close()
-        elif w.tests_served >= self.recycle:
+        elif not keep or w.tests_served >= self.recycle:
             w.close()
         else:
             with self._lock:
@@ -395,13 +396,8 @@ class WorkerPool:
         try:
             return w.execute(test, variants)
         finally:
-            if fresh:  # used once: pooled, every fresh run (a reduction's last check) kept one more child
-                if not w.alive:
-                    with self._lock:
-                        self.deaths += 1
-                w.close()
-            else:
-                self.release(w)
+            # a fresh worker is used once: pooled, every fresh run (a reduction's last check) kept one more child
+            self.release(w, keep=not fresh)
 
     def describe(self, backend: str) -> tuple[str, list[tuple[str, dict]]]:
         """(version, variants) of a backend, as its worker reports them (raises WorkerDied)."""
