@@ -385,3 +385,33 @@ class PlantedRuntimeShape(OrtBackend):
         if reshape_reads_a_runtime_shape(imported):
             raise RuntimeError("planted: Reshape cannot take its shape at run time")
         return super().compile(imported, variant)
+
+
+class EmptiesAll(OrtBackend):
+    """ORT (level "all") that returns every output empty when the model holds a Tanh, as OpenVINO's
+    dynamic models do when one node fails: the divergence shows first at whatever precedes the Tanh."""
+
+    name = "emptiesall"
+    spares_tanh = False  # EmptiesBeside: the Tanh's own outputs stay right
+
+    def variants(self) -> list[Variant]:
+        return [v for v in super().variants() if v.name == "all"]
+
+    def compile(self, imported: bytes, variant: Variant):
+        import onnx
+
+        graph = onnx.load_model_from_string(imported).graph
+        tanh = {o for n in graph.node if n.op_type == "Tanh" for o in n.output}
+        self.emptied = [bool(tanh) and not (self.spares_tanh and o.name in tanh) for o in graph.output]
+        return super().compile(imported, variant)
+
+    def run(self, compiled, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
+        outs = super().run(compiled, inputs)
+        return [np.zeros((0,) * o.ndim, o.dtype) if empty else o for o, empty in zip(outs, self.emptied, strict=True)]
+
+
+class EmptiesBeside(EmptiesAll):
+    """EmptiesAll, except that the Tanh's own outputs are right: the divergence needs the Tanh beside it."""
+
+    name = "emptiesbeside"
+    spares_tanh = True

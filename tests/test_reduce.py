@@ -25,6 +25,7 @@ from dlcfuzz.run.reduce import (
     reduce_case,
     retype,
 )
+from dlcfuzz.run.store import Store
 from dlcfuzz.run.worker import PhaseLimits, WorkerPool
 from dlcfuzz.spec import REGISTRY
 from tests.fake_backends import PlantedPattern, sigmoid_feeds_mul
@@ -296,3 +297,67 @@ print(retype(g))
 """
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0 and run.stdout.strip() == "None", (run.returncode, run.stdout, run.stderr[-500:])
+
+
+def _apart_graph(first: str) -> Graph:
+    """``first`` on x and a Tanh on y: two parts that share no value, ``first``'s output listed first."""
+    g = Graph(meta={"seed": 0})
+    t = TensorType((2, 3), "float32")
+    for x in ("x", "y", "a", "b"):
+        g.add_value(Value(x, t, INPUT_KIND if x in "xy" else NODE_KIND))
+    g.add_node(Node("Tanh", ["y"], ["b"], {}, "n0"))
+    g.add_node(Node(first, ["x"], ["a"], {}, "n1"))  # the first in topological order (Graph.toposort)
+    g.outputs = ["a", "b"]
+    return g
+
+
+def test_a_divergence_that_belongs_to_another_part_is_signed_there(tmp_path: Path) -> None:
+    """EmptiesAll empties every output when a Tanh is present: the campaign sees a shape mismatch at
+    the Neg, which is correct alone; the Tanh part diverges alone and becomes the case."""
+    folder = _bundle(tmp_path / "c", _apart_graph("Neg"), "tests.fake_backends:EmptiesAll")
+    found = json.loads((folder / "finding.json").read_text())
+    assert "Neg" in found["title"]
+    result = reduce_bundle(folder, budget_seconds=120)
+    assert [n.op for n in result.graph.nodes] == ["Tanh"]
+    assert result.signed_as and result.signed_as != found["signature"]
+    assert result.first_diverging["op"] == "Tanh" and "Tanh" in result.title and "Neg" not in result.title
+    report = json.loads((folder / "reduction.json").read_text())
+    assert report["signed_as"] == result.signed_as and report["reproduced"] is True
+
+
+def test_a_divergence_that_needs_another_part_is_signed_by_it(tmp_path: Path) -> None:
+    """EmptiesBeside: the Tanh is right alone and so is the Neg, yet beside the Tanh the Neg's output
+    comes back empty: the bug is signed by the Tanh, whichever operator shows it."""
+    sigs = []
+    for first in ("Neg", "Abs"):
+        folder = _bundle(tmp_path / first, _apart_graph(first), "tests.fake_backends:EmptiesBeside")
+        result = reduce_bundle(folder, budget_seconds=120)
+        assert sorted(n.op for n in result.graph.nodes) == sorted([first, "Tanh"])
+        assert "only beside Tanh" in result.title and result.reproduced
+        sigs.append(result.signed_as)
+    assert sigs[0] and sigs[0] == sigs[1]
+
+
+class _Alternating:
+    def __init__(self, graphs: list[Graph]) -> None:
+        self.graphs = graphs
+
+    def generate(self, seed: int) -> Graph:
+        return copy.deepcopy(self.graphs[seed % len(self.graphs)])
+
+
+def test_a_campaign_lists_bystanders_of_one_part_once(tmp_path: Path) -> None:
+    """Two tests whose divergence shows at a Neg and at an Abs, both made by the Tanh beside them:
+    one bug listed, under the Tanh; the other merged into it."""
+    cfg = CampaignConfig(tmp_path / "c", ["tests.fake_backends:EmptiesAll"], [REGISTRY["Relu"]], budget_seconds=240,
+                         max_tests=2, targeted=False, reduce_seconds=60)
+    c = Campaign(cfg)
+    c.gen = _Alternating([_apart_graph("Neg"), _apart_graph("Abs")])
+    c.run()
+    store = Store(tmp_path / "c")
+    try:
+        listed, merged = store.bugs(), store.bugs(merged=True)
+    finally:
+        store.close()
+    assert len(listed) == 1 and len(merged) == 1, [b["title"] for b in listed]
+    assert "Tanh" in listed[0]["title"] and "Neg" not in listed[0]["title"]

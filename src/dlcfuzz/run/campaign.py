@@ -633,10 +633,12 @@ class Campaign(Driver):
             result = reduce_case(case, self.cfg.reduce_seconds, pool=self.pool, verify=False)
             write_reduction(folder, result)
             reduced = 1
-            root = graph_root_cause(case.finding, result.graph, result.first_diverging)
-            if root:  # bugs at other operators with the same trigger are this one
-                with self.lock:
-                    self.store.merge_root(case.signature, root)
+            # bugs at other operators with the same trigger are this one; so are bugs whose reduction
+            # found them under one signature (a bug's own signature is its root where nothing else is)
+            root = (graph_root_cause(result.finding or case.finding, result.graph, result.first_diverging)
+                    or result.signed_as or case.signature)
+            with self.lock:
+                self.store.merge_root(case.signature, root, result.title)
         except ReduceError as e:  # e.g. the crash does not show again: the bundle keeps the original case
             (folder / "reduction-failed.txt").write_text(f"{e}\n")
             reduced = 0

@@ -128,6 +128,9 @@ def signature(f: Finding, producer_op: str = "", dtype: str = "", names: Iterabl
     elif f.details.get("culprit"):  # one pass's defect, at whichever operator it rewrote (run/culprit.py)
         _, kind, dtype_cls = divergence(f, producer_op, dtype)
         parts = [f.backend, "pass", f.details["culprit"], kind, dtype_cls]
+    elif f.details.get("beside"):  # shows at any operator beside the part that makes it (run/reduce.py)
+        _, kind, _ = divergence(f, producer_op, dtype)
+        parts = [f.backend, "beside", f.category, f.details["beside"], kind]
     else:  # the variants of one backend that diverge at the same operator the same way are one bug
         parts = [f.backend, "divergence", f.category, *divergence(f, producer_op, dtype)]
     return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:16]
@@ -219,7 +222,9 @@ def title(f: Finding, producer_op: str = "") -> str:
     if f.category == BASELINE:
         return f"{f.other} disagrees with {f.backend} {f.variant} and another compiler: {kind} mismatch{where}"[:200]
     who = f"{f.backend} {f.variant}" if f.oracle == METAMORPHIC else f.backend  # one bug spans the variants
-    cause = f", caused by pass {f.details['culprit']}" if f.details.get("culprit") else ""
+    cause = (f", caused by pass {f.details['culprit']}" if f.details.get("culprit")
+             else f", only beside {f.details['beside']} (which shares no value with it)" if f.details.get("beside")
+             else "")
     return f"{who} vs {f.other}: {kind} mismatch{where}{cause}"[:200]
 
 

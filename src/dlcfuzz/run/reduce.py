@@ -99,7 +99,7 @@ from dlcfuzz.oracle import (
 from dlcfuzz.oracle.compare import REDUCED_PRECISION
 from dlcfuzz.run.bugreport import write_report
 from dlcfuzz.run.culprit import blame
-from dlcfuzz.run.dedup import graph_signature, normalize
+from dlcfuzz.run.dedup import graph_signature, normalize, producer, title
 from dlcfuzz.run.localize import exposed, first_divergence, localize, rounded_outputs, single_outputs
 from dlcfuzz.run.worker import PhaseLimits, WorkerDied, WorkerPool
 from dlcfuzz.solve import Limits
@@ -160,6 +160,11 @@ class ReductionResult:
     budget_exhausted: bool = False
     validity: str = ""  # what candidates had to pass: "checker+ort", "checker" or "none" (disruptive)
     artifacts: dict[str, str | bytes] = field(default_factory=dict)  # the backend's files for the reduced model
+    # the divergence came from a part of the graph apart from the signed operator (``_Reducer.isolate``):
+    # its own signature and title, and the finding there
+    signed_as: str = ""
+    title: str = ""
+    finding: Finding | None = None
 
     def summary(self) -> dict[str, Any]:
         """What reduction.json holds."""
@@ -169,7 +174,8 @@ class ReductionResult:
                 "elements_before": self.elements_before, "elements_after": self.elements_after,
                 "seconds": round(self.seconds, 2), "candidates_tried": self.candidates_tried,
                 "first_diverging": self.first_diverging, "reproduced": self.reproduced, "stages": self.stages,
-                "budget_exhausted": self.budget_exhausted, "validity": self.validity}
+                "budget_exhausted": self.budget_exhausted, "validity": self.validity,
+                **({"signed_as": self.signed_as, "title": self.title} if self.signed_as else {})}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -376,6 +382,27 @@ def _without_outputs(src: Graph, feeds: dict[str, np.ndarray], keep: list[str], 
     return g, feeds
 
 
+def _parts(g: Graph) -> list[list[int]]:
+    """The node indices of each part of ``g`` that shares no intermediate value with another (graph
+    inputs shared between parts do not join them), in node order."""
+    made_by = {o: i for i, n in enumerate(g.nodes) for o in n.outputs}
+    root = list(range(len(g.nodes)))
+
+    def find(i: int) -> int:
+        while root[i] != i:
+            i = root[i]
+        return i
+
+    for i, n in enumerate(g.nodes):
+        for x in n.inputs:
+            if x in made_by:
+                root[find(i)] = find(made_by[x])
+    parts: dict[int, list[int]] = {}
+    for i in range(len(g.nodes)):
+        parts.setdefault(find(i), []).append(i)
+    return list(parts.values())
+
+
 # ---------------------------------------------------------------------------------------------
 # Types, inferred again with the operator specs (and ONNX shape inference)
 # ---------------------------------------------------------------------------------------------
@@ -559,6 +586,7 @@ class _Reducer:
         self.rng = np.random.default_rng(0)
         self.check_static = self.check_run = self.violation is None
         self.exhausted = False
+        self.beside = ""  # the operators a divergence needs beside it (``isolate``)
         self._start_backend()
 
     # -- set-up ----------------------------------------------------------------------------------
@@ -667,6 +695,8 @@ class _Reducer:
             blame(g, test, findings, {self.f.backend: outcomes}, {self.f.backend: self.backend}, self.pool.run,
                   self.tol)
         for f in findings:
+            if self.beside and f.diverges:
+                f.details["beside"] = self.beside
             if graph_signature(f, g) == self.sig:
                 return _Trial(True, "", f.output, baseline, outcomes, findings)
         return _Trial(False, "signature", -1, baseline, outcomes, findings)
@@ -993,6 +1023,60 @@ class _Reducer:
         tol = (self.tol | REDUCED_PRECISION) if pairs & self.reduced else self.tol
         return first_divergence(every, expected, actual.outputs or [], tol, feeds)
 
+    def _signed_node(self, g: Graph) -> int | None:
+        """The index of the node of ``g`` that the signature is at (the last accepted trial's)."""
+        last = self.last
+        for f in last.findings if last is not None else []:
+            if graph_signature(f, g) != self.sig:
+                continue
+            node = (f.details.get("first_diverging") or {}).get("node")
+            out = g.outputs[f.output] if 0 <= f.output < len(g.outputs) else None
+            return next((i for i, n in enumerate(g.nodes) if (node and n.name == node) or out in n.outputs), None)
+        return None
+
+    def isolate(self, g: Graph, feeds: dict[str, np.ndarray]
+                ) -> tuple[Graph, dict[str, np.ndarray], Finding | None]:
+        """A divergence can show at an operator that is not its cause: OpenVINO returns every output
+        of a dynamic model empty when one node fails, so a Neg beside a failing LRN "diverges" first.
+        When the reduced graph has parts that share no value and the signed operator's part alone
+        diverges nowhere, the divergence is another part's:
+
+        - the part that diverges alone (same oracle and variant) becomes the case, signed by its own
+          first diverging operator;
+        - where none does alone, the divergence needs the parts together: it is signed by the other
+          parts' operators (``details["beside"]``), whichever operator it shows at."""
+        f0 = self.f
+        if not f0.diverges or self.violation is not None:
+            return g, feeds, None
+        parts, signed = _parts(g), self._signed_node(g)
+        if len(parts) < 2 or signed is None:
+            return g, feeds, None
+        mine = next(p for p in parts if signed in p)
+        others = [p for p in parts if p is not mine]
+        alone = _subgraph(g, mine, feeds, {}, self.rng)
+        if alone is None or not self.time_left() or any(f.diverges for f in self.check(*alone).findings):
+            return g, feeds, None
+        for part in others:
+            cand = _subgraph(g, part, feeds, {}, self.rng)
+            if cand is None or not self.time_left():
+                continue
+            trial = self.check(*cand)
+            same = [f for f in trial.findings if f.diverges
+                    and (f.oracle, f.backend, f.variant) == (f0.oracle, f0.backend, f0.variant)]
+            if same:
+                self.sig, self.f, self.last = graph_signature(same[0], cand[0]), same[0], trial
+                self.history.append(cand)
+                self.progress(f"parts: the divergence is {'+'.join(n.op for n in cand[0].nodes)}'s")
+                return cand[0], cand[1], same[0]
+        self.beside = "+".join(sorted({g.nodes[i].op for p in others for i in p}))
+        moved = dataclasses.replace(f0, details={**f0.details, "beside": self.beside})
+        for f in self.last.findings if self.last is not None else []:
+            if graph_signature(f, g) == self.sig:
+                moved = dataclasses.replace(f, details={**f.details, "beside": self.beside})
+        self.sig, self.f = graph_signature(moved, g), moved
+        self.progress(f"parts: the divergence needs {self.beside} beside it")
+        return g, feeds, moved
+
     def downstream(self, g: Graph, feeds: dict[str, np.ndarray]) -> tuple[Graph, dict[str, np.ndarray]]:
         """Drops everything downstream of the first diverging operator the campaign located, which
         becomes the one output, and keeps that operator through the later stages."""
@@ -1031,6 +1115,7 @@ class _Reducer:
                 g, feeds = self.dtypes(g, feeds)
             if sum(self.stages.values()) == before or not self.time_left():
                 break
+        g, feeds, moved = self.isolate(g, feeds)
         # the reduced case must reproduce on its own, in a fresh worker
         self.progress(f"confirming the reduced case ({len(g.nodes)} nodes) in a fresh worker")
         final = self.check(g, feeds, fresh=True)
@@ -1043,7 +1128,9 @@ class _Reducer:
                     break
         self.progress(f"reduced to {len(g.nodes)} nodes; locating the first diverging operator")
         diverging = self.first_diverging(g, feeds) if reproduced else None
-        if diverging is None and reproduced and self.f.oracle in (DIFFERENTIAL, METAMORPHIC):
+        if moved is not None:  # where it was signed
+            diverging = moved.details.get("first_diverging") or diverging
+        elif diverging is None and reproduced and self.f.oracle in (DIFFERENTIAL, METAMORPHIC):
             diverging = self.first_diverging(g0, feeds0)
         outcome = final.outcomes.get(self.f.variant)
         return ReductionResult(
@@ -1056,7 +1143,9 @@ class _Reducer:
             seconds=time.monotonic() - self.start, candidates_tried=self.tried, first_diverging=diverging,
             reproduced=reproduced, stages=dict(self.stages), budget_exhausted=self.exhausted,
             validity="checker+ort" if self.check_run else "checker" if self.check_static else "none",
-            artifacts=dict(outcome.artifacts) if outcome is not None else {})
+            artifacts=dict(outcome.artifacts) if outcome is not None else {},
+            signed_as=self.sig if moved else "", finding=moved,
+            title=title(moved, producer(g, moved.output)[0]) if moved else "")
 
 
 _OMIT = object()  # an attribute candidate: omit it (the operator's default)

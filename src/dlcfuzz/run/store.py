@@ -145,13 +145,16 @@ class Store:
             db.execute("ROLLBACK")
             raise
 
-    def merge_root(self, signature: str, root: str) -> None:
-        """Records a bug's root cause (``dedup.root_cause`` of its reduced case): of the bugs with one
-        root, the first found is listed and the others point to it (``same_as``)."""
+    def merge_root(self, signature: str, root: str, title: str = "") -> None:
+        """Records a bug's root cause (``dedup.root_cause`` of its reduced case, or the signature its
+        reduction found it under): of the bugs with one root, the first found is listed and the others
+        point to it (``same_as``). ``title``: the bug's title under that root, where it changed."""
         db = self.db
         db.execute("BEGIN IMMEDIATE")
         try:
             db.execute("UPDATE bugs SET root = ? WHERE signature = ?", (root, signature))
+            if title:
+                db.execute("UPDATE bugs SET title = ? WHERE signature = ?", (title, signature))
             first = db.execute("SELECT signature FROM bugs WHERE root = ? ORDER BY first_seen LIMIT 1",
                                (root,)).fetchone()[0]
             db.execute("UPDATE bugs SET same_as = CASE WHEN signature = ? THEN '' ELSE ? END WHERE root = ?",
