@@ -15,6 +15,7 @@ from dlcfuzz.backends.base import Test
 from dlcfuzz.backends.openvino import OpenVinoBackend
 from dlcfuzz.export.onnx import to_onnx
 from dlcfuzz.ir.hints import feed_array
+from dlcfuzz.oracle.unsupported import is_unsupported
 from dlcfuzz.spec import REGISTRY
 from tests.helpers import SAFE_OPS, assert_repro_replays, make_model, ort_generator, run_variants
 
@@ -97,3 +98,36 @@ def test_compiler_errors_are_not_caught() -> None:
 def test_repro_source_replays_the_variant(tmp_path, variant: str) -> None:
     v = next(x for x in BE.variants() if x.name == variant)
     assert_repro_replays(BE, v, tmp_path)
+
+
+def _error(call) -> Exception:
+    with pytest.raises(Exception) as info:
+        call()
+    return info.value
+
+
+def test_stated_limits_of_the_cpu_plugin_are_declines() -> None:
+    """Two limits OpenVINO states in its own words, seen in campaigns, are declines:
+    - a per-axis QuantizeLinear compiles static, and the dynamic model's FakeQuantize "doesn't support non
+      per-tensor quantization";
+    - a column-major MaxPool (storage_order=1) "is supported only for inputs with static rank" (after a
+      LayerNormalization's Mean output, whose rank the frontend leaves unknown)."""
+    variants = {v.name: v for v in BE.variants()}
+    quantize = make_model([helper.make_node("QuantizeLinear", ["x", "s", "z"], ["y"], axis=-2)],
+                          [("x", TensorProto.FLOAT, [1, 1, 5, 1])], [("y", TensorProto.UINT8, [1, 1, 5, 1])],
+                          inits=[("s", np.array([0.4, 0.1, 0.9, 0.3, 0.2], np.float32)),
+                                 ("z", np.array([45, 87, 250, 159, 154], np.uint8))])
+    BE.compile(BE.load(Test(quantize, "", {})), variants["f32"])
+    e = _error(lambda: BE.compile(BE.load(Test(quantize, "", {})), variants["f32-dynamic"]))
+    assert "doesn't support non per-tensor quantization" in str(e)
+    assert is_unsupported("openvino", "compile", type(e).__name__, str(e))
+    pool = make_model([helper.make_node("LayerNormalization", ["x", "g"], ["y", "mean", "inv"]),
+                       helper.make_node("MaxPool", ["mean"], ["p", "i"], kernel_shape=[1, 1, 1], storage_order=1)],
+                      [("x", TensorProto.FLOAT, [1, 1, 1, 1, 2])], [("p", TensorProto.FLOAT, [1, 1, 1, 1, 1])],
+                      inits=[("g", np.array([[[-1.3]]], np.float32))])
+    e = _error(lambda: BE.load(Test(pool, "", {})))
+    assert "supported only for inputs with static rank" in str(e)
+    assert is_unsupported("openvino", "import", type(e).__name__, str(e))
+    # a check that fails without saying it is a limit stays a bug
+    assert not is_unsupported("openvino", "compile", "RuntimeError",
+                              "ROIAlign node with name 'r' has invalid shape on 1 input: [0,4]")
