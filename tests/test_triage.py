@@ -296,3 +296,37 @@ def test_an_operator_version_newer_than_orts_schemas_is_a_decline() -> None:
         make_session(model.SerializeToString(), "ORT_DISABLE_ALL", ["CPUExecutionProvider"])
     assert is_unsupported("ort", "compile", type(e.value).__name__, str(e.value)), str(e.value)
 
+
+
+def test_localizing_on_a_variant_that_computes_float64_in_float32_uses_float32_tolerance() -> None:
+    """Real OpenVINO on float64 (x - 1) * 1e5 with x = 1.000001234: the Sub's float32 rounding (4e-8, within
+    float32's tolerance) grows to 4e-3 through the Mul. The divergence starts at the Mul, which only
+    amplified its input's rounding: noise, not a Sub bug of OpenVINO's."""
+    pytest.importorskip("openvino", reason="openvino is not installed (pip install openvino)")
+    from dlcfuzz.backends.base import Test
+    from dlcfuzz.export.onnx import to_bytes
+    from dlcfuzz.ir import INPUT_KIND, NODE_KIND, Graph, Node, TensorType, Value
+    from dlcfuzz.oracle import NOISE
+    from dlcfuzz.run.localize import localize
+    from dlcfuzz.run.worker import PhaseLimits, WorkerPool
+
+    g = Graph()
+    t = TensorType((2,), "float64")
+    for name, kind in (("x", INPUT_KIND), ("c", INPUT_KIND), ("k", INPUT_KIND), ("d", NODE_KIND), ("y", NODE_KIND)):
+        g.add_value(Value(name, t, kind))
+    g.add_node(Node("Sub", ["x", "c"], ["d"], {}, "n0"))
+    g.add_node(Node("Mul", ["d", "k"], ["y"], {}, "n1"))
+    g.outputs = ["y"]
+    feeds = {"x": np.array([1.000001234, 2.0]), "c": np.array([1.0, 1.0]), "k": np.array([1e5, 1.0])}
+    test = Test(to_bytes(g), g.to_json(), feeds)
+    in_float32 = {("openvino", "f32")}
+    pool = WorkerPool(PhaseLimits())
+    try:
+        baseline = pool.run("reference", test, ["default"])["default"].outputs
+        outcomes = {"openvino": pool.run("openvino", test, ["f32"])}
+        for where, category, trusted in (("Mul", NOISE, in_float32), ("Sub", COMPILER, set())):
+            f, = judge(outcomes, baseline, baseline_name="reference/default", in_float32=in_float32).findings
+            localize(g, test, [f], pool.run, ("reference", "default"), None, set(), trusted)
+            assert f.details["first_diverging"]["op"] == where and f.category == category, f.details
+    finally:
+        pool.close()

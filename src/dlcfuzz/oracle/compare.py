@@ -35,6 +35,19 @@ REDUCED_PRECISION: dict[str, tuple[float, float]] = {
 }
 
 
+def pair_tolerances(tolerances: dict[str, tuple[float, float]] | None, pair: Collection[tuple[str, str]],
+                    reduced: Collection[tuple[str, str]] = (),
+                    in_float32: Collection[tuple[str, str]] = ()) -> dict[str, tuple[float, float]]:
+    """The tolerances for comparing the (backend, variant)s of ``pair``: ``REDUCED_PRECISION`` if one
+    computes in reduced precision on purpose; float32's for float64 if one computes float64 in float32."""
+    tol = TOLERANCES | (tolerances or {})
+    if set(pair) & set(reduced):
+        tol |= REDUCED_PRECISION
+    if set(pair) & set(in_float32):
+        tol["float64"] = tol["float32"]
+    return tol
+
+
 @dataclass
 class Mismatch:
     output: int

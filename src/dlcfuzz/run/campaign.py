@@ -342,7 +342,8 @@ class Tester:
             compiler_s += more_s
             verdict = judged()
         verdict.unsupported += declined  # a baseline that cannot run the model is no compiler's bug
-        localize(graph, test, verdict.findings, self.pool.run, judge_by, self.cfg.tolerances, self.reduced)
+        localize(graph, test, verdict.findings, self.pool.run, judge_by, self.cfg.tolerances, self.reduced,
+                 self.in_float32)
         blame(graph, test, verdict.findings, outcomes, self.backends, self.pool.run, self.cfg.tolerances)
         verdict.findings += late
         return Evaluation(outcomes, verdict, outputs, baseline_name, finite, compiler_s, time.perf_counter() - t0)

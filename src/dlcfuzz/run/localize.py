@@ -27,7 +27,7 @@ from dlcfuzz.backends.base import OK, Outcome, Test
 from dlcfuzz.export.onnx import to_bytes
 from dlcfuzz.ir import Graph, Node, Value
 from dlcfuzz.oracle import DIFFERENTIAL, NOISE, UNDEFINED, Finding
-from dlcfuzz.oracle.compare import REDUCED_PRECISION, compare
+from dlcfuzz.oracle.compare import compare, pair_tolerances
 from dlcfuzz.spec import expand
 
 # Operators whose outputs jump under an arbitrarily small change of a float input (comparisons, signs,
@@ -162,9 +162,10 @@ def overflows(g: Graph, output: str, inputs: dict[str, np.ndarray], computed: di
 
 def localize(graph: Graph, test: Test, findings: list[Finding], run: Runner, baseline: tuple[str, str] | None,
              tolerances: dict[str, tuple[float, float]] | None = None,
-             reduced: Collection[tuple[str, str]] = ()) -> None:
+             reduced: Collection[tuple[str, str]] = (), in_float32: Collection[tuple[str, str]] = ()) -> None:
     """Sets ``details["first_diverging"]`` of each value finding in ``findings`` that can be located.
-    ``baseline``: the (backend, variant) whose outputs differential findings were judged against."""
+    ``baseline``: the (backend, variant) whose outputs differential findings were judged against;
+    ``reduced``, ``in_float32``: as ``judge`` takes them."""
     todo = [f for f in findings if f.diverges]
     if not todo or len(graph.nodes) < 2:  # one node: the divergence can only start there
         for f in todo:
@@ -191,14 +192,14 @@ def localize(graph: Graph, test: Test, findings: list[Finding], run: Runner, bas
         o = got.get(backend, {}).get(variant)
         return o.outputs if o is not None and o.status == OK else None
 
-    loose = (tolerances or {}) | REDUCED_PRECISION
     for f in todo:
         expected = outputs(*baseline) if f.oracle == DIFFERENTIAL and baseline else outputs(f.backend, f.other)
         actual = outputs(f.backend, f.variant)
         if expected is None or actual is None:
             continue
         pair = {(f.backend, f.variant), (f.backend, f.other)}
-        first = first_divergence(g, expected, actual, loose if pair & set(reduced) else tolerances, test.inputs)
+        first = first_divergence(g, expected, actual, pair_tolerances(tolerances, pair, reduced, in_float32),
+                                 test.inputs)
         if first is not None:
             _found(f, first, g, test, dict(zip(g.outputs, expected, strict=True)))
 

@@ -96,7 +96,7 @@ from dlcfuzz.oracle import (
     judge,
     judge_invalid,
 )
-from dlcfuzz.oracle.compare import REDUCED_PRECISION
+from dlcfuzz.oracle.compare import pair_tolerances
 from dlcfuzz.run.bugreport import write_report
 from dlcfuzz.run.culprit import blame
 from dlcfuzz.run.dedup import graph_signature, normalize, producer, title
@@ -605,6 +605,7 @@ class _Reducer:
             raise ReduceError(f"bug {self.sig}: {str(e).splitlines()[0]}") from None
         order = [n for n, _ in variants]
         self.reduced = {(f.backend, n) for n, o in variants if o.get("reduced_precision")}
+        self.in_float32 = {(f.backend, n) for n, o in variants if o.get("float64_in_float32")}
         self.uncompiled = {(f.backend, n) for n, o in variants if o.get("uncompiled")}
         wanted = {f.variant}
         if f.oracle in (METAMORPHIC,) or (f.oracle == DISRUPTIVE and f.kind == INCONSISTENT):
@@ -686,12 +687,12 @@ class _Reducer:
             verdict = judge_invalid({self.f.backend: outcomes}, self.violation, confirmed, self.tol, self.reduced)
         else:
             verdict = judge({self.f.backend: outcomes}, baseline, self.tol, self.reduced, self.uncompiled,
-                            self.f.other, rounded_outputs(g), single=single_outputs(g))
+                            self.f.other, rounded_outputs(g), single=single_outputs(g), in_float32=self.in_float32)
         findings = verdict.findings + late
         if any(f.diverges and graph_signature(f, g) != self.sig for f in findings):
             # where the divergence starts, as the campaign signed it (only needed while the diverging
             # node is not yet the producer of the differing output)
-            localize(g, test, findings, self.pool.run, judged_by, self.tol, self.reduced)
+            localize(g, test, findings, self.pool.run, judged_by, self.tol, self.reduced, self.in_float32)
             blame(g, test, findings, {self.f.backend: outcomes}, {self.f.backend: self.backend}, self.pool.run,
                   self.tol)
         for f in findings:
@@ -1019,8 +1020,7 @@ class _Reducer:
             expected = other.outputs if other is not None and other.status == OK else None
         if expected is None:
             return None
-        pairs = {(f.backend, f.variant), (f.backend, f.other)}
-        tol = (self.tol | REDUCED_PRECISION) if pairs & self.reduced else self.tol
+        tol = pair_tolerances(self.tol, {(f.backend, f.variant), (f.backend, f.other)}, self.reduced, self.in_float32)
         return first_divergence(every, expected, actual.outputs or [], tol, feeds)
 
     def _signed_node(self, g: Graph) -> int | None:
@@ -1031,7 +1031,7 @@ class _Reducer:
                 continue
             node = (f.details.get("first_diverging") or {}).get("node")
             out = g.outputs[f.output] if 0 <= f.output < len(g.outputs) else None
-            return next((i for i, n in enumerate(g.nodes) if (node and n.name == node) or out in n.outputs), None)
+            return next((i for i, n in enumerate(g.nodes) if (n.name == node if node else out in n.outputs)), None)
         return None
 
     def isolate(self, g: Graph, feeds: dict[str, np.ndarray]
