@@ -415,3 +415,19 @@ class EmptiesBeside(EmptiesAll):
 
     name = "emptiesbeside"
     spares_tanh = True
+
+
+class Corrupted(OrtBackend):
+    """ORT whose process dies (a real SIGSEGV) of what it ran before: compiling a model with Neg after
+    one with Abs (an earlier test's corruption: no model alone repeats it), and compiling a model with
+    Sin for the second time (a model that breaks its own process on a later run)."""
+
+    name = "corrupted"
+    seen: list[bytes] = []  # the models this process compiled
+
+    def compile(self, imported: bytes, variant: Variant):
+        earlier, _ = list(Corrupted.seen), Corrupted.seen.append(imported)
+        if (b"Neg" in imported and any(b"Abs" in m for m in earlier)) or (
+                b"Sin" in imported and any(m == imported for m in earlier)):
+            os.kill(os.getpid(), signal.SIGSEGV)
+        return super().compile(imported, variant)

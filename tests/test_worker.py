@@ -101,3 +101,25 @@ def test_workers_that_come_and_go_leave_no_descriptor_open() -> None:
         assert open_fds() <= before, (before, open_fds())
     finally:
         pool.close()
+
+
+def test_a_crash_is_confirmed_by_the_model_alone_run_again_in_a_fresh_worker() -> None:
+    """Corrupted dies on a Neg model after an Abs model (what an earlier test did: a fresh worker running
+    the Neg model alone never dies, so the crash is unconfirmed, counted apart from the compiler's bugs),
+    and on a Sin model's second run (confirmed: a fresh worker dies too once it runs the model again)."""
+    from dlcfuzz.oracle import UNCONFIRMED
+    from dlcfuzz.run.campaign import run_confirmed
+
+    backend = "tests.fake_backends:Corrupted"
+    pool = WorkerPool(PhaseLimits())
+    try:
+        assert pool.run(backend, make_test(["Abs"]), ["basic"])["basic"].status == OK
+        got, late, _ = run_confirmed(pool, backend, make_test(["Neg"]), ["basic"])
+        assert got["basic"].status == OK
+        assert [(f.kind, f.category) for f in late] == [("unconfirmed", UNCONFIRMED)]
+        sin = make_test(["Sin"])
+        assert pool.run(backend, sin, ["basic"])["basic"].status == OK  # its first run
+        got, late, _ = run_confirmed(pool, backend, sin, ["basic"])
+        assert got["basic"].status == CRASH and not late
+    finally:
+        pool.close()

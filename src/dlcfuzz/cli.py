@@ -660,6 +660,7 @@ def bug_summary(folder: Path) -> str:
             f"baseline issues: {other.get('baseline', 0)}; "
             f"exporter issues: {other.get('exporter', 0)}; rounding noise: {other.get('noise', 0)}; "
             f"undefined behaviour (e.g. integer overflow): {other.get('undefined', 0)}; "
+            f"crashes a fresh process did not repeat: {other.get('unconfirmed', 0)}; "
             f"declines (unsupported, not bugs): {declines}")
 
 
@@ -667,8 +668,7 @@ def cmd_bugs(args: argparse.Namespace) -> int:
     folder = Path(args.campaign)
     if args.unclassified:
         return _unclassified(folder)
-    category = ("baseline" if args.baseline else "exporter" if args.exporter else "noise" if args.noise
-                else "compiler")
+    category = next((c for c in ("baseline", "exporter", "noise", "unconfirmed") if getattr(args, c)), "compiler")
     store = _open_store(folder)
     try:
         bugs = store.bugs(category)
@@ -941,6 +941,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="list dlcfuzz's exporter issues instead (e.g. eager torch against the baseline)")
     which.add_argument("--noise", action="store_true",
                        help="list the rounding noise instead: ties that a comparison or rounding broke the other way")
+    which.add_argument("--unconfirmed", action="store_true",
+                       help="list the crashes a fresh process running the model alone did not repeat instead")
     which.add_argument("--unclassified", action="store_true",
                        help="errors no unsupported rule matched, by frequency (to review the decline rules)")
     b.set_defaults(func=cmd_bugs)

@@ -20,7 +20,9 @@ compiler team's bugs:
   Inductor bug is compiled vs eager;
 - ``NOISE``: rounding, not a bug: a comparison or rounding operator whose inputs already differed
   within tolerance broke a tie the other way (set where the divergence is located, ``run/localize.py``);
-- ``UNDEFINED``: the divergence starts where ONNX leaves the result undefined (integer overflow).
+- ``UNDEFINED``: the divergence starts where ONNX leaves the result undefined (integer overflow);
+- ``UNCONFIRMED``: a crash that a fresh process running the model alone (several times) did not
+  repeat: what an earlier test corrupted, with no model that reproduces it (``run_confirmed``).
 - metamorphic pairing: a variant whose options name another in ``compare_with`` is compared with
   that one (e.g. cuda-inductor with cuda-eager: Inductor's GPU code alone; cuda-eager with eager: the
   cross-device oracle).  When that variant ran and failed, there is nothing to compare with; when it
@@ -51,7 +53,8 @@ CRASH, DIFFERENTIAL, METAMORPHIC, DISRUPTIVE = "crash", "differential", "metamor
 INCONSISTENT = "inconsistent"  # an invalid model accepted, with outputs its variants disagree on
 # whose fault a finding is: the compiler's (listed as its bug), the baseline's, or dlcfuzz's exporter's
 COMPILER, BASELINE, EXPORTER, NOISE, UNDEFINED = "compiler", "baseline", "exporter", "noise", "undefined"
-CATEGORIES = (COMPILER, BASELINE, EXPORTER, NOISE, UNDEFINED)
+UNCONFIRMED = "unconfirmed"  # a process death that a fresh process, running the model alone, did not repeat
+CATEGORIES = (COMPILER, BASELINE, EXPORTER, NOISE, UNDEFINED, UNCONFIRMED)
 VALUE_KINDS = ("value", "shape", "dtype")
 
 
@@ -75,6 +78,12 @@ class Finding:
     def diverges(self) -> bool:
         """A value, shape or dtype divergence between outputs (not a crash, not a disruptive finding)."""
         return self.oracle in (DIFFERENTIAL, METAMORPHIC) and self.kind in VALUE_KINDS
+
+
+def unconfirmed(backend: str, variant: str, o: Outcome) -> Finding:
+    """A crash that a fresh worker did not repeat: no model reproduces it, so it is counted apart."""
+    return Finding(CRASH, "unconfirmed", backend, variant, o.phase, f"{o.message}; not reproduced in a fresh process",
+                   o.error_type, o.traceback, category=UNCONFIRMED)
 
 
 @dataclass
@@ -263,6 +272,7 @@ __all__ = [
     "INCONSISTENT",
     "METAMORPHIC",
     "NOISE",
+    "UNCONFIRMED",
     "UNDEFINED",
     "Finding",
     "Verdict",
@@ -272,4 +282,5 @@ __all__ = [
     "judge",
     "judge_invalid",
     "judge_migrated",
+    "unconfirmed",
 ]

@@ -183,7 +183,8 @@ def _badges(b: BugRow) -> str:
         what = " · ".join(str(b.known[k]) for k in ("title", "link", "note") if b.known.get(k))
         out.append(f'<span class="badge known" title="{escape(what)}">known upstream</span>')
     why = {"baseline": "other compilers agree against the baseline", "exporter": "dlcfuzz's own exporter",
-           "noise": "rounding: a tie broken the other way", "undefined": "ONNX leaves the result undefined"}
+           "noise": "rounding: a tie broken the other way", "undefined": "ONNX leaves the result undefined",
+           "unconfirmed": "a fresh process running the model alone did not repeat the crash"}
     if b.category in why:
         out.append(f'<span class="badge suspect" title="{escape(why[b.category])}">{escape(b.category)} issue</span>')
     return "".join(out)

@@ -36,17 +36,15 @@ from dlcfuzz.gen.opsets import OpsetMix
 from dlcfuzz.ir import Graph
 from dlcfuzz.ir.hints import feed_array
 from dlcfuzz.oracle import (
-    BASELINE,
-    NOISE,
-    UNDEFINED,
+    COMPILER,
     Finding,
     Verdict,
     all_finite,
     compare_targets,
     judge,
     judge_invalid,
+    unconfirmed,
 )
-from dlcfuzz.oracle import CRASH as ORACLE_CRASH
 from dlcfuzz.oracle.unsupported import is_unsupported
 from dlcfuzz.run.allocate import Allocator
 from dlcfuzz.run.bundle import write_bundle
@@ -57,7 +55,7 @@ from dlcfuzz.run.localize import localize, rounded_outputs, single_outputs
 from dlcfuzz.run.profile import DECLINED, Both, SupportProfile, find_profile, save_profile, test_status
 from dlcfuzz.run.reduce import Case, ReduceError, reduce_case, write_reduction
 from dlcfuzz.run.store import Store, TestRecord
-from dlcfuzz.run.worker import PhaseLimits, WorkerDied, WorkerPool
+from dlcfuzz.run.worker import CONFIRM_RUNS, PhaseLimits, WorkerDied, WorkerPool
 from dlcfuzz.seeds import derive_seed
 from dlcfuzz.solve import Admission, Limits
 from dlcfuzz.spec import OpSpec
@@ -581,8 +579,8 @@ class Campaign(Driver):
                              src.artifacts if src is not None else None)
                 new_bugs.append((sig, f.oracle, f.kind, f.backend, f.variant, f.phase, head,
                                  f.category, str(folder.relative_to(cfg.out))))
-                # baseline issues (which need other compilers to show) and noise are no compiler's to reduce
-                if cfg.reduce_seconds and f.kind != "unconfirmed" and f.category not in (BASELINE, NOISE, UNDEFINED):
+                # baseline issues (which need other compilers to show), noise and the like are no compiler's to reduce
+                if cfg.reduce_seconds and f.category == COMPILER:
                     to_reduce.append((folder, Case(graph, test.inputs, f, sig, cfg.tolerances)))
         with self.lock:
             self.store.commit(record, outcome_rows(outcomes), rows, new_bugs, ex.covered)
@@ -719,20 +717,19 @@ def run_in_threads(ids: Iterable[int], run_one: Callable[[int], None], jobs: int
 
 def run_confirmed(pool: WorkerPool, name: str, test: Test, variants: list[str],
                   ) -> tuple[dict[str, Outcome], list[Finding], float]:
-    """One backend's outcomes on ``test``; a crash is judged again in a fresh worker, because a
-    process can die of what an earlier test corrupted.  Returns (outcomes, crashes that the fresh
-    worker did not reproduce, seconds inside the compiler)."""
+    """One backend's outcomes on ``test``; a crash is judged again in a fresh worker (up to
+    ``CONFIRM_RUNS`` runs there, as the bug's repro.py tries), because a process can die of what an
+    earlier test corrupted.  Returns (outcomes, crashes that the fresh worker did not reproduce,
+    seconds inside the compiler)."""
     got = pool.run(name, test, variants)
     seconds = sum(sum(o.seconds.values()) for o in got.values())
     crashed = [(v, o) for v, o in got.items() if o.status == CRASH]
     late: list[Finding] = []
     if crashed:
-        got = pool.run(name, test, variants, fresh=True)
+        got = pool.run(name, test, variants, fresh=True, runs=CONFIRM_RUNS)
         seconds += sum(sum(o.seconds.values()) for o in got.values())
         if not any(o.status == CRASH for o in got.values()):
-            v, o = crashed[0]
-            late.append(Finding(ORACLE_CRASH, "unconfirmed", name, v, o.phase,
-                                f"{o.message}; not reproduced in a fresh process", o.error_type, o.traceback))
+            late.append(unconfirmed(name, *crashed[0]))
     return got, late, seconds
 
 

@@ -95,13 +95,14 @@ from dlcfuzz.oracle import (
     all_finite,
     judge,
     judge_invalid,
+    unconfirmed,
 )
 from dlcfuzz.oracle.compare import pair_tolerances
 from dlcfuzz.run.bugreport import write_report
 from dlcfuzz.run.culprit import blame
 from dlcfuzz.run.dedup import graph_signature, normalize, producer, title
 from dlcfuzz.run.localize import exposed, first_divergence, localize, rounded_outputs, single_outputs
-from dlcfuzz.run.worker import PhaseLimits, WorkerDied, WorkerPool
+from dlcfuzz.run.worker import CONFIRM_RUNS, PhaseLimits, WorkerDied, WorkerPool
 from dlcfuzz.solve import Limits
 from dlcfuzz.solve.types import input_type_vars
 from dlcfuzz.spec import REGISTRY
@@ -626,15 +627,14 @@ class _Reducer:
     def _run_backend(self, test: Test, fresh: bool) -> tuple[dict[str, Outcome], list[Finding]]:
         """The backend's outcomes; a crash is judged again in a fresh worker, as the campaign does."""
         name = self.f.backend
-        got = self.pool.run(name, test, self.variants, fresh=fresh)
+        runs = CONFIRM_RUNS if self.f.oracle == ORACLE_CRASH else 1  # a value finding is one run's outputs
+        got = self.pool.run(name, test, self.variants, fresh=fresh, runs=runs)
         crashed = [(v, o) for v, o in got.items() if o.status == CRASH]
         late: list[Finding] = []
         if crashed and not fresh:
-            got = self.pool.run(name, test, self.variants, fresh=True)
+            got = self.pool.run(name, test, self.variants, fresh=True, runs=CONFIRM_RUNS)
             if not any(o.status == CRASH for o in got.values()):
-                v, o = crashed[0]
-                late.append(Finding(ORACLE_CRASH, "unconfirmed", name, v, o.phase,
-                                    f"{o.message}; not reproduced in a fresh process", o.error_type, o.traceback))
+                late.append(unconfirmed(name, *crashed[0]))
         return got, late
 
     def _baseline(self, g: Graph, test: Test, ort: Outcome | None

@@ -355,6 +355,9 @@ class Worker:
         self.log_path.unlink(missing_ok=True)
 
 
+CONFIRM_RUNS = 3  # runs of a crashed test in a fresh worker before the crash counts as unconfirmed
+
+
 class WorkerPool:
     """Persistent workers per backend, replaced when they die and recycled every ``recycle`` tests."""
 
@@ -387,14 +390,22 @@ class WorkerPool:
             with self._lock:
                 self.idle.setdefault(w.backend, []).append(w)
 
-    def run(self, backend: str, test: Test, variants: list[str], fresh: bool = False) -> dict[str, Outcome]:
-        """Outcomes of ``test`` on ``backend``; ``fresh`` uses a new worker, untouched by earlier tests."""
+    def run(self, backend: str, test: Test, variants: list[str], fresh: bool = False,
+            runs: int = 1) -> dict[str, Outcome]:
+        """Outcomes of ``test`` on ``backend``; ``fresh`` uses a new worker, untouched by earlier tests,
+        which runs the test up to ``runs`` times, until one crashes (a model can break its own process
+        on a later run: OpenVINO's dynamic LRN of one channel returns an empty output, then dies)."""
         try:
             w = Worker(backend, self.limits, self.log_dir, self.frontend_coverage) if fresh else self.acquire(backend)
         except WorkerDied as e:
             return dict.fromkeys(variants, Outcome(CRASH, START, error_type="WorkerDied", message=str(e)[:2000]))
         try:
-            return w.execute(test, variants)
+            got = w.execute(test, variants)
+            for _ in range(runs - 1 if fresh else 0):
+                if any(o.status == CRASH for o in got.values()):
+                    break
+                got = w.execute(test, variants)
+            return got
         finally:
             # a fresh worker is used once: pooled, every fresh run (a reduction's last check) kept one more child
             self.release(w, keep=not fresh)
