@@ -365,3 +365,23 @@ def test_reductions_over_an_empty_axis_have_one_root_cause() -> None:
     assert root_cause(tvm, "ReduceMax", 18, {"keepdims": 1}, full) == ""
     assert root_cause(replace(tvm, backend="openvino"), "ReduceMax", 18, {}, empty) not in ("", keys["ReduceMax"])
     assert root_cause(tvm, "Add", 18, {}, empty) != root_cause(tvm, "Mul", 18, {}, empty)
+
+
+def test_flags_and_the_attribute_form_of_a_later_input_are_triggers() -> None:
+    """Two OpenVINO 2026.4 defects a 30-minute campaign listed several times each, checked on OpenVINO by
+    hand: before opset 18 it ignores ReduceL1's, ReduceLogSum's and ReduceLogSumExp's ``axes`` attribute
+    (they reduce every axis; opset 18 moved axes to an input), and it reduces where
+    noop_with_empty_axes=1 asks for the identity.  Each is one root cause across the Reduce* family."""
+    ov = Finding(DIFFERENTIAL, "shape", "openvino", "f32", "run", "")
+    axes_form = {root_cause(ov, "ReduceL1", 16, {"axes": [2]}, [[1, 2, 1]]),
+                 root_cause(ov, "ReduceLogSum", 13, {"axes": [1]}, [[2, 1]]),
+                 root_cause(ov, "ReduceLogSumExp", 14, {"axes": [3], "keepdims": 1}, [[1, 1, 2, 1]])}
+    assert len(axes_form) == 1 and "" not in axes_form
+    assert root_cause(ov, "ReduceL1", 18, {}, [[1, 2, 1]]) == ""  # axes is an input there: no attribute form
+    value = replace(ov, kind="value")
+    noop = {root_cause(value, "ReduceL1", 18, {"keepdims": 1, "noop_with_empty_axes": 1}, [[1, 2]]),
+            root_cause(value, "ReduceLogSum", 19, {"noop_with_empty_axes": 1}, [[1, 1, 1]])}
+    assert len(noop) == 1 and "" not in noop
+    assert root_cause(value, "ReduceL1", 18, {"keepdims": 0}, [[1, 2]]) not in ("", *noop)
+    # numbers that are not flags are no trigger: Conv's group, a MaxPool kernel
+    assert root_cause(value, "Conv", 17, {"group": 2, "kernel_shape": [3, 3]}, [[1, 2, 4, 4]]) == ""

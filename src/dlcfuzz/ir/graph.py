@@ -15,6 +15,9 @@ from dlcfuzz.ir.dtypes import DTYPES, np_dtype
 COMPUTES_IN_FLOAT = frozenset({"BlackmanWindow", "HannWindow", "HammingWindow"})
 # operators whose float attributes enter integer data: Shrink's bias (x - 0.633 in uint32 rounds either way)
 FLOAT_ATTRIBUTES = frozenset({"Shrink"})
+# operators whose integer result is real math (a square root, a mean) brought back
+# to an integer in a way the spec does not state: the reference truncates, a compiler may round
+ROUNDS_REAL_RESULTS = frozenset({"ReduceL2", "ReduceMean"})
 
 
 # Operator names: ONNX's own operators (the default domain) go by their type ("Relu"); an operator of
@@ -142,12 +145,14 @@ class Graph:
     def rounded_from_floats(self) -> set[str]:
         """Integer values computed from float math (a float value upstream, or an operator that
         computes in float: ONNX's window functions compute the window, then cast it to
-        ``output_datatype``; Shrink subtracts a float bias): one ulp of float difference upstream can
+        ``output_datatype``; Shrink subtracts a float bias; ReduceL2 of integers is a real number
+        brought back to an integer): one ulp of float difference upstream, or another rounding, can
         move them by one unit."""
         floaty = {n for n, v in self.values.items() if v.type.dtype.startswith("float")}
         out: set[str] = set()
         for n in self.toposort():
-            if n.op in COMPUTES_IN_FLOAT | FLOAT_ATTRIBUTES or any(x in floaty or x in out for x in n.inputs if x):
+            if n.op in COMPUTES_IN_FLOAT | FLOAT_ATTRIBUTES | ROUNDS_REAL_RESULTS or any(
+                    x in floaty or x in out for x in n.inputs if x):
                 out.update(o for o in n.outputs if o in self.values and not self.values[o].type.dtype.startswith(
                     ("float", "bool")))
         return out

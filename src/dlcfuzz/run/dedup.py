@@ -136,6 +136,17 @@ def signature(f: Finding, producer_op: str = "", dtype: str = "", names: Iterabl
     return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:16]
 
 
+def _later_inputs(op: str) -> set[str]:
+    """The input names of an operator's latest ONNX version (attributes of older versions by those names
+    moved there: Reduce*'s axes, Split's split, Pad's pads)."""
+    from onnx import defs
+
+    try:
+        return {i.name for i in defs.get_schema(op).inputs}
+    except defs.SchemaError:
+        return set()
+
+
 def _schema_attributes(op: str, opset: int) -> tuple[tuple[str, ...], dict[str, object]]:
     """(the names of an operator's attributes, their defaults) by its ONNX schema; (op,), {} if unknown."""
     import onnx
@@ -152,10 +163,14 @@ def _schema_attributes(op: str, opset: int) -> tuple[tuple[str, ...], dict[str, 
 
 def root_cause(f: Finding, op: str, opset: int, attrs: dict, shapes: Iterable[Iterable[int | None]]) -> str:
     """One root cause across operators, for a value divergence at a single operator (a reduced case's
-    first diverging node, or a migrated single-operator test) with a trigger:
+    first diverging node, or a migrated single-operator test) with a trigger (the reduction keeps only
+    the attributes the divergence needs):
 
-    - a mode: a string attribute off its ONNX default, such as auto_pad=SAME_UPPER (the reduction
-      keeps only the attributes the divergence needs);
+    - a mode: a string attribute off its ONNX default, such as auto_pad=SAME_UPPER;
+    - a flag off its default: an integer attribute whose default and value are 0 or 1, such as
+      noop_with_empty_axes=1;
+    - the attribute form of what later versions take as an input (Reduce*'s axes before opset 18):
+      a converter reads that form in its own code;
     - an empty input (a zero-length axis): the reduction over an empty set, whose result the spec
       defines by the operation's identity.
 
@@ -166,9 +181,10 @@ def root_cause(f: Finding, op: str, opset: int, attrs: dict, shapes: Iterable[It
     if f.oracle in (CRASH, DISRUPTIVE) or f.details.get("culprit"):
         return ""
     family, defaults = _schema_attributes(op, opset)
-    modes = sorted((k, v.decode() if isinstance(v, bytes) else v) for k, v in attrs.items()
-                   if isinstance(v, str | bytes))
-    trigger = [f"{k}={v}" for k, v in modes if defaults.get(k) != v]
+    values = sorted((k, v.decode() if isinstance(v, bytes) else v) for k, v in attrs.items())
+    trigger = [f"{k}={v}" for k, v in values if defaults.get(k) != v and (
+        isinstance(v, str) or (isinstance(v, int) and defaults.get(k) in (0, 1) and v in (0, 1)))]
+    trigger += [f"{k} attribute" for k, _ in values if k in _later_inputs(op)]
     if any(0 in tuple(s) for s in shapes):
         trigger.append("empty input")
     if not trigger:
