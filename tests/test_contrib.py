@@ -233,6 +233,25 @@ def test_tvm_declines_are_declines_in_a_worker(tmp_path: Path) -> None:
         pool.close()
 
 
+def test_openvino_declines_embed_layer_normalizations_third_output(tmp_path: Path) -> None:
+    """OpenVINO's contrib EmbedLayerNormalization makes two outputs: one asking for the third
+    (embedding_sum) is refused in its words ("Expected output number ... is 3 while the implementation
+    provides 2 outputs"), which is a decline, as TVM's "Missing outputs during conversion" is."""
+    pytest.importorskip("openvino", reason="openvino is not installed (pip install openvino)")
+    from dlcfuzz.run.worker import PhaseLimits, WorkerPool
+
+    gen = ort_generator([REGISTRY[f"{MS}.EmbedLayerNormalization"]], opset=17)
+    g = next(g for g in (gen.generate(s) for s in range(60)) if len(g.nodes[0].outputs) == 3)
+    test = Test(to_bytes(g), g.to_json(), synthesize(g, np.random.default_rng(0)))
+    pool = WorkerPool(PhaseLimits(), log_dir=tmp_path)
+    try:
+        outcomes = pool.run("openvino", test, [name for name, _ in pool.describe("openvino")[1]])
+    finally:
+        pool.close()
+    assert all("while the implementation provides 2 outputs" in o.message for o in outcomes.values()), outcomes
+    assert profile.test_status("openvino", outcomes) == profile.DECLINED
+
+
 def test_a_decline_naming_the_op_type_is_learned_for_the_contrib_node() -> None:
     """TVM names the converter that declined by op_type ("while converting onnx.Attention"): in a graph
     with a contrib Attention and a Relu, neither vouched for, the support profile debits the Attention."""
