@@ -385,3 +385,17 @@ def test_flags_and_the_attribute_form_of_a_later_input_are_triggers() -> None:
     assert root_cause(value, "ReduceL1", 18, {"keepdims": 0}, [[1, 2]]) not in ("", *noop)
     # numbers that are not flags are no trigger: Conv's group, a MaxPool kernel
     assert root_cause(value, "Conv", 17, {"group": 2, "kernel_shape": [3, 3]}, [[1, 2, 4, 4]]) == ""
+
+
+def test_iree_errors_quoting_one_operation_with_other_attributes_are_one_bug() -> None:
+    """IREE 3.13's cast error on onnx.Compress, as a 30-minute campaign listed it three times: with an
+    axis attribute of 0, of -1, and without one. The quoted operation's attributes are dropped; the
+    operation stays, so another operation's error is another bug."""
+    head = ("error: 'tensor.cast' op operand type 'tensor<?xf32>' and result type 'tensor<3xf32>' are cast "
+            "incompatible\n%12 = torch.operator \"onnx.Compress\"(%3, %4) ")
+    tail = ": (!torch.vtensor<[3,4],f32>, !torch.vtensor<[2],i1>) -> !torch.vtensor<[?,4],f32> loc(unknown)"
+    texts = [head + "{torch.onnx.axis = 0 : si64} " + tail, head + "{torch.onnx.axis = -1 : si64} " + tail, head + tail]
+    sigs = {signature(Finding(CRASH, "exception", "iree", "O3-host", "compile", t, "IreeCompileError")) for t in texts}
+    assert len(sigs) == 1
+    other = texts[0].replace("onnx.Compress", "onnx.Gather")
+    assert signature(Finding(CRASH, "exception", "iree", "O3-host", "compile", other, "IreeCompileError")) not in sigs

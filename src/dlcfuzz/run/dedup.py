@@ -36,6 +36,9 @@ _NORMALIZE = [
     # operation feeds the failing node differs from test to test, the failing node is the bug
     (re.compile(r"(node '\S+ \S+) \([^']*?\) -> \([^']*?\)'"), r"\1 (ARGS) -> (ARGS)'"),
     (re.compile(r"0x[0-9a-fA-F]+"), "ADDR"),
+    # the attributes of the ONNX operation IREE's error quotes ({torch.onnx.axis = 0 : si64}): the
+    # operation is the bug's site, its attribute values differ from test to test
+    (re.compile(r"\s*\{torch\.onnx\.[^{}]*\}"), ""),
     # MLIR types (IREE): tensor<4x?xf32>, !torch.vtensor<[4,?],f32>: shapes differ from test to test
     (re.compile(r"(tensor|vector|memref|vtensor)<[^<>]*>"), r"\1<T>"),
     # dimension lists: OpenVINO prints f32[4,2] for a static variant and f32[?,?] for a dynamic one
