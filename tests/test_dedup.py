@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from dlcfuzz.ir import INPUT_KIND, NODE_KIND, Graph, Node, TensorType, Value
+import numpy as np
+
+from dlcfuzz.ir import CONST_KIND, INPUT_KIND, NODE_KIND, Graph, Node, TensorType, Value
 from dlcfuzz.oracle import CRASH, DIFFERENTIAL, DISRUPTIVE, METAMORPHIC, Finding
 from dlcfuzz.run.dedup import (
     compiler_frames,
@@ -377,12 +379,21 @@ def test_flags_and_the_attribute_form_of_a_later_input_are_triggers() -> None:
                  root_cause(ov, "ReduceLogSum", 13, {"axes": [1]}, [[2, 1]]),
                  root_cause(ov, "ReduceLogSumExp", 14, {"axes": [3], "keepdims": 1}, [[1, 1, 2, 1]])}
     assert len(axes_form) == 1 and "" not in axes_form
+    # a flag beside a stronger trigger is what the reduced shapes needed: the axes attribute decides
+    assert root_cause(ov, "ReduceLogSum", 14, {"axes": [-2, 2], "keepdims": 0}, [[1, 1, 1, 1, 1]]) in axes_form
     assert root_cause(ov, "ReduceL1", 18, {}, [[1, 2, 1]]) == ""  # axes is an input there: no attribute form
     value = replace(ov, kind="value")
     noop = {root_cause(value, "ReduceL1", 18, {"keepdims": 1, "noop_with_empty_axes": 1}, [[1, 2]]),
             root_cause(value, "ReduceLogSum", 19, {"noop_with_empty_axes": 1}, [[1, 1, 1]])}
     assert len(noop) == 1 and "" not in noop
     assert root_cause(value, "ReduceL1", 18, {"keepdims": 0}, [[1, 2]]) not in ("", *noop)
+    # an empty axes tensor (a constant) is a form of the call, not a reduction over an empty set
+    g = Graph(opset=19)
+    g.add_value(Value("x", TensorType((1,), "float32"), INPUT_KIND))
+    g.add_value(Value("axes", TensorType((0,), "int64"), CONST_KIND, np.zeros(0, np.int64)))
+    g.add_value(Value("y", TensorType((1,), "float32"), NODE_KIND))
+    g.add_node(Node("ReduceL2", ["x", "axes"], ["y"], {"noop_with_empty_axes": 1}, "n0"))
+    assert graph_root_cause(value, g, {"node": "n0", "kind": "value"}) in noop
     # numbers that are not flags are no trigger: Conv's group, a MaxPool kernel
     assert root_cause(value, "Conv", 17, {"group": 2, "kernel_shape": [3, 3]}, [[1, 2, 4, 4]]) == ""
 

@@ -26,7 +26,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import replace
 
-from dlcfuzz.ir import Graph
+from dlcfuzz.ir import CONST_KIND, Graph
 from dlcfuzz.oracle import BASELINE, CRASH, DISRUPTIVE, EXPORTER, METAMORPHIC, Finding
 
 _FRAME = re.compile(r'File "([^"]+)", line \d+, in (\S+)')
@@ -170,12 +170,13 @@ def root_cause(f: Finding, op: str, opset: int, attrs: dict, shapes: Iterable[It
     the attributes the divergence needs):
 
     - a mode: a string attribute off its ONNX default, such as auto_pad=SAME_UPPER;
-    - a flag off its default: an integer attribute whose default and value are 0 or 1, such as
-      noop_with_empty_axes=1;
     - the attribute form of what later versions take as an input (Reduce*'s axes before opset 18):
       a converter reads that form in its own code;
-    - an empty input (a zero-length axis): the reduction over an empty set, whose result the spec
-      defines by the operation's identity.
+    - an empty data input (a zero-length axis; ``shapes``: the data inputs'): the reduction over an
+      empty set, whose result the spec defines by the operation's identity;
+    - only where none of those is, a flag off its default: an integer attribute whose default and
+      value are 0 or 1, such as noop_with_empty_axes=1 (beside another trigger, a flag is more often
+      what the reduced shapes made necessary: keepdims=0 where every reduced axis has length 1).
 
     Operators with one attribute schema (Conv, ConvInteger and QLinearConv; the ten Reduce*) share the
     code that reads it, so one trigger there is one bug, whatever the dtypes.  "" when there is no
@@ -185,11 +186,13 @@ def root_cause(f: Finding, op: str, opset: int, attrs: dict, shapes: Iterable[It
         return ""
     family, defaults = _schema_attributes(op, opset)
     values = sorted((k, v.decode() if isinstance(v, bytes) else v) for k, v in attrs.items())
-    trigger = [f"{k}={v}" for k, v in values if defaults.get(k) != v and (
-        isinstance(v, str) or (isinstance(v, int) and defaults.get(k) in (0, 1) and v in (0, 1)))]
+    trigger = [f"{k}={v}" for k, v in values if defaults.get(k) != v and isinstance(v, str)]
     trigger += [f"{k} attribute" for k, _ in values if k in _later_inputs(op)]
     if any(0 in tuple(s) for s in shapes):
         trigger.append("empty input")
+    if not trigger:
+        trigger = [f"{k}={v}" for k, v in values if isinstance(v, int) and not isinstance(v, bool)
+                   and v in (0, 1) and defaults.get(k) in (0, 1) and defaults.get(k) != v]
     if not trigger:
         return ""
     parts = ["root", f.backend, f.category, f.kind, ",".join(family or (op,)), *trigger]
@@ -201,7 +204,9 @@ def graph_root_cause(f: Finding, graph: Graph, first: dict | None) -> str:
     node = next((n for n in graph.nodes if n.name and n.name == (first or {}).get("node")), None)
     if node is None:
         return ""
-    shapes = [graph.values[i].type.shape for i in node.inputs if i in graph.values]
+    # data inputs only: an empty axes or pads tensor is a form of the call, not an empty set
+    shapes = [v.type.shape for i in node.inputs if (v := graph.values.get(i)) is not None
+              and v.kind != CONST_KIND and not v.pinned]
     return root_cause(replace(f, kind=(first or {}).get("kind", f.kind)), node.op, graph.opset, node.attrs, shapes)
 
 
