@@ -1,6 +1,7 @@
-"""Merges the bugs of a campaign recorded before root causes were merged (``dedup.root_cause``): reads
-each reduced bundle (reduction.json, reduced/graph.json, finding.json), computes its root, and records
-it in the campaign's store as a campaign does after each reduction.  Nothing is run.
+"""Merges the bugs of a campaign by this tree's root causes (``dedup.reduced_root``), for a campaign
+recorded before them: reads each reduced bundle (reduction.json, reduced/graph.json, finding.json),
+computes its root, and records it in the campaign's store as a campaign does after each reduction.
+Nothing is run (a reduction's parts isolation is the campaign's own: ``signed_as`` in reduction.json).
 
     python benchmarks/merge_roots.py CAMPAIGN
 """
@@ -12,7 +13,7 @@ import json
 from pathlib import Path
 
 from dlcfuzz.ir import Graph
-from dlcfuzz.run.dedup import graph_root_cause
+from dlcfuzz.run.dedup import reduced_root
 from dlcfuzz.run.reduce import finding_from_dict
 from dlcfuzz.run.store import Store
 
@@ -31,9 +32,9 @@ def main() -> None:
                 finding = finding_from_dict(json.loads((folder / "finding.json").read_text()))
             except (OSError, ValueError):
                 continue  # not reduced
-            root = graph_root_cause(finding, graph, reduction.get("first_diverging"))
-            if root:
-                store.merge_root(bug["signature"], root)
+            root = reduced_root(finding, graph, reduction.get("first_diverging"), reduction.get("signed_as", ""),
+                                bug["signature"])
+            store.merge_root(bug["signature"], root, reduction.get("title", ""))
         for bug in store.bugs(merged=True):
             print(f"{bug['signature']} {bug['title'][:100]}\n    -> same root cause as {bug['same_as']}")
         print(f"merged into a root cause: {store.merged()}")

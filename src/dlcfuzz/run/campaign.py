@@ -49,7 +49,7 @@ from dlcfuzz.oracle.unsupported import is_unsupported
 from dlcfuzz.run.allocate import Allocator
 from dlcfuzz.run.bundle import write_bundle
 from dlcfuzz.run.culprit import blame
-from dlcfuzz.run.dedup import graph_root_cause, graph_signature, producer, title
+from dlcfuzz.run.dedup import graph_signature, producer, reduced_root, title
 from dlcfuzz.run.known import KNOWN, NEW, KnownBugs, Reporting
 from dlcfuzz.run.localize import localize, rounded_outputs, single_outputs
 from dlcfuzz.run.profile import DECLINED, Both, SupportProfile, find_profile, save_profile, test_status
@@ -633,9 +633,9 @@ class Campaign(Driver):
             write_reduction(folder, result)
             reduced = 1
             # bugs at other operators with the same trigger are this one; so are bugs whose reduction
-            # found them under one signature (a bug's own signature is its root where nothing else is)
-            root = (graph_root_cause(result.finding or case.finding, result.graph, result.first_diverging)
-                    or result.signed_as or case.signature)
+            # found them under one signature
+            root = reduced_root(result.finding or case.finding, result.graph, result.first_diverging,
+                                result.signed_as, case.signature)
             with self.lock:
                 self.store.merge_root(case.signature, root, result.title)
         except ReduceError as e:  # e.g. the crash does not show again: the bundle keeps the original case

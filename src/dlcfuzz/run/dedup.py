@@ -210,6 +210,12 @@ def graph_root_cause(f: Finding, graph: Graph, first: dict | None) -> str:
     return root_cause(replace(f, kind=(first or {}).get("kind", f.kind)), node.op, graph.opset, node.attrs, shapes)
 
 
+def reduced_root(f: Finding, graph: Graph, first: dict | None, signed_as: str, signature: str) -> str:
+    """The root a reduced bug merges by: its trigger's (``graph_root_cause``); else the signature its
+    reduction found it under (``signed_as``: bystanders of one cause, run/reduce.py); else its own."""
+    return graph_root_cause(f, graph, first) or signed_as or signature
+
+
 def producer(graph: Graph, output: int) -> tuple[str, str]:
     """The operator type that produced graph output ``output``, and its dtype."""
     if not 0 <= output < len(graph.outputs):
