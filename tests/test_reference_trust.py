@@ -240,3 +240,38 @@ def test_nms_scalar_or_missing_threshold_is_refused_and_vectors_trusted():
     plain = _nms(np.array([3], dtype=np.int64), np.array([0.5], dtype=np.float32))
     expected, ref = _both(plain, {})
     assert compare(expected, ref) is None and _trusted(plain)
+
+
+def test_max_pool_pads_read_in_pairs_are_refused():
+    # kernel 3x3, pads [2, 2, 1, 0] (ONNX: H begins 2 and ends 1, W begins 2 and ends 0) on 3x4:
+    # (3 + 2 + 1 - 3) + 1 = 4 by (4 + 2 + 0 - 3) + 1 = 4 outputs; the reference reads the pads as
+    # (begin, end) per axis and makes 5x3
+    g = _pool("MaxPool", (3, 4), (4, 4), kernel_shape=[3, 3], pads=[2, 2, 1, 0])
+    expected, ref = _both(g, {"x": np.arange(12, dtype=np.float32).reshape(1, 1, 3, 4)})
+    assert expected[0].shape == (1, 1, 4, 4) and ref[0].shape == (1, 1, 5, 3)
+    assert not _trusted(g)
+    same = _pool("MaxPool", (3, 4), (2, 3), kernel_shape=[3, 3], pads=[1, 0, 0, 1])  # both readings agree
+    expected, ref = _both(same, {"x": np.arange(12, dtype=np.float32).reshape(1, 1, 3, 4)})
+    assert compare(expected, ref) is None and _trusted(same)
+
+
+def test_crop_and_resize_under_an_aspect_ratio_policy_is_refused():
+    # 3x4 to sizes [4, 5] under not_smaller: one scale 4/3 for both axes, outputs 4 and 5 (ONNX rounds
+    # 4 * 4/3 = 5.33 to 5). The crop (roi 0.1..0.9) maps output i to 0.2 + i * 1.6 / 3 and output j to
+    # 0.3 + j * 2.4 / 4 by the integer lengths; x = 10 (4 r + c) is linear, so y = 10 (4 row + col)
+    x = np.arange(12, dtype=np.float32).reshape(3, 4) * 10
+    rows, cols = 0.2 + np.arange(4) * 1.6 / 3, 0.3 + np.arange(5) * 2.4 / 4
+    spec = 10 * (4 * rows[:, None] + cols[None, :])
+
+    def crop(policy: str) -> Graph:
+        inputs = [("x", (3, 4), "float32", None), ("roi", (4,), "float32", np.array([0.1, 0.1, 0.9, 0.9], np.float32)),
+                  ("", (), "", None), ("sizes", (2,), "int64", np.array([4, 5], np.int64))]
+        return _graph("Resize", inputs, [("y", (4, 5), "float32")], opset=19, mode="linear",
+                      coordinate_transformation_mode="tf_crop_and_resize", keep_aspect_ratio_policy=policy)
+
+    expected, ref = _both(crop("not_smaller"), {"x": x})
+    np.testing.assert_allclose(expected[0], spec, rtol=1e-5)
+    assert compare(expected, ref) is not None and not _trusted(crop("not_smaller"))
+    expected, ref = _both(crop("stretch"), {"x": x})  # sizes alone: both map by the integer lengths
+    assert compare(expected, ref) is None and _trusted(crop("stretch"))
+

@@ -61,6 +61,13 @@ def _pads_negative_or_unknown(node, graph) -> bool:
     return pads is None or bool((pads < 0).any())
 
 
+def _pads_paired(node, graph) -> bool:
+    """Explicit pads that read otherwise as (begin, end) pairs per axis than ONNX's begins-then-ends."""
+    pads = list(node.attrs.get("pads") or [])
+    n = len(pads) // 2
+    return any(pads[2 * i] != pads[i] or pads[2 * i + 1] != pads[n + i] for i in range(n))
+
+
 def _gather_elements_off(node, graph) -> bool:
     """A negative axis, or indices shorter than data on an axis other than ``axis``."""
     axis = node.attrs.get("axis") or 0
@@ -74,15 +81,26 @@ def _rnn_extras(node, graph) -> bool:
 
 
 def _fractional_width(node, graph) -> bool:
-    """Resize from scales (not sizes) where some scaled length n * scale is not a whole number, or the
-    scales are not constant."""
-    if _in(node, 3) or not _in(node, 2):
-        return False
-    scales = _const(node, graph, 2)
-    if scales is None:
-        return True
+    """Resize where some scaled length n * scale is not a whole number, or the scales are not constant:
+    from scales, or from sizes under a keep_aspect_ratio_policy (one scale for every axis, the smallest or
+    largest of sizes / lengths)."""
     shape = _x(node, graph).shape
     axes = node.attrs.get("axes") or range(len(shape))
+    policy = node.attrs.get("keep_aspect_ratio_policy", "stretch")
+    if _in(node, 3):
+        if policy not in ("not_larger", "not_smaller"):
+            return False
+        sizes = _const(node, graph, 3)
+        if sizes is None:
+            return True
+        ratios = [float(s) / shape[a] for a, s in zip(axes, sizes, strict=False) if shape[a]]
+        scales = np.full(len(ratios), (min if policy == "not_larger" else max)(ratios or [1.0]))
+    elif _in(node, 2):
+        scales = _const(node, graph, 2)
+        if scales is None:
+            return True
+    else:
+        return False
     widths = [shape[a] * float(sc) for a, sc in zip(axes, scales.astype(np.float32), strict=False)]
     return any(w != int(w) for w in widths)
 
@@ -139,6 +157,9 @@ RULES: tuple[Rule, ...] = (
          "takes the first, ORT, OpenVINO and TVM all the second (kernel [2,4], strides [2,4] on 2x5: 1x1 vs 1x2), "
          "seen in a 5-minute ORT campaign",
          lambda n, g: bool(n.attrs.get("ceil_mode")) and _auto_pad(n) == "VALID"),
+    Rule("MaxPool", "reads explicit pads as (begin, end) per axis where ONNX lists every begin, then every end "
+         "(kernel 3x3, pads [2,2,1,0] on 3x4: 5x3 where ORT, OpenVINO, TVM and IREE give 4x4; AveragePool reads "
+         "them right), seen in a 10-minute ORT campaign", _pads_paired),
     Rule("MaxPool", "1-D with explicit pads: wrong output length or IndexError (9/9 pads of kernels 2-4 on lengths "
          "4-6, at opsets 13, 17, 18 and 22; kernel 3, pads [0,2], length 4: 2 outputs, ORT 4), seen in a "
          "10-minute ORT campaign", lambda n, g: _x(n, g).rank == 3 and any(n.attrs.get("pads") or [])),
@@ -189,7 +210,9 @@ RULES: tuple[Rule, ...] = (
     Rule("Resize", "tf_crop_and_resize and align_corners from scales: the reference maps coordinates with the "
          "fractional width n * scale where ONNX says length_resized, the integer output length (length 4, scale "
          "1.3, crop roi [0.1,0.9]: ORT and the spec's formula 3,9,15,21,27, the reference 3,8.71,...; "
-         "align_corners: ORT 0,7.5,...,30, the reference 0,7.14,...,28.57), seen in a 5-minute ORT campaign",
+         "align_corners: ORT 0,7.5,...,30, the reference 0,7.14,...,28.57), seen in a 5-minute ORT campaign; "
+         "the same from sizes under keep_aspect_ratio_policy not_smaller (one scale, 1.92, for lengths 25, 1, 2, "
+         "2 to 48, 2, 4, 4: ORT and torch agree, the reference not), seen in a 10-minute ORT campaign",
          lambda n, g: n.attrs.get("coordinate_transformation_mode") in ("tf_crop_and_resize", "align_corners")
          and _fractional_width(n, g)),
     Rule("Resize", "an axis resized from a scale other than 1 to its own length: ONNX defines scale = "
