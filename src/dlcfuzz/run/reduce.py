@@ -1023,16 +1023,15 @@ class _Reducer:
         tol = pair_tolerances(self.tol, {(f.backend, f.variant), (f.backend, f.other)}, self.reduced, self.in_float32)
         return first_divergence(every, expected, actual.outputs or [], tol, feeds)
 
-    def _signed_node(self, g: Graph) -> int | None:
-        """The index of the node of ``g`` that the signature is at (the last accepted trial's)."""
-        last = self.last
-        for f in last.findings if last is not None else []:
-            if graph_signature(f, g) != self.sig:
-                continue
-            node = (f.details.get("first_diverging") or {}).get("node")
-            out = g.outputs[f.output] if 0 <= f.output < len(g.outputs) else None
-            return next((i for i, n in enumerate(g.nodes) if (n.name == node if node else out in n.outputs)), None)
-        return None
+    def _signed(self, g: Graph) -> tuple[Finding, int] | None:
+        """The last accepted trial's finding with the signature, and the index of the node of ``g`` it is at."""
+        f = next((f for f in self.last.findings if graph_signature(f, g) == self.sig), None) if self.last else None
+        if f is None:
+            return None
+        node = (f.details.get("first_diverging") or {}).get("node")
+        out = g.outputs[f.output] if 0 <= f.output < len(g.outputs) else None
+        at = next((i for i, n in enumerate(g.nodes) if (n.name == node if node else out in n.outputs)), None)
+        return (f, at) if at is not None else None
 
     def isolate(self, g: Graph, feeds: dict[str, np.ndarray]
                 ) -> tuple[Graph, dict[str, np.ndarray], Finding | None]:
@@ -1048,10 +1047,10 @@ class _Reducer:
         f0 = self.f
         if not f0.diverges or self.violation is not None:
             return g, feeds, None
-        parts, signed = _parts(g), self._signed_node(g)
+        parts, signed = _parts(g), self._signed(g)
         if len(parts) < 2 or signed is None:
             return g, feeds, None
-        mine = next(p for p in parts if signed in p)
+        mine = next(p for p in parts if signed[1] in p)
         others = [p for p in parts if p is not mine]
         alone = _subgraph(g, mine, feeds, {}, self.rng)
         if alone is None or not self.time_left() or any(f.diverges for f in self.check(*alone).findings):
@@ -1069,10 +1068,7 @@ class _Reducer:
                 self.progress(f"parts: the divergence is {'+'.join(n.op for n in cand[0].nodes)}'s")
                 return cand[0], cand[1], same[0]
         self.beside = "+".join(sorted({g.nodes[i].op for p in others for i in p}))
-        moved = dataclasses.replace(f0, details={**f0.details, "beside": self.beside})
-        for f in self.last.findings if self.last is not None else []:
-            if graph_signature(f, g) == self.sig:
-                moved = dataclasses.replace(f, details={**f.details, "beside": self.beside})
+        moved = dataclasses.replace(signed[0], details={**signed[0].details, "beside": self.beside})
         self.sig, self.f = graph_signature(moved, g), moved
         self.progress(f"parts: the divergence needs {self.beside} beside it")
         return g, feeds, moved
