@@ -39,6 +39,10 @@ _NORMALIZE = [
     # the attributes of the ONNX operation IREE's error quotes ({torch.onnx.axis = 0 : si64}): the
     # operation is the bug's site, its attribute values differ from test to test
     (re.compile(r"\s*\{torch\.onnx\.[^{}]*\}"), ""),
+    # an MLIR value that is one result of several (%5#1) is the value the error is about, whichever result
+    (re.compile(r"(%\w+)#\d+"), r"\1"),
+    # the math function a linker misses (IREE's "undefined symbol: sinf"): one missing library, whichever call
+    (re.compile(r"(undefined symbol: )\w+"), r"\1SYMBOL"),
     # MLIR types (IREE): tensor<4x?xf32>, !torch.vtensor<[4,?],f32>: shapes differ from test to test
     (re.compile(r"(tensor|vector|memref|vtensor)<[^<>]*>"), r"\1<T>"),
     # dimension lists: OpenVINO prints f32[4,2] for a static variant and f32[?,?] for a dynamic one
