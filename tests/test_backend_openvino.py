@@ -131,3 +131,36 @@ def test_stated_limits_of_the_cpu_plugin_are_declines() -> None:
     # a check that fails without saying it is a limit stays a bug
     assert not is_unsupported("openvino", "compile", "RuntimeError",
                               "ROIAlign node with name 'r' has invalid shape on 1 input: [0,4]")
+
+
+def test_a_conversion_report_is_keyed_on_its_root_failure() -> None:
+    """OpenVINO's conversion report lists every operation it failed to convert: a LayerNormalization whose
+    Scale broadcasts to X (as ONNX allows) fails, and the Reduce* reading it then fails on the unknown
+    element type. The bug is the LayerNormalization's, whichever Reduce* follows; a Pad in opset 19's wrap
+    mode is refused in OpenVINO's words, a decline."""
+    from dlcfuzz.oracle import CRASH as CRASH_ORACLE
+    from dlcfuzz.oracle import Finding
+    from dlcfuzz.run.dedup import signature
+
+    def failure(nodes: list, x_shape: list[int], opset: int = 17, inits: tuple = ()) -> Exception:
+        from onnx import numpy_helper
+
+        g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [numpy_helper.from_array(a, n) for n, a in inits])
+        model = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], ir_version=9)
+        return _error(lambda: BE.load(Test(model.SerializeToString(), "", {})))
+
+    def sig(e: Exception) -> str:
+        return signature(Finding(CRASH_ORACLE, "exception", "openvino", "f32", "import", str(e), type(e).__name__))
+
+    norm = helper.make_node("LayerNormalization", ["x", "x"], ["n"])
+    after = [failure([norm, helper.make_node(op, ["n"], ["y"])], [2, 1, 1]) for op in ("ReduceMax", "ReduceMin")]
+    assert all("Unsupported input type dynamic" in str(e) for e in after)
+    assert sig(after[0]) == sig(after[1])
+    assert not any(is_unsupported("openvino", "import", type(e).__name__, str(e)) for e in after)
+    pad = helper.make_node("Pad", ["x", "pads"], ["p"], mode="wrap")
+    wrap = failure([pad, helper.make_node("ReduceSum", ["p"], ["y"])], [1, 1], 21,
+                   (("pads", np.array([3, 0, 0, 1], np.int64)),))
+    assert "Unsupported padding mode" in str(wrap)
+    assert is_unsupported("openvino", "import", type(wrap).__name__, str(wrap))

@@ -67,10 +67,28 @@ _BOILERPLATE = re.compile(
 _WRAPPERS = re.compile(r"CALLBACK HAS THROWN:|Check '.*?' failed at \S+:\s*|^\s*\w+Error: Traceback.*?$", re.M)
 
 
+# OpenVINO's conversion report: one block per operation it failed to convert ("-- Pad-21 with a message:")
+_FAILED_OP = re.compile(r"^-- \S+ with a message:\s*$", re.M)
+# a failure that follows from another: an input whose element type or rank an earlier failure left unknown
+_CONSEQUENCE = re.compile(r"\btype dynamic\b|got: dynamic\b|\bmust be static\b")
+
+
+def root_failure(message: str) -> str:
+    """Of a conversion report listing several failed operations, the first block that is not the
+    consequence of another (a ReduceMax "Unsupported input type dynamic" after its producer failed);
+    the message itself otherwise."""
+    blocks = _FAILED_OP.split(message or "")[1:]
+    if len(blocks) < 2:
+        return message or ""
+    blocks[-1] = blocks[-1].split("\nSummary:")[0]
+    return next((b for b in blocks if not _CONSEQUENCE.search(b)), blocks[0])
+
+
 def innermost(message: str) -> str:
     """The innermost thrown message: past OpenVINO's pass-name/node-dump wrapper ("... CALLBACK HAS
-    THROWN: <the real error>") and the check-site prefixes that differ between code paths."""
-    parts = _WRAPPERS.split(message or "")
+    THROWN: <the real error>") and the check-site prefixes that differ between code paths, of the
+    root failure of a conversion report (``root_failure``)."""
+    parts = _WRAPPERS.split(root_failure(message))
     tail = parts[-1] if parts else ""
     return tail if tail.strip() else (message or "")
 
