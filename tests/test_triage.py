@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from onnx import TensorProto, checker, helper
+from onnx import TensorProto, checker, helper, numpy_helper
 
 from dlcfuzz.backends.base import OK, Outcome
 from dlcfuzz.oracle import BASELINE, COMPILER, CRASH, DIFFERENTIAL, EXPORTER, METAMORPHIC, Finding, judge
@@ -330,3 +330,25 @@ def test_localizing_on_a_variant_that_computes_float64_in_float32_uses_float32_t
             assert f.details["first_diverging"]["op"] == where and f.category == category, f.details
     finally:
         pool.close()
+
+
+def test_a_limit_ort_states_is_a_decline() -> None:
+    """ONNX's test_lstm_batchwise (LSTM with layout=1), as a migration listed it: ORT 1.31 says
+    "Batchwise recurrent operations (layout == 1) are not supported. If you need support create a github
+    issue": a stated limit, not a bug."""
+    import onnxruntime as ort
+
+    rng = np.random.default_rng(0)
+    node = helper.make_node("LSTM", ["X", "W", "R"], ["Y", "Y_h"], hidden_size=7, layout=1)
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("X", TensorProto.FLOAT, [3, 1, 2])],
+                          [helper.make_tensor_value_info("Y", TensorProto.FLOAT, None),
+                           helper.make_tensor_value_info("Y_h", TensorProto.FLOAT, None)],
+                          [numpy_helper.from_array(rng.standard_normal((1, 28, 2)).astype(np.float32), "W"),
+                           numpy_helper.from_array(rng.standard_normal((1, 28, 7)).astype(np.float32), "R")])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 22)], ir_version=9)
+    with pytest.raises(Exception) as info:
+        ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    assert "layout == 1) are not supported" in str(info.value)
+    assert is_unsupported("ort", "compile", type(info.value).__name__, str(info.value))
+    assert not is_unsupported("ort", "compile", "Fail", "Exception during initialization: lstm_base.h:53 layout_ == 0 "
+                              "was false.")

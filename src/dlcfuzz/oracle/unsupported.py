@@ -49,6 +49,9 @@ RULES: list[tuple[str, str, str]] = [
     # an operator version newer than ORT's own schemas (Attention-24's left_window_size in ORT 1.31): ORT
     # calls the model invalid, but it only lacks that version
     ("ort", "*", r"Unrecognized attribute: \w+ for operator"),
+    # ORT's kernels state their limits and ask for a feature request ("Batchwise recurrent operations
+    # (layout == 1) are not supported. If you need support create a github issue with justification.")
+    ("ort", "*", r"not supported\. If you need support create a github issue"),
     # a case ORT's kernel deliberately leaves out ("ReduceMax is not defined for empty set with bool type")
     ("ort", "*", r"\w+ is not defined for .+ type"),
     # OpenVINO: resize only on spatial dims, tf_crop_and_resize, and dynamic-shape limits of the CPU plugin
