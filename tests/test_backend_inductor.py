@@ -91,3 +91,21 @@ def test_model_source_is_standalone(monkeypatch) -> None:
     assert len(got) == len(want)
     for o, w in zip(got, want, strict=True):
         np.testing.assert_allclose(o.numpy(), w, rtol=1e-4, atol=1e-5)
+
+
+def test_a_data_dependent_guard_is_a_capture_limit() -> None:
+    """Dynamo cannot guard on a value computed from data (torch's "Could not guard on data-dependent
+    expression ... Consider annotating your code using torch._check*()"): seen in a default campaign on
+    a SplitToSequence of a HammingWindow at inductor-dynamic. The capture's limit, not Inductor's."""
+    import torch
+
+    from dlcfuzz.oracle.unsupported import is_unsupported
+
+    def data_dependent(x):
+        return x + 1 if x.sum().item() > 2 else x - 1
+
+    with pytest.raises(Exception) as info:
+        torch.compile(data_dependent, fullgraph=True, dynamic=True)(torch.ones(3))
+    e = info.value
+    assert "Could not guard on data-dependent expression" in str(e)
+    assert is_unsupported("inductor", "compile", type(e).__name__, str(e))

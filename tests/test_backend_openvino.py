@@ -158,6 +158,15 @@ def test_a_conversion_report_is_keyed_on_its_root_failure() -> None:
     after = [failure([norm, helper.make_node(op, ["n"], ["y"])], [2, 1, 1]) for op in ("ReduceMax", "ReduceMin")]
     assert all("Unsupported input type dynamic" in str(e) for e in after)
     assert sig(after[0]) == sig(after[1])
+    # a report of one failure and one of it and another read alike: Compress of a 1-element condition
+    # "Accessing out-of-range dimension", alone and before a reflect Pad of int32 that OpenVINO refuses
+    cond = (("cond", np.array([True])),)
+    compress = helper.make_node("Compress", ["x", "cond"], ["c"])
+    alone = failure([compress, helper.make_node("Identity", ["c"], ["y"])], [1, 1], 18, cond)
+    then_pad = failure([compress, helper.make_node("Pad", ["c", "pads"], ["y"], mode="reflect")], [1], 18,
+                       (*cond, ("pads", np.array([0, 0], np.int64))))
+    assert "Accessing out-of-range dimension" in str(alone) and "-- Pad-18" in str(then_pad)
+    assert sig(alone) == sig(then_pad)
     assert not any(is_unsupported("openvino", "import", type(e).__name__, str(e)) for e in after)
     pad = helper.make_node("Pad", ["x", "pads"], ["p"], mode="wrap")
     wrap = failure([pad, helper.make_node("ReduceSum", ["p"], ["y"])], [1, 1], 21,

@@ -74,11 +74,11 @@ _CONSEQUENCE = re.compile(r"\btype dynamic\b|got: dynamic\b|\bmust be static\b")
 
 
 def root_failure(message: str) -> str:
-    """Of a conversion report listing several failed operations, the first block that is not the
-    consequence of another (a ReduceMax "Unsupported input type dynamic" after its producer failed);
-    the message itself otherwise."""
+    """Of a conversion report, the block of the failed operation that is not the consequence of another
+    (a ReduceMax "Unsupported input type dynamic" after its producer failed), so that a report of one
+    failure and one of it and its consequences read alike; the message itself when it is no report."""
     blocks = _FAILED_OP.split(message or "")[1:]
-    if len(blocks) < 2:
+    if not blocks:
         return message or ""
     blocks[-1] = blocks[-1].split("\nSummary:")[0]
     return next((b for b in blocks if not _CONSEQUENCE.search(b)), blocks[0])
