@@ -422,3 +422,21 @@ def test_iree_link_errors_of_one_missing_library_are_one_bug() -> None:
     quoted = ("error: 'tensor.cast' op operand type 'tensor<?xf32>' and result type 'tensor<3xf32>' are cast "
               "incompatible\n%12 = torch.operator \"onnx.Compress\"({}, %4) : (!torch.vtensor<[3],f32>)")
     assert normalize(quoted.format("%3#1")) == normalize(quoted.format("%3"))
+
+
+def test_a_report_is_keyed_past_failures_that_follow_from_unknown_dimensions() -> None:
+    """OpenVINO 2026.4 reports (from a default campaign): a QLinearMatMul that fails on its scale's axis
+    leaves an ArgMin "Cannot get length of dynamic dimension"; the bug is the QLinearMatMul's, listed
+    alone or with its consequences."""
+    def report(*blocks: str) -> str:
+        body = "".join(f"-- {op} with a message:\n{text}\n\n" for op, text in blocks)
+        return ("Exception from src/inference/src/cpp/core.cpp:105:\nFrontEnd API failed with OpConversionFailure:\n"
+                f"Model wasn't fully converted. Failed operations detailed log:\n{body}Summary:\n-- Conversion is "
+                f"failed for: {', '.join(op for op, _ in blocks)}\n")
+
+    argmin = ("ArgMin-19", "While validating ONNX node '<Node(ArgMin): n3>': Exception from src/core/src/dimension.cpp:"
+                           "208:\nCannot get length of dynamic dimension")
+    qmatmul = ("QLinearMatMul-19", "While validating ONNX node '<Node(QLinearMatMul): n2>': Check 'ov::util::"
+                                   "is_axis_valid(axis, r)' failed at src/frontends/onnx/frontend/src/utils/common.cpp:"
+                                   "230:\nn2Parameter axis 1 out of tensor range [-1, 0]")
+    assert normalize(report(argmin, qmatmul)) == normalize(report(qmatmul)) == "N axis N out of tensor range [DIMS]"

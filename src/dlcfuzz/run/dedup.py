@@ -69,8 +69,11 @@ _WRAPPERS = re.compile(r"CALLBACK HAS THROWN:|Check '.*?' failed at \S+:\s*|^\s*
 
 # OpenVINO's conversion report: one block per operation it failed to convert ("-- Pad-21 with a message:")
 _FAILED_OP = re.compile(r"^-- \S+ with a message:\s*$", re.M)
-# a failure that follows from another: an input whose element type or rank an earlier failure left unknown
-_CONSEQUENCE = re.compile(r"\btype dynamic\b|got: dynamic\b|\bmust be static\b")
+# a failure that follows from another: an input whose element type, rank or dimensions an earlier failure
+# left unknown ("Unsupported input type dynamic", "Cannot get length of dynamic dimension", "Normalized
+# axis of TopK is unknown", the element visitor's "Element not supported")
+_CONSEQUENCE = re.compile(r"\btype dynamic\b|got: dynamic\b|\bmust be static\b|length of dynamic dimension"
+                          r"|\bis unknown\b|^Element not supported", re.M)
 
 
 def root_failure(message: str) -> str:
