@@ -431,3 +431,13 @@ class Corrupted(OrtBackend):
                 b"Sin" in imported and any(m == imported for m in earlier)):
             os.kill(os.getpid(), signal.SIGSEGV)
         return super().compile(imported, variant)
+
+
+class PlantedTanhNoSigmoid(PlantedTanh):
+    """PlantedTanh's wrong Tanh, on a compiler that cannot take a graph with a Sigmoid: it agrees with the
+    accused one on a reduced case, but never ran the whole test."""
+
+    name = "plantedtanhnosigmoid"
+
+    def supports(self, ops, graph=None) -> bool:
+        return "Sigmoid" not in ops and super().supports(ops, graph)

@@ -361,3 +361,23 @@ def test_a_campaign_lists_bystanders_of_one_part_once(tmp_path: Path) -> None:
         store.close()
     assert len(listed) == 1 and len(merged) == 1, [b["title"] for b in listed]
     assert "Tanh" in listed[0]["title"] and "Neg" not in listed[0]["title"]
+
+
+def test_a_reduced_case_the_other_compilers_agree_on_is_the_baselines(tmp_path: Path) -> None:
+    """Two compilers with the same wrong Tanh, one of which cannot take a graph with a Sigmoid: the whole
+    test has no vote, so the campaign lists the bug; its reduced case (the Tanh) is put to every compiler,
+    which agree against the baseline: the bug moves to the baseline issues."""
+    backends = ["tests.fake_backends:PlantedTanh", "tests.fake_backends:PlantedTanhNoSigmoid"]
+    cfg = CampaignConfig(tmp_path / "c", backends, [REGISTRY["Relu"]], budget_seconds=240, max_tests=1, targeted=False,
+                         allocate=False, reduce_seconds=60)
+    c = Campaign(cfg)
+    c.gen = _Fixed(_tanh_graph())
+    c.run()
+    store = Store(tmp_path / "c")
+    try:
+        found = [b["backend"] for b in store.bugs("compiler")] + [b["backend"] for b in store.bugs("baseline")]
+        baseline = store.bugs("baseline")
+    finally:
+        store.close()
+    assert found == ["tests.fake_backends:PlantedTanh"]
+    assert [b["backend"] for b in baseline] == ["tests.fake_backends:PlantedTanh"]

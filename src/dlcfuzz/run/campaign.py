@@ -36,7 +36,9 @@ from dlcfuzz.gen.opsets import OpsetMix
 from dlcfuzz.ir import Graph
 from dlcfuzz.ir.hints import feed_array
 from dlcfuzz.oracle import (
+    BASELINE,
     COMPILER,
+    DIFFERENTIAL,
     Finding,
     Verdict,
     all_finite,
@@ -638,12 +640,27 @@ class Campaign(Driver):
                                 result.signed_as, case.signature)
             with self.lock:
                 self.store.merge_root(case.signature, root, result.title)
+            if result.reproduced and self._outvoted(result.finding or case.finding, result):
+                with self.lock:
+                    self.store.set_category(case.signature, BASELINE)
         except ReduceError as e:  # e.g. the crash does not show again: the bundle keeps the original case
             (folder / "reduction-failed.txt").write_text(f"{e}\n")
             reduced = 0
         with self.lock:
             self.progress.reduced += reduced
             self.progress.reduce_seconds += time.monotonic() - t0
+
+    def _outvoted(self, f: Finding, result) -> bool:
+        """Whether the other compilers, run on the reduced case, agree with the accused one against the
+        baseline: the vote on the whole test had only the compilers whose profiles took all of its
+        operators (a TVM that declines one of ten is not asked), the reduced case most of them."""
+        if f.oracle != DIFFERENTIAL:
+            return False
+        g = result.graph
+        plan = {b: ([f.variant] if b == f.backend else self.tester._voter(b)) for b in self.tester.compilers}
+        e = self.tester.evaluate(g, Test(to_bytes(g), g.to_json(), result.inputs), plan=plan)
+        mine = [x for x in e.verdict.findings if x.backend == f.backend and x.variant == f.variant and x.diverges]
+        return bool(mine) and all(x.category == BASELINE for x in mine)
 
     # -- the loop -------------------------------------------------------------------------------------
     def run(self) -> Progress:

@@ -164,6 +164,11 @@ class Store:
             db.execute("ROLLBACK")
             raise
 
+    def set_category(self, signature: str, category: str) -> None:
+        """Moves a bug to another category (a reduced case that the other compilers outvote is the
+        baseline's issue, counted apart)."""
+        self.db.execute("UPDATE bugs SET category = ? WHERE signature = ?", (category, signature))
+
     # -- reading ----------------------------------------------------------------------------------------
     def coverage(self) -> list[tuple[str, str]]:
         """The generation coverage of every committed test: (criterion, key)."""
