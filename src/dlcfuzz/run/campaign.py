@@ -240,7 +240,8 @@ class Tester:
             target = ""
         return str(target), {b: self._variants(b) for b in names if runs[b]}
 
-    def _voter(self, backend: str) -> list[str]:
+    def voter(self, backend: str) -> list[str]:
+        """The variant of ``backend`` that votes on a divergence: its anchor, else its first."""
         names = list(self.variants[backend])
         return [next((v for v in names if (backend, v) in self.anchors), names[0])]
 
@@ -332,7 +333,7 @@ class Tester:
         # a divergence calls in the backends the allocation left out: whether it is the compiler's bug or
         # the baseline's is decided by the other compilers' vote, and a vote needs one variant of each (its
         # anchor, e.g. Inductor's eager, else its first): all of a slow compiler's would cost its compiles
-        absent = {b: self._voter(b) for b in self.compilers if b not in outcomes and plan and b not in plan}
+        absent = {b: self.voter(b) for b in self.compilers if b not in outcomes and plan and b not in plan}
         if absent and any(f.diverges for f in verdict.findings):
             t1 = time.perf_counter()
             more, more_late, more_s = self._run_backends(test, ops, graph, plan=absent)
@@ -657,7 +658,7 @@ class Campaign(Driver):
         if f.oracle != DIFFERENTIAL:
             return False
         g = result.graph
-        plan = {b: ([f.variant] if b == f.backend else self.tester._voter(b)) for b in self.tester.compilers}
+        plan = {b: ([f.variant] if b == f.backend else self.tester.voter(b)) for b in self.tester.compilers}
         e = self.tester.evaluate(g, Test(to_bytes(g), g.to_json(), result.inputs), plan=plan)
         mine = [x for x in e.verdict.findings if x.backend == f.backend and x.variant == f.variant and x.diverges]
         return bool(mine) and all(x.category == BASELINE for x in mine)
