@@ -14,6 +14,7 @@ optionally with /OPSET1+OPSET2... (the models split evenly among those opsets; d
 from __future__ import annotations
 
 import argparse
+import json
 import tempfile
 import time
 from pathlib import Path
@@ -104,10 +105,12 @@ def main() -> None:
     ap.add_argument("--ops", type=int, default=10)
     ap.add_argument("--arms", default="isra,isra@tvm,guided@tvm")
     ap.add_argument("--missing", action="store_true", help="also list the largest uncovered functions per arm")
+    ap.add_argument("--save", type=Path, help="write each arm's uncovered statement lines to this JSON file")
     args = ap.parse_args()
     total = statements()
     print(f"{FILE}: {len(total)} statements; {args.n} models of {args.ops} operators per arm")
     print(f"{'arm':<16} {'imported':>9} {'ran':>6} {'statements':>11} {'coverage':>9} {'seconds':>8}")
+    uncovered: dict[str, list[int]] = {}
     for name in args.arms.split(","):
         # a fresh worker per arm: the frontend module's own statements run at its first import only
         pool = WorkerPool(PhaseLimits(), args.n + 1, Path(tempfile.mkdtemp()), frontend_coverage=True)
@@ -117,11 +120,14 @@ def main() -> None:
             hit = len(r["covered"] & total)
             print(f"{name:<16} {r['imported']:>9} {r['ran']:>6} {hit:>11} {100 * hit / len(total):>8.1f}% "
                   f"{r['seconds']:>8.0f}", flush=True)
+            uncovered[name] = sorted(total - r["covered"])
             if args.missing:
                 for fn, n in missing_by_function(r["covered"], total):
                     print(f"    {n:>4} uncovered in {fn}")
         finally:
             pool.close()
+    if args.save:
+        args.save.write_text(json.dumps(uncovered))
 
 
 if __name__ == "__main__":

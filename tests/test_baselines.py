@@ -103,3 +103,13 @@ def test_validity_check_is_optional_for_declgen_only() -> None:
     assert g.meta["valid"] is None and len(g.nodes) == 3
     with pytest.raises(ValueError):
         RandoopGenerator(ALL, LIM, (3, 3), PROFILE)
+
+
+def test_operators_whose_function_body_depends_on_the_node_are_runnable_by_ort():
+    """GroupNormalization-21 and CastLike have no ORT kernel: ORT expands their node-dependent ONNX
+    function bodies, so the generator may use them with ORT as the baseline (verified by hand with
+    onnxruntime 1.31: GroupNormalization-21 runs on float, double and float16 inputs)."""
+    prof = full_profile(21, ("GroupNormalization", "CastLike"))
+    assert {"float32", "float64", "float16"} <= prof[("GroupNormalization", "T")]
+    assert {"float32", "int64", "bool"} <= prof[("CastLike", "T1")] & prof[("CastLike", "T2")]
+    assert "string" not in prof[("CastLike", "T1")]

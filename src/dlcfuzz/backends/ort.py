@@ -21,7 +21,7 @@ import numpy as np
 
 from dlcfuzz.backends.base import Backend, Test, Variant, without
 from dlcfuzz.export.onnx import checker_error, to_onnx
-from dlcfuzz.ir import DTYPE_OF_CODE, Graph, op_identity
+from dlcfuzz.ir import DTYPE_OF_CODE, ONNX_CODE, Graph, op_identity
 from dlcfuzz.ir.hints import feed_array
 from dlcfuzz.solve.types import element_type_name, onnx_type_name
 
@@ -95,6 +95,48 @@ def function_profile(op: str, opset: int, profile: dict[tuple[str, str], frozens
 
 
 @cache
+def context_function_profile(op: str, opset: int) -> dict[tuple[str, str], frozenset[str]] | None:
+    """(op, type variable) -> dtypes for an operator whose ONNX function body depends on its node
+    (GroupNormalization-21, CastLike): ORT expands the body at session creation, so a session of one
+    node tells whether ORT runs a dtype.  Each variable is tried over its allowed dtypes, the others
+    held at their first float type.  None if the operator has no such body."""
+    import onnx
+    import onnx.defs
+    from onnx import helper
+
+    try:
+        schema = onnx.defs.get_schema(op, opset)
+    except onnx.defs.SchemaError:
+        return None
+    if not schema.has_context_dependent_function:
+        return None
+    allowed = {c.type_param_str: [n for t in c.allowed_type_strs if (n := element_type_name(t)) is not None]
+               for c in schema.type_constraints}
+    if not allowed or not all(allowed.values()):
+        return None
+    # required attributes get a harmless value of their type: the body needs them to be built
+    placeholder = {onnx.AttributeProto.INT: 1, onnx.AttributeProto.FLOAT: 1.0, onnx.AttributeProto.INTS: [1],
+                   onnx.AttributeProto.STRING: ""}
+    attrs = {a.name: placeholder[a.type] for a in schema.attributes.values() if a.required and a.type in placeholder}
+    inputs = [f for f in schema.inputs if f.option != onnx.defs.OpSchema.FormalParameterOption.Optional]
+    base = {var: next((d for d in names if d.startswith("float")), names[0]) for var, names in allowed.items()}
+
+    def runs(types: dict[str, str]) -> bool:
+        def info(name: str, var: str):
+            return helper.make_tensor_value_info(name, ONNX_CODE[types[var]] if var in types else ONNX_CODE["float32"],
+                                                 None)
+
+        node = helper.make_node(op, [f.name for f in inputs], [f.name + "_out" for f in schema.outputs[:1]], **attrs)
+        graph = helper.make_graph([node], op, [info(f.name, f.type_str) for f in inputs],
+                                  [info(f.name + "_out", f.type_str) for f in schema.outputs[:1]])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+        model.ir_version = helper.find_min_ir_version_for([helper.make_opsetid("", opset)])
+        return session_error(model.SerializeToString()) is None
+
+    return {(op, var): frozenset(d for d in names if runs({**base, var: d})) for var, names in allowed.items()}
+
+
+@cache
 def domain_profile(op: str) -> dict[tuple[str, str], frozenset[str]]:
     """(op, type variable) -> dtypes for an operator of another domain (a qualified name such as
     com.microsoft.FastGelu): its CPU kernels of version 1, the version ``export.onnx`` imports."""
@@ -130,6 +172,8 @@ def full_profile(opset: int, ops: tuple[str, ...]) -> dict[tuple[str, str], froz
             got = function_profile(op, opset, prof) if not op_identity(op)[0] else None
             if got is not None:
                 prof[(op, "T")] = got
+            elif not op_identity(op)[0] and (ctx := context_function_profile(op, opset)) is not None:
+                prof.update(ctx)
             else:  # no way to run it: every type variable empty (RoiAlign's are T1 and T2)
                 for var in _type_vars(op, opset) | {"T"}:
                     prof[(op, var)] = frozenset()

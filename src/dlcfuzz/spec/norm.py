@@ -142,8 +142,8 @@ SPECS.append(OpSpec(
 
 # GroupNormalization: version 21 (scale/bias of shape [C]).  Version 18 (scale/bias of shape
 # [num_groups]) gets no spec: the ONNX checker rejects it as deprecated at opsets 18-20.  ORT has no
-# kernel for either and runs the context-dependent function body, which backends/ort.py's
-# function_profile does not see (it marks the operator not runnable under --target ort).
+# kernel for either and runs the node-dependent function body (backends/ort.py's
+# context_function_profile finds the dtypes it runs).
 GROUP_NORM = OpSpec(
     "GroupNormalization", "norm",
     [In("X", rank=(2, 99)), per_channel("scale"), per_channel("bias")],
