@@ -11,8 +11,11 @@ Two things are written otherwise than one ONNX node per IR node and one initiali
 
 from __future__ import annotations
 
+from functools import cache
+
 import numpy as np
 import onnx
+import onnx.defs
 from onnx import helper, numpy_helper
 
 from dlcfuzz import __version__
@@ -78,6 +81,17 @@ def constant_node(v: Value, form: str) -> onnx.NodeProto:
     return helper.make_node("Constant", [], [v.name], **{form: value})
 
 
+@cache
+def _inferred(op_type: str, opset: int) -> bool:
+    """Whether ONNX's shape inference types the outputs of this ONNX operator: by its inference function
+    or by expanding its function body (not one that depends on the node)."""
+    try:
+        schema = onnx.defs.get_schema(op_type, opset)
+    except onnx.defs.SchemaError:
+        return True  # not an ONNX operator (a composite's chain is made of ONNX operators)
+    return schema.has_type_and_shape_inference_function or schema.has_function
+
+
 def to_onnx(g: Graph, opset: int | None = None) -> onnx.ModelProto:
     """The model of ``g``: ONNX's operators at ``opset``; an operator of another domain (a qualified
     name, ``ir.op_identity``) as a node of that domain, which the model imports too."""
@@ -95,14 +109,17 @@ def to_onnx(g: Graph, opset: int | None = None) -> onnx.ModelProto:
             # inference may not state (a HannWindow's length comes from a value)
             typed += [v for v in [*n.inputs, *n.outputs] if v and v not in g.outputs and v not in forms
                       and g.values[v].kind == NODE_KIND]
+        elif not _inferred(op_type, opset):
+            typed += [v for v in n.outputs if v and v not in g.outputs and v in g.values]
     graph = helper.make_graph(
         nodes,
         "dlcfuzz",
         [value_info(v.name, v.type) for v in g.inputs],
         [value_info(o, g.values[o].type) for o in g.outputs],
         initializer=[numpy_helper.from_array(v.data, v.name) for v in g.initializers if v.name not in forms],
-        # ONNX's shape inference knows no schema outside its domains: the outputs of those nodes are
-        # typed here, so that it still checks (strictly) the nodes that read them; Constant nodes'
+        # ONNX's shape inference knows no schema outside its domains, nor infers an operator whose
+        # function body depends on the node (GroupNormalization-21): the outputs of those nodes are
+        # typed here, so that it still checks (strictly) the nodes that read them; Constant nodes''
         # outputs too (ORT's contrib shape inference reads its inputs' shapes from the declared types:
         # EmbedLayerNormalization's gamma as a Constant node had "a null shape")
         value_info=[value_info(o, g.values[o].type) for o in dict.fromkeys([*forms, *typed])],

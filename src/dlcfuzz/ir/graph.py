@@ -174,7 +174,8 @@ class Graph:
         values in between are not values of the graph; every other node as itself."""
         from dlcfuzz.spec import expand  # the specs say how a composite is written (spec imports ir)
 
-        return [m for n in self.nodes for m in expand(n)]
+        types = {name: v.type for name, v in self.values.items()}
+        return [m for n in self.nodes for m in expand(n, types)]
 
     def set_leaf_outputs(self) -> None:
         """Make every node output that no node reads a graph output (Isra's convention)."""

@@ -115,8 +115,9 @@ def amplified(g: Graph, node: Node, values: dict[str, np.ndarray],
     if any(x and x not in known for x in node.inputs) or any(o not in known for o in node.outputs):
         return False
     feeds = {x: np.asarray(known[x]) for x in node.inputs if x}
+    types = {k: v.type for k, v in g.values.items()}
     one = helper.make_graph(  # a composite operator as its chain of ONNX operators
-        [helper.make_node(n.op, list(n.inputs), list(n.outputs), **n.attrs) for n in expand(node)], "one",
+        [helper.make_node(n.op, list(n.inputs), list(n.outputs), **n.attrs) for n in expand(node, types)], "one",
         [helper.make_tensor_value_info(x, helper.np_dtype_to_tensor_dtype(a.dtype), a.shape) for x, a in feeds.items()],
         [helper.make_tensor_value_info(o, helper.np_dtype_to_tensor_dtype(np.asarray(known[o]).dtype), None)
          for o in node.outputs])

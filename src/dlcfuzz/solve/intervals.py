@@ -736,6 +736,16 @@ _reg("SequenceConstruct+SequenceInsert+SequenceErase+ConcatFromSequence")(lambda
 _reg("SequenceConstruct+SequenceLength")(lambda c: [(float(len(c.types)),) * 2])
 _reg("SplitToSequence+SequenceLength")(lambda c: [(1.0, float(c.types[0].shape[c.attrs["axis"]]))])
 _reg("Optional+OptionalHasElement")(lambda c: [(1.0, 1.0)])
+
+
+@_reg("If")
+def _if(c: Call) -> list[Iv]:
+    """Either branch's result (spec/control.py): then_op of x, else_op of y (x when absent)."""
+    x, t = c.ivs[0], c.types[0]
+    y, ty = (c.ivs[2], c.types[2]) if len(c.ivs) > 2 and c.ivs[2] is not None else (x, t)
+    then = output_intervals(c.attrs["then_op"], [x], [t], {}, c.outs)[0]
+    other = output_intervals(c.attrs["else_op"], [y], [ty], {}, c.outs)[0]
+    return [hull(then, other)]
 _reg("Concat")(lambda c: [hull(*(i for i in c.ivs if i is not None))])
 _reg("Trilu")(lambda c: [hull(c.x, (0.0, 0.0))])
 _reg("Shape")(lambda c: [(float(min(c.types[0].shape)), float(max(c.types[0].shape)))])  # type: ignore[union-attr]

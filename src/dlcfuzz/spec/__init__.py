@@ -7,12 +7,13 @@ Specs are registered by operator name: ONNX's operators by their type, those of 
 from __future__ import annotations
 
 import importlib
+from collections.abc import Mapping
 
-from dlcfuzz.ir import Node
+from dlcfuzz.ir import Node, TensorType
 from dlcfuzz.spec.dsl import Composite, OpSpec
 
 FAMILIES = ("elementwise", "broadcast", "reduce", "shape", "index", "conv", "pool", "norm", "nn", "quant", "rnn",
-            "signal", "select", "contrib", "sequence")
+            "signal", "select", "contrib", "sequence", "control")
 
 REGISTRY: dict[str, OpSpec] = {}
 for _family in FAMILIES:
@@ -22,7 +23,7 @@ for _family in FAMILIES:
         REGISTRY[_spec.op] = _spec
 
 
-# composite operators (spec/sequence.py): IR operator -> how it is written as a chain of ONNX operators
+# composite operators (spec/sequence.py, spec/control.py): IR operator -> how it is written as ONNX operators
 COMPOSITES: dict[str, Composite] = {op: s.composite for op, s in REGISTRY.items() if s.composite is not None}
 
 
@@ -32,10 +33,11 @@ def onnx_ops(op: str) -> tuple[str, ...]:
     return comp.ops if comp is not None else (op,)
 
 
-def expand(node: Node) -> list[Node]:
-    """An IR node as nodes of ONNX operators: itself, or its composite's chain."""
+def expand(node: Node, types: Mapping[str, TensorType] | None = None) -> list[Node]:
+    """An IR node as nodes of ONNX operators: itself, or its composite's chain (``types``: the graph's
+    value types, for a chain that types what it writes inside)."""
     comp = COMPOSITES.get(node.op)
-    return [node] if comp is None else comp.nodes(node)
+    return [node] if comp is None else comp.nodes(node, types or {})
 
 
 class UnknownOperator(KeyError):

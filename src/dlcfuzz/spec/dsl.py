@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -464,14 +464,15 @@ class Composite:
     ``types``: each of the spec's type variables -> the (ONNX operator, its type variable) pairs that
     carry it; the dtypes it may take are those every pair allows (the element types of a sequence or
     optional type), per opset, in the ONNX schemas and in a target's kernels alike.
-    ``nodes``: the IR node -> the chain as IR nodes of ONNX operators; the IR node's inputs are the
-    chain's inputs, its outputs the chain's outputs, and the values in between are named after the
-    node's first output (``inner``), so that they are unique in the model.
+    ``nodes``: the IR node and the graph's value types -> the chain as IR nodes of ONNX operators; the
+    IR node's inputs are the chain's inputs, its outputs the chain's outputs, and the values in between
+    are named after the node's first output (``inner``), so that they are unique in the model.  The
+    types (possibly empty) let a chain type what it writes inside (an If branch's output).
     """
 
     ops: tuple[str, ...]
     types: dict[str, tuple[tuple[str, str], ...]]
-    nodes: Callable[[Node], list[Node]]
+    nodes: Callable[[Node, Mapping[str, TensorType]], list[Node]]
 
 
 def inner(node: Node, k: int) -> str:

@@ -192,7 +192,7 @@ SPLIT_CONCAT = OpSpec(
     composite=Composite(
         ("SplitToSequence", "ConcatFromSequence"),
         {"T": (("SplitToSequence", "T"), ("ConcatFromSequence", "S"))},
-        lambda n: [_split_node(n, inner(n, 0)),
+        lambda n, _types: [_split_node(n, inner(n, 0)),
                    Node("ConcatFromSequence", [inner(n, 0)], list(n.outputs),
                         _attrs(n, axis="concat_axis", new_axis="new_axis"), _name(n, 1))]),
 )
@@ -208,7 +208,7 @@ SPLIT_LENGTH = OpSpec(
     composite=Composite(
         ("SplitToSequence", "SequenceLength"),
         {"T": (("SplitToSequence", "T"), ("SequenceLength", "S"))},
-        lambda n: [_split_node(n, inner(n, 0)),
+        lambda n, _types: [_split_node(n, inner(n, 0)),
                    Node("SequenceLength", [inner(n, 0)], list(n.outputs), {}, _name(n, 1))]),
 )
 
@@ -229,7 +229,7 @@ CONSTRUCT_AT = OpSpec(
     composite=Composite(
         ("SequenceConstruct", "SequenceAt"),
         {"T": (("SequenceConstruct", "T"), ("SequenceAt", "T"))},
-        lambda n: [Node("SequenceConstruct", n.inputs[:-1], [inner(n, 0)], {}, _name(n, 0)),
+        lambda n, _types: [Node("SequenceConstruct", n.inputs[:-1], [inner(n, 0)], {}, _name(n, 0)),
                    Node("SequenceAt", [inner(n, 0), n.inputs[-1]], list(n.outputs), {}, _name(n, 1))]),
 )
 
@@ -249,7 +249,7 @@ CONSTRUCT_LENGTH = OpSpec(
     composite=Composite(
         ("SequenceConstruct", "SequenceLength"),
         {"T": (("SequenceConstruct", "T"),)},
-        lambda n: [Node("SequenceConstruct", list(n.inputs), [inner(n, 0)], {}, _name(n, 0)),
+        lambda n, _types: [Node("SequenceConstruct", list(n.inputs), [inner(n, 0)], {}, _name(n, 0)),
                    Node("SequenceLength", [inner(n, 0)], list(n.outputs), {}, _name(n, 1))]),
 )
 
@@ -303,7 +303,7 @@ INSERT_ERASE = OpSpec(
         ("SequenceConstruct", "SequenceInsert", "SequenceErase", "ConcatFromSequence"),
         {"T": (("SequenceConstruct", "T"), ("SequenceInsert", "S"), ("SequenceErase", "S"),
                ("ConcatFromSequence", "S"))},
-        lambda n: [
+        lambda n, _types: [
             Node("SequenceConstruct", n.inputs[3:], [inner(n, 0)], {}, _name(n, 0)),
             Node("SequenceInsert", _strip([inner(n, 0), n.inputs[0], n.inputs[1]]), [inner(n, 1)], {}, _name(n, 1)),
             Node("SequenceErase", _strip([inner(n, 1), n.inputs[2]]), [inner(n, 2)], {}, _name(n, 2)),
@@ -334,7 +334,7 @@ EMPTY_INSERT_AT = OpSpec(
     composite=Composite(
         ("SequenceEmpty", "SequenceInsert", "SequenceAt"),
         {"T": (("SequenceEmpty", "S"), ("SequenceInsert", "S"), ("SequenceAt", "T"))},
-        lambda n: [
+        lambda n, _types: [
             Node("SequenceEmpty", [], [inner(n, 0)], _attrs(n, dtype="dtype"), _name(n, 0)),
             Node("SequenceInsert", _strip([inner(n, 0), n.inputs[0], n.inputs[1]]), [inner(n, 1)], {}, _name(n, 1)),
             Node("SequenceAt", [inner(n, 1), n.inputs[2]], list(n.outputs), {}, _name(n, 2))]),
@@ -353,7 +353,7 @@ OPTIONAL_GET = OpSpec(
     composite=Composite(
         ("Optional", "OptionalGetElement"),
         {"T": (("Optional", "V"), ("OptionalGetElement", "V"))},
-        lambda n: [Node("Optional", list(n.inputs), [inner(n, 0)], {}, _name(n, 0)),
+        lambda n, _types: [Node("Optional", list(n.inputs), [inner(n, 0)], {}, _name(n, 0)),
                    Node("OptionalGetElement", [inner(n, 0)], list(n.outputs), {}, _name(n, 1))]),
 )
 
@@ -366,7 +366,7 @@ OPTIONAL_HAS = OpSpec(
     composite=Composite(
         ("Optional", "OptionalHasElement"),
         {"T": (("Optional", "V"),)},
-        lambda n: [Node("Optional", list(n.inputs), [inner(n, 0)], {}, _name(n, 0)),
+        lambda n, _types: [Node("Optional", list(n.inputs), [inner(n, 0)], {}, _name(n, 0)),
                    Node("OptionalHasElement", [inner(n, 0)], list(n.outputs), {}, _name(n, 1))]),
 )
 
