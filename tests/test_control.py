@@ -48,7 +48,7 @@ def graphs(opset: int, n: int):
 
 
 def test_if_graphs_are_valid_and_their_branches_read_the_outer_graph():
-    dtypes, both = set(), 0
+    dtypes, both, nests, biased = set(), 0, 0, 0
     for opset in (13, 17, 21):
         for seed, g, _ in graphs(opset, 12):
             assert model_error(g, seed=seed) is None
@@ -59,28 +59,42 @@ def test_if_graphs_are_valid_and_their_branches_read_the_outer_graph():
             assert sorted(branches) == ["else_branch", "then_branch"]
             then, other = branches["then_branch"], branches["else_branch"]
             assert not then.input and not other.input  # outer-scope reads only
+            nested = node.attrs.get("nested")
+            if nested:  # that branch is an If on the same condition, whose branches apply its operator
+                [inner] = (then if nested == "then" else other).node
+                assert inner.op_type == "If" and list(inner.input) == [node.inputs[1]]
+                deep = [a.g for a in inner.attribute]
+                assert all(b.node[0].op_type == node.attrs[f"{nested}_op"] for b in deep)
+                then, other = (deep[0], other) if nested == "then" else (then, deep[0])
+                nests += 1
             assert then.node[0].op_type == node.attrs["then_op"] and then.node[0].input == [node.inputs[0]]
+            if node.attrs.get("then_bias") is not None:
+                assert then.node[1].op_type == "Add" and then.initializer[0].name == then.node[1].input[1]
+                biased += 1
             y = node.inputs[2] if len(node.inputs) > 2 and node.inputs[2] else node.inputs[0]
             assert other.node[0].op_type == node.attrs["else_op"] and other.node[0].input == [y]
             dtypes.add(g.values[node.inputs[0]].type.dtype)
             both += y != node.inputs[0]
-    assert len(dtypes) >= 4 and both > 0
+    assert len(dtypes) >= 4 and both > 0 and nests > 0 and biased > 0
 
 
 def test_ort_computes_the_branch_the_condition_picks():
-    """Against numpy: cond ? then_op(x) : else_op(y)."""
-    taken = set()
+    """Against numpy: cond ? then_op(x) + then_bias : else_op(y) (a nested If changes nothing)."""
+    taken, forms = set(), set()
     for seed, g, feeds in graphs(17, 40):
         node = g.nodes[0]
         x, cond = feeds[node.inputs[0]], bool(feeds[node.inputs[1]].reshape(()))
         y = feeds[node.inputs[2]] if len(node.inputs) > 2 and node.inputs[2] else x
-        want = NUMPY[node.attrs["then_op"]](x) if cond else NUMPY[node.attrs["else_op"]](y)
+        bias = node.attrs.get("then_bias")
+        then = NUMPY[node.attrs["then_op"]](x) + (np.array(bias, x.dtype) if bias is not None else 0)
+        want = then if cond else NUMPY[node.attrs["else_op"]](y)
+        forms.update(k for k in ("then_bias", "nested") if node.attrs.get(k) is not None)
         [got] = ort_run(g, feeds)
         assert got.dtype == x.dtype and got.shape == x.shape
         np.testing.assert_allclose(got.astype(np.float64), np.asarray(want, np.float64), rtol=1e-3,
                                    err_msg=f"seed {seed} {node.attrs} cond={cond}")
         taken.add(cond)
-    assert taken == {True, False}
+    assert taken == {True, False} and forms == {"then_bias", "nested"}
 
 
 def test_the_reference_evaluator_agrees_with_ort():
@@ -98,11 +112,12 @@ def test_the_interval_covers_both_branches():
     for name, t in (("x", x), ("c", TensorType((), "bool")), ("y", x)):
         g.add_value(Value(name, t, INPUT_KIND))
     g.add_value(Value("out", x, NODE_KIND))
-    g.add_node(Node("If", ["x", "c", "y"], ["out"], {"then_op": "Neg", "else_op": "Sigmoid"}, "n0"))
+    g.add_node(Node("If", ["x", "c", "y"], ["out"], {"then_op": "Neg", "else_op": "Sigmoid", "then_bias": -1.5},
+                    "n0"))
     g.outputs = ["out"]
     lo, hi = analyze(g, {"x": (1.0, 4.0), "c": (0.0, 1.0), "y": (-100.0, 100.0)})["out"]
-    # then: -x in [-4, -1]; else: sigmoid(y) in (0, 1)
-    assert -4.1 <= lo <= -4.0 and 0.99 <= hi <= 1.01  # both branches, widened for rounding only
+    # then: -x - 1.5 in [-5.5, -2.5]; else: sigmoid(y) in (0, 1)
+    assert -5.6 <= lo <= -5.5 and 0.99 <= hi <= 1.01  # both branches, widened for rounding only
 
 
 @pytest.mark.parametrize("backend", ["tvm", "openvino"])

@@ -740,10 +740,13 @@ _reg("Optional+OptionalHasElement")(lambda c: [(1.0, 1.0)])
 
 @_reg("If")
 def _if(c: Call) -> list[Iv]:
-    """Either branch's result (spec/control.py): then_op of x, else_op of y (x when absent)."""
+    """Either branch's result (spec/control.py): then_op of x plus then_bias, else_op of y (x when
+    absent); a nested If computes its branch's operator."""
     x, t = c.ivs[0], c.types[0]
     y, ty = (c.ivs[2], c.types[2]) if len(c.ivs) > 2 and c.ivs[2] is not None else (x, t)
     then = output_intervals(c.attrs["then_op"], [x], [t], {}, c.outs)[0]
+    bias = c.attrs.get("then_bias") or 0.0
+    then = (then[0] + bias, then[1] + bias)
     other = output_intervals(c.attrs["else_op"], [y], [ty], {}, c.outs)[0]
     return [hull(then, other)]
 _reg("Concat")(lambda c: [hull(*(i for i in c.ivs if i is not None))])
