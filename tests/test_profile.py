@@ -301,3 +301,35 @@ def test_a_decline_that_names_its_operator_is_learned_for_that_operator():
     assert p.learn(g, got) == DECLINED, got
     assert not p.admits_op("Softsign") and p.admits_op("Shrink")
     assert p.counts.get("Shrink") is None
+
+
+@pytest.mark.skipif(not HAS_TVM, reason="apache-tvm is not installed (pip install apache-tvm)")
+def test_a_declined_number_attribute_is_learned_as_given(tmp_path: Path):
+    """TVM 0.27 asserts "custom scale is not currently supported" for com.microsoft.Attention: a float
+    attribute, which no string or flag key names.  Learned from single-operator tests on TVM, the key
+    ``scale=given`` is declined, the operator itself is not."""
+    from dlcfuzz.backends import load_backend
+
+    gen = ort_generator([REGISTRY["com.microsoft.Attention"]], opset=17)
+    variant = load_backend("tvm").variants()[0].name
+    p = SupportProfile("tvm", "test")
+    pool = WorkerPool(PhaseLimits(), log_dir=tmp_path)
+    seen = {ACCEPTED: 0, DECLINED: 0}
+    try:
+        for seed in range(40):
+            g = gen.generate(seed)
+            scaled = g.nodes[0].attrs.get("scale") is not None
+            assert "scale=given" in node_keys(g.nodes[0], g.values) if scaled else True
+            out = pool.run("tvm", Test(to_bytes(g), g.to_json(), synthesize(g, np.random.default_rng(seed), 0)),
+                           [variant])
+            status = p.learn(g, out)
+            if scaled:
+                assert status == DECLINED, out[variant].message
+            seen[status] = seen.get(status, 0) + 1
+            if seen[ACCEPTED] and seen[DECLINED] >= 2:
+                break
+    finally:
+        pool.close()
+    assert seen[ACCEPTED] and seen[DECLINED]
+    assert "scale=given" in p.declined_keys("com.microsoft.Attention")
+    assert p.admits_op("com.microsoft.Attention")

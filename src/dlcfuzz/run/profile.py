@@ -5,7 +5,8 @@ needs the attribute too).
 A profile counts, for each (operator, key), the tests whose nodes carried that key and that the
 compiler accepted (some variant ran them), declined (every failure an explicit decline,
 ``oracle.unsupported``) or failed on (a crash or an unexplained error: a finding).  Keys are the
-operator itself (``*``), the first input's dtype and rank, string and flag attributes, whether each
+operator itself (``*``), the first input's dtype and rank, string and flag attributes, whether any
+other attribute is given (``scale=given``: not left to its default), whether each
 later input is absent, a constant or a runtime tensor (TVM declines inputs that "must be a constant"),
 the first output's dtype, and how many outputs a call with optional outputs asks for.
 
@@ -72,6 +73,8 @@ def node_keys(node: Node, values: Mapping[str, Value], opset: int | None = None)
             keys += [f"{name}={s}" for s in sorted(set(v))]
         elif isinstance(v, (bool, int)) and -1 <= int(v) <= 1:  # flags (sorted, ceil_mode, keepdims ...)
             keys.append(f"{name}={int(v)}")
+        elif v is not None and not name.startswith("_"):  # a number or list given, not left to its
+            keys.append(f"{name}=given")  # default: TVM declines Attention's "custom scale"
     for k, name in enumerate(node.inputs[1:], start=1):
         form = "absent" if not name else "const" if values[name].kind == CONST_KIND else "runtime"
         keys.append(f"in{k}={form}")
