@@ -440,3 +440,37 @@ def test_a_report_is_keyed_past_failures_that_follow_from_unknown_dimensions() -
                                    "is_axis_valid(axis, r)' failed at src/frontends/onnx/frontend/src/utils/common.cpp:"
                                    "230:\nn2Parameter axis 1 out of tensor range [-1, 0]")
     assert normalize(report(argmin, qmatmul)) == normalize(report(qmatmul)) == "N axis N out of tensor range [DIMS]"
+
+
+def test_crashes_that_need_the_same_producers_have_one_root_cause() -> None:
+    """OpenVINO 2026.4 (campaign, reduced): ConcatFromSequence after SplitToSequence gives an output of
+    dynamic element type, on which LeakyRelu fails with "Element not supported" and ReduceSum with
+    "Unsupported input type dynamic".  The crashing node is the one the message names; a crash at a node
+    fed only by graph inputs, or needing other producers, has another root (or none)."""
+    from dlcfuzz.run.dedup import crash_upstream_root, reduced_root
+
+    def graph(upstream: str, downstream: str) -> Graph:
+        g = Graph(opset=17)
+        x = TensorType((2, 3), "float32")
+        g.add_value(Value("x", x, INPUT_KIND))
+        g.add_value(Value("s", x, NODE_KIND))
+        g.add_value(Value("y", x, NODE_KIND))
+        g.add_node(Node(upstream, ["x"], ["s"], {"axis": 0} if "Split" in upstream else {}, "n0"))
+        g.add_node(Node(downstream, ["s"], ["y"], {}, "n1"))
+        g.outputs = ["y"]
+        return g
+
+    seq = "SplitToSequence+ConcatFromSequence"
+    leaky = crash("While validating ONNX node '<Node(LeakyRelu): n1>': Element not supported", backend="openvino")
+    reduce = crash("While validating ONNX node '<Node(ReduceSum): n1>': Unsupported input type dynamic",
+                   backend="openvino")
+    root = crash_upstream_root(leaky, graph(seq, "LeakyRelu"))
+    assert root and root == crash_upstream_root(reduce, graph(seq, "ReduceSum"))
+    assert crash_upstream_root(leaky, graph("Relu", "LeakyRelu")) not in ("", root)
+    assert reduced_root(leaky, graph(seq, "LeakyRelu"), None, "", "own") == root
+    # the message names the first node, which no node feeds: no upstream to blame
+    at_input = crash("While validating ONNX node '<Node(Relu): n0>': boom", backend="openvino")
+    assert crash_upstream_root(at_input, graph("Relu", "LeakyRelu")) == ""
+    assert reduced_root(at_input, graph("Relu", "LeakyRelu"), None, "", "own") == "own"
+    # a node named n10 is not n1
+    assert crash_upstream_root(crash("at n10: boom", backend="openvino"), graph(seq, "LeakyRelu")) == ""

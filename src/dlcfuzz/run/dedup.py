@@ -26,7 +26,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import replace
 
-from dlcfuzz.ir import CONST_KIND, Graph
+from dlcfuzz.ir import CONST_KIND, Graph, Node
 from dlcfuzz.oracle import BASELINE, CRASH, DISRUPTIVE, EXPORTER, METAMORPHIC, Finding
 
 _FRAME = re.compile(r'File "([^"]+)", line \d+, in (\S+)')
@@ -209,6 +209,16 @@ def root_cause(f: Finding, op: str, opset: int, attrs: dict, shapes: Iterable[It
     (keyed by the pass).  Only ever used to merge bugs (``Store.merge_root``), never to split one."""
     if f.oracle in (CRASH, DISRUPTIVE) or f.details.get("culprit"):
         return ""
+    family, trigger = _triggers(op, opset, attrs, shapes)
+    if not trigger:
+        return ""
+    parts = ["root", f.backend, f.category, f.kind, ",".join(family or (op,)), *trigger]
+    return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:16]
+
+
+def _triggers(op: str, opset: int, attrs: dict,
+              shapes: Iterable[Iterable[int | None]]) -> tuple[tuple[str, ...], list[str]]:
+    """The operator's attribute family and the triggers of one call (``root_cause``)."""
     family, defaults = _schema_attributes(op, opset)
     values = sorted((k, v.decode() if isinstance(v, bytes) else v) for k, v in attrs.items())
     trigger = [f"{k}={v}" for k, v in values if defaults.get(k) != v and isinstance(v, str)]
@@ -218,9 +228,34 @@ def root_cause(f: Finding, op: str, opset: int, attrs: dict, shapes: Iterable[It
     if not trigger:
         trigger = [f"{k}={v}" for k, v in values if isinstance(v, int) and not isinstance(v, bool)
                    and v in (0, 1) and defaults.get(k) in (0, 1) and defaults.get(k) != v]
-    if not trigger:
+    return tuple(family or ()), trigger
+
+
+def _data_shapes(node: Node, graph: Graph) -> list[tuple[int, ...]]:
+    # data inputs only: an empty axes or pads tensor is a form of the call, not an empty set
+    return [v.type.shape for i in node.inputs if (v := graph.values.get(i)) is not None
+            and v.kind != CONST_KIND and not v.pinned]
+
+
+def crash_upstream_root(f: Finding, graph: Graph) -> str:
+    """The root of a reduced crash at a node the message names whose inputs other nodes make: the
+    reduction kept those producers because the crash needs what they give (a fresh input of the same
+    type does not crash), so the crash is a consequence of how the compiler handled them, e.g. OpenVINO
+    2026.4's ConcatFromSequence gives an output of dynamic element type, on which a LeakyRelu, an LSTM
+    or a ReduceMax then fails to convert, each with its own message.  Keyed by the producers' operators
+    and triggers; "" when the crash is not named at such a node."""
+    if f.oracle != CRASH:
         return ""
-    parts = ["root", f.backend, f.category, f.kind, ",".join(family or (op,)), *trigger]
+    named = {n.name: n for n in graph.nodes if n.name and re.search(rf"\b{re.escape(n.name)}\b", f.message)}
+    made_by = {o: n for n in graph.nodes for o in n.outputs}
+    crashed = [n for n in named.values() if any(i in made_by for i in n.inputs if i)]
+    if len(crashed) != 1:
+        return ""
+    producers = {made_by[i].name: made_by[i] for i in crashed[0].inputs if i in made_by}
+    parts = ["crash upstream", f.backend, f.category, f.phase]
+    for _, n in sorted(producers.items()):
+        family, trigger = _triggers(n.op, graph.opset, n.attrs, _data_shapes(n, graph))
+        parts += [",".join(family or (n.op,)), *trigger]
     return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:16]
 
 
@@ -229,16 +264,15 @@ def graph_root_cause(f: Finding, graph: Graph, first: dict | None) -> str:
     node = next((n for n in graph.nodes if n.name and n.name == (first or {}).get("node")), None)
     if node is None:
         return ""
-    # data inputs only: an empty axes or pads tensor is a form of the call, not an empty set
-    shapes = [v.type.shape for i in node.inputs if (v := graph.values.get(i)) is not None
-              and v.kind != CONST_KIND and not v.pinned]
-    return root_cause(replace(f, kind=(first or {}).get("kind", f.kind)), node.op, graph.opset, node.attrs, shapes)
+    return root_cause(replace(f, kind=(first or {}).get("kind", f.kind)), node.op, graph.opset, node.attrs,
+                      _data_shapes(node, graph))
 
 
 def reduced_root(f: Finding, graph: Graph, first: dict | None, signed_as: str, signature: str) -> str:
-    """The root a reduced bug merges by: its trigger's (``graph_root_cause``); else the signature its
-    reduction found it under (``signed_as``: bystanders of one cause, run/reduce.py); else its own."""
-    return graph_root_cause(f, graph, first) or signed_as or signature
+    """The root a reduced bug merges by: its trigger's (``graph_root_cause``), or for a crash the nodes
+    that feed the crashing one (``crash_upstream_root``); else the signature its reduction found it
+    under (``signed_as``: bystanders of one cause, run/reduce.py); else its own."""
+    return graph_root_cause(f, graph, first) or crash_upstream_root(f, graph) or signed_as or signature
 
 
 def producer(graph: Graph, output: int) -> tuple[str, str]:
