@@ -472,5 +472,11 @@ def test_crashes_that_need_the_same_producers_have_one_root_cause() -> None:
     at_input = crash("While validating ONNX node '<Node(Relu): n0>': boom", backend="openvino")
     assert crash_upstream_root(at_input, graph("Relu", "LeakyRelu")) == ""
     assert reduced_root(at_input, graph("Relu", "LeakyRelu"), None, "", "own") == "own"
+    # through an operator in between, the source is blamed
+    g = graph(seq, "Flatten")
+    g.add_value(Value("z", TensorType((2, 3), "float32"), NODE_KIND))
+    g.add_node(Node("LeakyRelu", ["y"], ["z"], {}, "n2"))
+    g.outputs = ["z"]
+    assert crash_upstream_root(replace(leaky, message=leaky.message.replace("n1", "n2")), g) == root
     # a node named n10 is not n1
     assert crash_upstream_root(crash("at n10: boom", backend="openvino"), graph(seq, "LeakyRelu")) == ""

@@ -242,8 +242,9 @@ def crash_upstream_root(f: Finding, graph: Graph) -> str:
     reduction kept those producers because the crash needs what they give (a fresh input of the same
     type does not crash), so the crash is a consequence of how the compiler handled them, e.g. OpenVINO
     2026.4's ConcatFromSequence gives an output of dynamic element type, on which a LeakyRelu, an LSTM
-    or a ReduceMax then fails to convert, each with its own message.  Keyed by the producers' operators
-    and triggers; "" when the crash is not named at such a node."""
+    or a ReduceMax then fails to convert, each with its own message.  Keyed by the operators and triggers
+    of the sources of what feeds it (its ancestors that no node feeds: through a Flatten in between, the
+    ConcatFromSequence); "" when the crash is not named at such a node."""
     if f.oracle != CRASH:
         return ""
     named = {n.name: n for n in graph.nodes if n.name and re.search(rf"\b{re.escape(n.name)}\b", f.message)}
@@ -251,9 +252,16 @@ def crash_upstream_root(f: Finding, graph: Graph) -> str:
     crashed = [n for n in named.values() if any(i in made_by for i in n.inputs if i)]
     if len(crashed) != 1:
         return ""
-    producers = {made_by[i].name: made_by[i] for i in crashed[0].inputs if i in made_by}
+    ancestors: dict[str, Node] = {}
+    todo = [made_by[i] for i in crashed[0].inputs if i in made_by]
+    while todo:
+        n = todo.pop()
+        if n.name not in ancestors:
+            ancestors[n.name] = n
+            todo += [made_by[i] for i in n.inputs if i in made_by]
+    sources = {name: n for name, n in ancestors.items() if not any(i in made_by for i in n.inputs if i)}
     parts = ["crash upstream", f.backend, f.category, f.phase]
-    for _, n in sorted(producers.items()):
+    for _, n in sorted(sources.items()):
         family, trigger = _triggers(n.op, graph.opset, n.attrs, _data_shapes(n, graph))
         parts += [",".join(family or (n.op,)), *trigger]
     return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:16]
