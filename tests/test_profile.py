@@ -333,3 +333,15 @@ def test_a_declined_number_attribute_is_learned_as_given(tmp_path: Path):
     assert seen[ACCEPTED] and seen[DECLINED]
     assert "scale=given" in p.declined_keys("com.microsoft.Attention")
     assert p.admits_op("com.microsoft.Attention")
+
+
+def test_an_operator_newer_than_the_opset_is_probed_at_its_own(tmp_path: Path, monkeypatch):
+    """GroupNormalization exists from opset 18 on (version 21 is the one specified): probing at the
+    default opset 17 probes it at 21, and the other operators at 17."""
+    monkeypatch.setenv("DLCFUZZ_CACHE", str(tmp_path / "cache"))
+    specs = [REGISTRY[op] for op in ("GroupNormalization", "Relu")]
+    campaigns, profiles = probe(["ort"], tmp_path, specs, Limits(), per_op=3, jobs=1)
+    ort = profiles["ort"]
+    assert ort.counts["GroupNormalization"]["version=21"][0] == 3
+    assert ort.counts["Relu"]["version=14"][0] == 3  # Relu-14 is the version of opset 17
+    assert {c.cfg.limits.opset for c in campaigns} == {17, 21}

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from dlcfuzz.run.campaign import Campaign, CampaignConfig, Progress
@@ -21,9 +22,28 @@ def probe(backends: list[str], out: Path, specs: list[OpSpec], limits: Limits, p
           ) -> tuple[list[Campaign], dict[str, SupportProfile]]:
     """Probes ``backends`` on ``specs`` (what the cache knew of those operators is forgotten, the rest
     kept), then probes again, ``2 * per_op`` times, the operators some compiler took in some tests and
-    declined in others: more tests tell which feature it declines.  Returns the rounds' campaigns
-    (their stores hold what probing found) and the profiles."""
+    declined in others: more tests tell which feature it declines.  An operator that ``limits.opset``
+    does not have yet (GroupNormalization-21, Attention-23) is probed at the opset that introduced it.
+    Returns the rounds' campaigns (their stores hold what probing found) and the profiles."""
     stamp = time.strftime("probe-%Y%m%d-%H%M%S")
+    by_opset: dict[int, list[OpSpec]] = {}
+    for s in specs:
+        by_opset.setdefault(max(limits.opset, s.since), []).append(s)
+    campaigns: list[Campaign] = []
+    learned: dict[str, SupportProfile] = {}
+    for opset, group in sorted(by_opset.items()):
+        name = stamp if opset == limits.opset else f"{stamp}-opset{opset}"
+        got, profiles = _rounds(backends, out, name, group, replace(limits, opset=opset), per_op, jobs, phases,
+                                on_progress)
+        campaigns += got
+        learned |= profiles
+    return campaigns, learned
+
+
+def _rounds(backends: list[str], out: Path, stamp: str, specs: list[OpSpec], limits: Limits, per_op: int, jobs: int,
+            phases: PhaseLimits | None, on_progress: Callable[[Progress], None] | None,
+            ) -> tuple[list[Campaign], dict[str, SupportProfile]]:
+    """The two probing rounds of ``probe`` at one opset."""
     by_op = {s.op: s for s in specs}
     campaigns: list[Campaign] = []
     learned: dict[str, SupportProfile] = {}
