@@ -12,7 +12,7 @@ from dlcfuzz.gen.isra import IsraGenerator
 from dlcfuzz.ir import Graph
 from dlcfuzz.ir.hints import feed_array
 from dlcfuzz.solve import Limits
-from dlcfuzz.spec import REGISTRY, OpSpec
+from dlcfuzz.spec import COMPOSITES, REGISTRY, OpSpec
 
 SESSION_OPTIONS = ort.SessionOptions()
 SESSION_OPTIONS.intra_op_num_threads = 1  # tiny graphs: thread pools cost more than they give
@@ -176,11 +176,12 @@ def assert_model_file_is_its_graph(model_path, graph_json: str) -> None:
         parts = n["op"].split("+")
         chain = [next(rest) for _ in parts]
         assert [f"{m.domain}.{m.op_type}" if m.domain in used else m.op_type for m in chain] == parts, where
-        if len(parts) > 1:  # a composite: its inputs feed the chain, its outputs end it
+        if n["op"] in COMPOSITES:  # its inputs feed the chain (If's branches read them), its outputs end it
             inner = {o for m in chain[:-1] for o in m.output}
             assert list(chain[-1].output) == n["outputs"], where
             assert {i for m in chain for i in m.input if i and i not in inner} <= set(n["inputs"]), where
-            names = [f"{n['name']}.{k}" if n.get("name") else "" for k in range(len(parts))]
+            names = ([f"{n['name']}.{k}" if n.get("name") else "" for k in range(len(parts))] if len(parts) > 1
+                     else [n.get("name", "")])
             assert [m.name for m in chain] == names, where
             continue
         proto = chain[0]
