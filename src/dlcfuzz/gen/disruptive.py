@@ -83,7 +83,7 @@ class _Call:
 
     def __init__(self, g: Graph, node: Node, spec: OpSpec, c: Ctx, lim: Limits) -> None:
         self.g, self.node, self.spec, self.c, self.lim = g, node, spec, c, lim
-        self.sch = schema(spec.op, lim.opset)
+        self.sch = _schema(spec, lim.opset)
         self.slot: list[int] = []  # node input position -> spec input index
         self.label: list[str] = []  # node input position -> display name
         for k, inp in enumerate(spec.inputs):
@@ -593,12 +593,18 @@ def _undo(inst: Instantiator, g: Graph, n_nodes: int, before: set[str]) -> None:
         bucket[:] = [v for v in bucket if v.name not in added]
 
 
+def _schema(spec: OpSpec, opset: int):
+    """The ONNX schema whose rules the call breaks: none for a composite, whose IR inputs are not its ONNX
+    operators' formal inputs (If reads x and y through its branches, its one ONNX input is the condition)."""
+    return None if spec.composite is not None else schema(spec.op, opset)
+
+
 # ---------------------------------------------------------------------------------------------
 # The generator
 # ---------------------------------------------------------------------------------------------
 def _may_apply(spec: OpSpec, kind: str, opset: int) -> bool:
     """A cheap static filter: whether ``kind`` can apply to some call of ``spec``."""
-    sch = schema(spec.op, opset)
+    sch = _schema(spec, opset)
     if sch is None:
         return False
     if kind == "dtype":

@@ -130,7 +130,7 @@ _SAYS_UNSUPPORTED = (
 RULES += [(b, "import", _SAYS_UNSUPPORTED) for b in ("tvm", "tvm-torch", "openvino", "openvino-torch")]
 # TVM's runtime kernels state the dtypes they lack when called ("InternalError: Unsupported input dtype:
 # int16" from its sort behind TopK), the same limit its Relax builder declines up front (export/relax_ops.py)
-RULES += [("tvm", "run", _SAYS_UNSUPPORTED)]
+RULES += [("tvm", "run", r"^\w+: Unsupported ")]
 RULES += [
     # OpenVINO's torch frontend keeps complex tensors as its internal ComplexTypeMark, which only its
     # complex-aware translators consume; its own declines: "Operation does not support complex type tensor
