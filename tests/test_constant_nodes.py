@@ -15,7 +15,7 @@ from dlcfuzz.backends import load_backend
 from dlcfuzz.backends.base import Test
 from dlcfuzz.backends.ort import full_profile, model_error
 from dlcfuzz.cli import UsageError, _limits, build_parser
-from dlcfuzz.export.onnx import CONSTANT_FORMS, constant_forms, constant_nodes, to_bytes, to_onnx
+from dlcfuzz.export.onnx import CONSTANT_FORMS, SHAPE_FORM, constant_forms, constant_nodes, to_bytes, to_onnx
 from dlcfuzz.gen import make_generator
 from dlcfuzz.ir import CONST_KIND, INPUT_KIND, NODE_KIND, Graph, Node, TensorType, Value
 from dlcfuzz.oracle.compare import compare
@@ -38,6 +38,7 @@ def as_initializers(g: Graph) -> Graph:
     """The same graph with every constant an initializer."""
     h = Graph.from_json(g.to_json())
     h.meta.pop("constant_nodes", None)
+    h.meta.pop("shape_of", None)
     return h
 
 
@@ -75,8 +76,12 @@ def test_the_rate_decides_the_form_and_models_stay_valid(rate: float) -> None:
             assert "constant_nodes" not in g.meta and not any(n.op_type == "Constant" for n in model.graph.node)
             assert {t.name for t in model.graph.initializer} == consts
         else:
-            assert set(constant_nodes(g)) == consts and not model.graph.initializer
-            assert [n.output[0] for n in model.graph.node if n.op_type == "Constant"] == list(constant_nodes(g))
+            forms = constant_nodes(g)
+            assert set(forms) == consts and not model.graph.initializer
+            assert [n.output[0] for n in model.graph.node if n.op_type == "Constant"] == [
+                k for k, f in forms.items() if f != SHAPE_FORM]
+            made = {o for n in model.graph.node if n.op_type == "Shape" for o in n.output}
+            assert {k for k, f in forms.items() if f == SHAPE_FORM} <= made
         check_graph(g, seed=seed)
     assert seen >= 20
 
@@ -88,11 +93,12 @@ def test_the_default_rate_mixes_forms() -> None:
     graphs = [gen.generate(seed) for seed in range(40)]
     consts = sum(len(g.initializers) for g in graphs)
     forms = [f for g in graphs for f in constant_nodes(g).values()]
-    assert consts > 150 and 0.12 < len(forms) / consts < 0.28, (consts, len(forms))
-    assert {"value", "value_ints"} <= set(forms) <= set(CONSTANT_FORMS)
+    constant = [f for f in forms if f != SHAPE_FORM]  # Shape nodes come on top: half the constants that can be
+    assert consts > 150 and 0.12 < len(constant) / consts < 0.28, (consts, len(forms))
+    assert {"value", "value_ints"} <= set(forms) <= {*CONSTANT_FORMS, SHAPE_FORM}
     for g in graphs:
         for name, form in constant_nodes(g).items():
-            assert form in constant_forms(g.values[name].type)
+            assert form in constant_forms(g.values[name].type) or form == SHAPE_FORM
 
 
 def test_the_command_line_sets_the_rate() -> None:
@@ -130,6 +136,49 @@ def test_each_form_holds_the_exact_value(a: np.ndarray, form: str) -> None:
     [got] = ort_run(g, {})
     assert got.dtype == a.dtype
     np.testing.assert_array_equal(got, a)
+
+
+def _expand_to_shape_of(y_shape: tuple[int, ...], start: int | None = None, end: int | None = None) -> Graph:
+    """Expand(x, c) where c is [3, 4], recorded as the Shape of input y (or of its slice)."""
+    g = Graph(opset=17, meta={"constant_nodes": {"c": SHAPE_FORM}, "shape_of": {"c": ["y", start, end]}})
+    g.add_value(Value("x", TensorType((1, 4), "float32"), INPUT_KIND))
+    g.add_value(Value("y", TensorType(y_shape, "int8"), INPUT_KIND))
+    g.add_value(Value("c", TensorType((2,), "int64"), CONST_KIND, np.array([3, 4], np.int64)))
+    g.add_value(Value("z", TensorType((3, 4), "float32"), NODE_KIND))
+    g.add_node(Node("Expand", ["x", "c"], ["z"], {}, "n0"))
+    g.outputs = ["z"]
+    g.validate()
+    return g
+
+
+def test_a_shape_constant_is_written_as_the_shape_of_its_tensor_while_it_is_one() -> None:
+    """Written as Shape(y) (a slice of y's shape through start/end), the model computes what the initializer
+    does; once y no longer has that shape (a reduction shrank it), the constant is an initializer again."""
+    x = np.arange(4, dtype=np.float32).reshape(1, 4)
+    for y_shape, bounds in (((3, 4), (None, None)), ((2, 3, 4), (1, 3))):
+        g = _expand_to_shape_of(y_shape, *bounds)
+        [shape] = [n for n in to_onnx(g).graph.node if n.op_type == "Shape"]
+        assert list(shape.input) == ["y"] and list(shape.output) == ["c"]
+        assert {a.name: a.i for a in shape.attribute} == ({"start": 1, "end": 3} if bounds[0] else {})
+        check_graph(g)
+        feeds = {"x": x, "y": np.zeros(y_shape, np.int8)}
+        np.testing.assert_array_equal(ort_run(g, feeds)[0], np.broadcast_to(x, (3, 4)))
+    stale = _expand_to_shape_of((3, 5))
+    model = to_onnx(stale)
+    assert not any(n.op_type == "Shape" for n in model.graph.node)
+    assert [t.name for t in model.graph.initializer] == ["c"]
+
+
+def test_generated_shape_constants_keep_models_valid() -> None:
+    """Generation writes some 1-D int64 constants as Shape nodes of tensors whose shapes they equal."""
+    ops = ("Expand", "Tile", "Relu", "Reshape")
+    gen = ort_generator([REGISTRY[o] for o in ops], op_range=(6, 6), constant_nodes=1.0)
+    shaped = 0
+    for seed in range(40):
+        g = gen.generate(seed)
+        shaped += sum(f == SHAPE_FORM for f in constant_nodes(g).values())
+        check_graph(g, seed=seed)
+    assert shaped >= 3
 
 
 # -- compilers --------------------------------------------------------------------------------------------
@@ -218,6 +267,7 @@ def test_readers_take_constant_nodes(tmp_path: Path) -> None:
     from dlcfuzz.run.bugreport import onnx_script
 
     for g, _ in _same_graphs(4, typed=True):
+        g.meta.pop("shape_of", None)  # Constant nodes only: a constant written as a Shape is no constant to them
         model, plain = to_onnx(g), to_onnx(as_initializers(g))
         # metrics: the same operator nodes, small integer constants as attributes either way
         assert [(n.op, n.attrs) for n in op_nodes(model) if n.op != "Constant"] == [

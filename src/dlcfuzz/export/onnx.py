@@ -60,18 +60,50 @@ def constant_forms(t: TensorType) -> tuple[str, ...]:
     return tuple(forms)
 
 
+# a 1-D int64 constant that is (a slice of) the shape of a runtime tensor may be written as that tensor's
+# Shape, as exporters write shape computations (Reshape(x, Shape(y))): the compiler must see through it
+SHAPE_FORM = "shape"
+
+
+def shape_source(g: Graph, v: Value) -> tuple[str, int | None, int | None] | None:
+    """Where constant ``v`` is a Shape of (``graph.meta["shape_of"]``: tensor, start, end), while that is
+    still true: the tensor is still a graph input or a node's output whose shape slice holds v's data (a
+    reduction may have removed or shrunk it); None otherwise."""
+    got = (g.meta.get("shape_of") or {}).get(v.name)
+    if not got or v.data is None:
+        return None
+    src, start, end = got
+    x = g.values.get(src)
+    if x is None or x.kind == CONST_KIND or x.pinned or (start is not None and g.opset < 15):
+        return None
+    if list(x.type.shape[start:end]) != [int(d) for d in np.asarray(v.data).ravel()] or v.type.rank != 1:
+        return None
+    return src, start, end
+
+
 def constant_nodes(g: Graph) -> dict[str, str]:
-    """The graph's constants written as Constant nodes: name -> attribute (stale names, of values a
-    reduction removed or made runtime inputs, and forms the type cannot take are left out)."""
+    """The graph's constants written as Constant nodes: name -> attribute, or ``SHAPE_FORM`` (stale
+    names, of values a reduction removed or made runtime inputs, and forms the type or the graph cannot
+    take are left out)."""
     wanted = g.meta.get("constant_nodes") or {}
+
+    def takes(v: Value, form: str) -> bool:
+        return shape_source(g, v) is not None if form == SHAPE_FORM else form in constant_forms(v.type)
+
     # in the order of the graph's values (JSON stores meta with sorted keys: the model must not change)
     return {v.name: wanted[v.name] for v in g.values.values()
-            if v.name in wanted and v.kind == CONST_KIND and wanted[v.name] in constant_forms(v.type)}
+            if v.name in wanted and v.kind == CONST_KIND and takes(v, wanted[v.name])}
 
 
-def constant_node(v: Value, form: str) -> onnx.NodeProto:
-    """A Constant node making ``v`` from its data, held in attribute ``form``."""
+def constant_node(v: Value, form: str, g: Graph | None = None) -> onnx.NodeProto:
+    """A Constant node making ``v`` from its data, held in attribute ``form``; for ``SHAPE_FORM`` the
+    Shape node of its source input in ``g``."""
     assert v.data is not None
+    if form == SHAPE_FORM:
+        assert g is not None
+        src, start, end = shape_source(g, v) or ("", None, None)
+        bounds = {k: b for k, b in (("start", start), ("end", end)) if b is not None}
+        return helper.make_node("Shape", [src], [v.name], **bounds)
     if form == "value":
         value = numpy_helper.from_array(v.data)
     elif form in ("value_float", "value_floats"):
@@ -97,7 +129,15 @@ def to_onnx(g: Graph, opset: int | None = None) -> onnx.ModelProto:
     name, ``ir.op_identity``) as a node of that domain, which the model imports too."""
     opset = opset or g.opset
     forms = constant_nodes(g)
-    nodes = [constant_node(g.values[name], form) for name, form in forms.items()]
+    # a Shape of a node's output follows that node; every other constant node leads the graph
+    after: dict[str, list[onnx.NodeProto]] = {}
+    nodes = []
+    for name, form in forms.items():
+        node = constant_node(g.values[name], form, g)
+        if form == SHAPE_FORM and g.values[node.input[0]].kind == NODE_KIND:
+            after.setdefault(node.input[0], []).append(node)
+        else:
+            nodes.append(node)
     domains, typed = set(), []
     for n in g.onnx_nodes():  # composite operators as their chains
         domain, op_type = op_identity(n.op)
@@ -111,6 +151,7 @@ def to_onnx(g: Graph, opset: int | None = None) -> onnx.ModelProto:
                       and g.values[v].kind == NODE_KIND]
         elif not _inferred(op_type, opset):
             typed += [v for v in n.outputs if v and v not in g.outputs and v in g.values]
+        nodes += [m for o in n.outputs for m in after.get(o, [])]
     graph = helper.make_graph(
         nodes,
         "dlcfuzz",

@@ -146,13 +146,37 @@ def onnx_parts(model, feeds: dict | None = None) -> Parts:
             a = n.attribute[0]
             v = helper.get_attribute_value(a)
             consts[n.output[0]] = numpy_helper.to_array(v) if a.name == "value" else np.array(v, dtype=typed[a.name])
+    # a Shape of a tensor whose shape the model states is a constant too (dlcfuzz writes constants that
+    # equal a tensor's shape so, as exporters do): torch needs K, axes or a target shape as Python values
+    static = _static_shapes(model)
+    for n in g.node:
+        if n.op_type == "Shape" and n.input[0] in static:
+            bounds = {a.name: helper.get_attribute_value(a) for a in n.attribute}
+            consts[n.output[0]] = np.array(static[n.input[0]][bounds.get("start", 0):bounds.get("end")], np.int64)
     inputs = [i.name for i in g.input if i.name not in consts]
     consts.update({name: np.asarray(feeds[name]) for name in inputs if feeds is not None and name in feeds})
     # a node of another domain goes by its qualified name, as in a Graph (dlcfuzz.ir.op_name)
     nodes = [(n.op_type if n.domain in ("", "ai.onnx") else f"{n.domain}.{n.op_type}", list(n.input),
               list(n.output), {a.name: _attr(helper.get_attribute_value(a)) for a in n.attribute}) for n in g.node
-             if not (n.op_type == "Constant" and n.output[0] in consts)]
+             if not (n.op_type in ("Constant", "Shape") and n.output[0] in consts)]
     return inputs, consts, nodes, [o.name for o in g.output]
+
+
+def _static_shapes(model) -> dict[str, tuple[int, ...]]:
+    """The tensors of ``model`` whose shape its graph states in full (inputs, value_info, outputs, and
+    what ONNX's shape inference adds)."""
+    import onnx
+
+    try:
+        graph = onnx.shape_inference.infer_shapes(model).graph
+    except Exception:  # inference has its own bugs: what the model states is enough
+        graph = model.graph
+    out = {}
+    for vi in [*graph.input, *graph.value_info, *graph.output]:
+        dims = vi.type.tensor_type.shape.dim
+        if vi.type.tensor_type.HasField("shape") and all(d.HasField("dim_value") for d in dims):
+            out[vi.name] = tuple(d.dim_value for d in dims)
+    return out
 
 
 # ---------------------------------------------------------------------------------------------

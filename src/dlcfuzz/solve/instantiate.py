@@ -153,6 +153,7 @@ class Proposal:
     out_ivs: list[Iv]
     ctx: Ctx
     forms: dict[str, str] = field(default_factory=dict)  # new constants written as Constant nodes
+    shapes: dict[str, list] = field(default_factory=dict)  # those written as a Shape: [input, start, end]
 
     def input_types(self, g: Graph) -> list[TensorType | None]:
         staged = {v.name: v for v, _ in self.staged}
@@ -190,6 +191,7 @@ class Instantiator:
         # Constant-node forms of the call's new constants, and their own random stream: the other
         # draws, hence the graphs, stay what they were without Constant nodes
         self._forms: dict[str, str] = {}
+        self._shapes: dict[str, list] = {}
         self._form_rng = random.Random(f"constant-nodes:{graph.meta.get('seed', 0)}")
 
     # -- type domains, cached per operator ----------------------------------------------------
@@ -294,6 +296,7 @@ class Instantiator:
         self._staged = []
         self._ivs = []
         self._forms = {}
+        self._shapes = {}
 
         # G1: indegree
         lo, hi = spec.arity
@@ -384,7 +387,7 @@ class Instantiator:
         node.outputs = [v.name for v in values]
         if self.admit is not None and not self._admitted(node):
             raise EmptyDomain(f"{spec.op}: the target compiler declines this call")
-        return Proposal(spec, node, self._staged, values, out_ivs, c, self._forms)
+        return Proposal(spec, node, self._staged, values, out_ivs, c, self._forms, self._shapes)
 
     def _admitted(self, node: Node) -> bool:
         """Whether the target takes the call; where it declines the call with some constant-like
@@ -401,11 +404,21 @@ class Instantiator:
     def _form(self, v: Value) -> None:
         """Writes the new constant ``v`` as a Constant node at the ``constant_nodes`` rate: in a typed
         attribute (value_ints ...) half the time its type allows one, else in ``value``; only in forms
-        the target compiler admits (TVM 0.27 converts ``value`` alone)."""
+        the target compiler admits (TVM 0.27 converts ``value`` alone).  A 1-D int64 constant that is
+        (a slice of) a graph input's shape is written as that input's Shape half the time (under the
+        same knob: at rate 0 there are no Constant nodes and no such Shape nodes)."""
         rate = self.lim.constant_nodes
-        if rate <= 0 or self._form_rng.random() >= rate:  # no draw at rate 0
+        if rate <= 0:  # no draw at rate 0
             return
-        from dlcfuzz.export.onnx import constant_forms
+        from dlcfuzz.export.onnx import SHAPE_FORM, constant_forms
+
+        sources = self._shape_sources(v)
+        if sources and self._form_rng.random() < 0.5 and (self.admit is None or self.admit.admits_constant(SHAPE_FORM)):
+            self._forms[v.name] = SHAPE_FORM
+            self._shapes[v.name] = list(self._form_rng.choice(sources))
+            return
+        if self._form_rng.random() >= rate:
+            return
 
         forms = constant_forms(v.type)
         typed = len(forms) > 1 and self._form_rng.random() < 0.5
@@ -413,6 +426,24 @@ class Instantiator:
             if self.admit is None or self.admit.admits_constant(form):
                 self._forms[v.name] = form
                 return
+
+    def _shape_sources(self, v: Value) -> list[tuple[str, int | None, int | None]]:
+        """The graph's runtime tensors (inputs and node outputs) whose shape, or a slice of it (opset
+        15's Shape start/end), holds the data of 1-D int64 constant ``v``: (tensor, start, end)."""
+        if v.data is None or v.type.dtype != "int64" or v.type.rank != 1 or v.type.numel == 0:
+            return []
+        want = tuple(int(d) for d in v.data)
+        out: list[tuple[str, int | None, int | None]] = []
+        for x in self.g.values.values():
+            if x.kind == CONST_KIND or x.pinned or x.data is not None:
+                continue
+            shape = x.type.shape
+            if shape == want:
+                out.append((x.name, None, None))
+            elif self.lim.opset >= 15:
+                out += [(x.name, k, k + len(want)) for k in range(len(shape) - len(want) + 1)
+                        if shape[k:k + len(want)] == want]
+        return out
 
     def commit(self, p: Proposal) -> Node:
         """Adds a proposed call to the graph and its new tensors to the pool."""
@@ -432,6 +463,9 @@ class Instantiator:
                  and self.g.values[name].kind == CONST_KIND}
         if forms:
             self.g.meta.setdefault("constant_nodes", {}).update(forms)
+            shapes = {name: src for name, src in p.shapes.items() if name in forms}
+            if shapes:
+                self.g.meta.setdefault("shape_of", {}).update(shapes)
         p.node.name = f"n{len(self.g.nodes)}"
         self.g.add_node(p.node)
         self.last_ctx = p.ctx  # tests assert the spec's checks on it
