@@ -87,14 +87,16 @@ def test_ort_computes_the_branch_the_condition_picks():
         y = feeds[node.inputs[2]] if len(node.inputs) > 2 and node.inputs[2] else x
         bias = node.attrs.get("then_bias")
         then = NUMPY[node.attrs["then_op"]](x) + (np.array(bias, x.dtype) if bias is not None else 0)
-        want = then if cond else NUMPY[node.attrs["else_op"]](y)
+        want = [then, y] if cond else [NUMPY[node.attrs["else_op"]](y), x]  # the second output: a swap
         forms.update(k for k in ("then_bias", "nested") if node.attrs.get(k) is not None)
-        [got] = ort_run(g, feeds)
-        assert got.dtype == x.dtype and got.shape == x.shape
-        np.testing.assert_allclose(got.astype(np.float64), np.asarray(want, np.float64), rtol=1e-3,
-                                   err_msg=f"seed {seed} {node.attrs} cond={cond}")
+        got = ort_run(g, feeds)
+        forms.add(f"{len(got)} outputs")
+        for a, b in zip(got, want[:len(node.outputs)], strict=True):
+            assert a.dtype == x.dtype and a.shape == x.shape
+            np.testing.assert_allclose(a.astype(np.float64), np.asarray(b, np.float64), rtol=1e-3,
+                                       err_msg=f"seed {seed} {node.attrs} cond={cond}")
         taken.add(cond)
-    assert taken == {True, False} and forms == {"then_bias", "nested"}
+    assert taken == {True, False} and forms == {"then_bias", "nested", "1 outputs", "2 outputs"}
 
 
 def test_the_reference_evaluator_agrees_with_ort():
@@ -118,6 +120,11 @@ def test_the_interval_covers_both_branches():
     lo, hi = analyze(g, {"x": (1.0, 4.0), "c": (0.0, 1.0), "y": (-100.0, 100.0)})["out"]
     # then: -x - 1.5 in [-5.5, -2.5]; else: sigmoid(y) in (0, 1)
     assert -5.6 <= lo <= -5.5 and 0.99 <= hi <= 1.01  # both branches, widened for rounding only
+    # a second output is x or y as they are
+    g.add_value(Value("swap", x, NODE_KIND))
+    g.nodes[0].outputs.append("swap")
+    g.outputs.append("swap")
+    assert analyze(g, {"x": (1.0, 4.0), "c": (0.0, 1.0), "y": (-100.0, 100.0)})["swap"] == (-100.0, 100.0)
 
 
 @pytest.mark.parametrize("backend", ["tvm", "openvino"])

@@ -744,11 +744,11 @@ def _if(c: Call) -> list[Iv]:
     absent); a nested If computes its branch's operator."""
     x, t = c.ivs[0], c.types[0]
     y, ty = (c.ivs[2], c.types[2]) if len(c.ivs) > 2 and c.ivs[2] is not None else (x, t)
-    then = output_intervals(c.attrs["then_op"], [x], [t], {}, c.outs)[0]
+    then = output_intervals(c.attrs["then_op"], [x], [t], {}, c.outs[:1])[0]
     bias = c.attrs.get("then_bias") or 0.0
     then = (then[0] + bias, then[1] + bias)
-    other = output_intervals(c.attrs["else_op"], [y], [ty], {}, c.outs)[0]
-    return [hull(then, other)]
+    other = output_intervals(c.attrs["else_op"], [y], [ty], {}, c.outs[:1])[0]
+    return [hull(then, other), hull(x, y)][:len(c.outs)]
 _reg("Concat")(lambda c: [hull(*(i for i in c.ivs if i is not None))])
 _reg("Trilu")(lambda c: [hull(c.x, (0.0, 0.0))])
 _reg("Shape")(lambda c: [(float(min(c.types[0].shape)), float(max(c.types[0].shape)))])  # type: ignore[union-attr]

@@ -9,7 +9,9 @@ unary operator drawn for the dtype (``then_op``, ``else_op``); both give x's typ
 of the branches' outputs.  Two forms exporters also write, and compilers convert with code of their
 own: a float then-branch may add a constant held inside the subgraph (``then_bias``: an initializer
 of the branch), and one branch may be an If nested on the same condition (``nested``), whose two
-branches apply that branch's operator, so it reads its operand from two scopes up.
+branches apply that branch's operator, so it reads its operand from two scopes up.  A third of the
+calls have a second output, the operand the branch leaves as it is: then (then_op(x), y), else
+(else_op(y), x), a conditional swap.
 """
 
 from __future__ import annotations
@@ -45,35 +47,39 @@ def _typed(name: str, t: TensorType | None):
             else helper.make_empty_tensor_value_info(name))
 
 
-def _branch(node: Node, which: str, operand: str, t: TensorType | None, depth: int = 0):
+def _branch(node: Node, which: str, operand: str, other: str, t: TensorType | None, depth: int = 0):
     """A branch: ``<which>_op`` applied to the outer value ``operand`` (then a constant added, or inside
-    an If nested on the same condition); its output typed like x.  Names are unique in the model."""
+    an If nested on the same condition), and, for a second output, the ``other`` operand as it is; the
+    outputs typed like x.  Names are unique in the model."""
     op, cond = node.attrs[f"{which}_op"], node.inputs[1]
     name = f"{node.name or 'if'}.{which}" + ".nested" * depth
-    out = f"{node.outputs[0]}.{which}" + ".nested" * depth
+    outs = [f"{o}.{which}" + ".nested" * depth for o in node.outputs]
+    results = [_typed(o, t) for o in outs]
     if node.attrs.get("nested") == which and depth == 0:
-        nested = helper.make_node("If", [cond], [out], name=f"{name}.0",
-                                  then_branch=_branch(node, which, operand, t, 1),
-                                  else_branch=_branch(node, which, operand, t, 2))
-        return helper.make_graph([nested], name, [], [_typed(out, t)])
+        nested = helper.make_node("If", [cond], outs, name=f"{name}.0",
+                                  then_branch=_branch(node, which, operand, other, t, 1),
+                                  else_branch=_branch(node, which, operand, other, t, 2))
+        return helper.make_graph([nested], name, [], results)
+    passed = [helper.make_node("Identity", [other], outs[1:], name=f"{name}.2")] if len(outs) > 1 else []
     bias = node.attrs.get("then_bias") if which == "then" and t is not None else None
     if bias is None:
-        return helper.make_graph([helper.make_node(op, [operand], [out], name=f"{name}.0")], name, [],
-                                 [_typed(out, t)])
+        return helper.make_graph([helper.make_node(op, [operand], outs[:1], name=f"{name}.0"), *passed], name, [],
+                                 results)
     assert t is not None
-    applied, constant = f"{out}.applied", f"{out}.bias"
+    applied, constant = f"{outs[0]}.applied", f"{outs[0]}.bias"
     return helper.make_graph(
         [helper.make_node(op, [operand], [applied], name=f"{name}.0"),
-         helper.make_node("Add", [applied, constant], [out], name=f"{name}.1")],
-        name, [], [_typed(out, t)], initializer=[numpy_helper.from_array(np.array(bias, t.dtype), constant)])
+         helper.make_node("Add", [applied, constant], outs[:1], name=f"{name}.1"), *passed],
+        name, [], results, initializer=[numpy_helper.from_array(np.array(bias, t.dtype), constant)])
 
 
 def _if_nodes(node: Node, types: Mapping[str, TensorType]) -> list[Node]:
     x, cond, *rest = node.inputs
     y = rest[0] if rest and rest[0] else x
     t = types.get(node.outputs[0])
+    # a second output swaps: then (then_op(x), y), else (else_op(y), x)
     return [Node("If", [cond], list(node.outputs),
-                 {"then_branch": _branch(node, "then", x, t), "else_branch": _branch(node, "else", y, t)},
+                 {"then_branch": _branch(node, "then", x, y, t), "else_branch": _branch(node, "else", y, x, t)},
                  node.name)]
 
 
@@ -83,8 +89,9 @@ IF = OpSpec(
      # ONNX: "Condition for the if. The tensor must contain a single element."
      In("cond", T="B", shape=lambda c: AnyOf((Exact(()), Exact((1,))))),
      In("y", T="V", shape=lambda c: Exact(c.s), optional=True)],
-    lambda c: [c.x],
-    attrs={"then_op": lambda c: Choice(branch_ops(c.x.dtype)), "else_op": lambda c: Choice(branch_ops(c.x.dtype)),
+    lambda c: [c.x] * c._nout,
+    attrs={"_nout": Choice((1, 1, 2)),
+           "then_op": lambda c: Choice(branch_ops(c.x.dtype)), "else_op": lambda c: Choice(branch_ops(c.x.dtype)),
            "then_bias": lambda c: Maybe(Float(-2.0, 2.0), 0.7) if c.x.dtype.startswith("float") else Choice((None,)),
            "nested": Maybe(Choice(("then", "else")), 0.7)},
     since=1,
