@@ -7,7 +7,7 @@ import numpy as np
 import onnxruntime as ort
 
 from dlcfuzz.backends.ort import full_profile, model_error
-from dlcfuzz.export.onnx import to_onnx
+from dlcfuzz.export.onnx import SHAPE_FORM, constant_nodes, to_onnx
 from dlcfuzz.gen.isra import IsraGenerator
 from dlcfuzz.ir import Graph
 from dlcfuzz.ir.hints import feed_array
@@ -161,17 +161,19 @@ def assert_model_file_is_its_graph(model_path, graph_json: str) -> None:
     used = {n.domain for n in model.graph.node} - {"", "ai.onnx"}
     assert {o.domain for o in model.opset_import} - {"", "ai.onnx"} == used, where
     values = {v["name"]: v for v in spec["values"]}
-    forms = (spec.get("meta") or {}).get("constant_nodes") or {}
-    forms = {v["name"]: forms[v["name"]] for v in spec["values"] if v["name"] in forms and v["kind"] == "const"}
-    constants = [n for n in model.graph.node if n.op_type == "Constant"]
-    assert [n.output[0] for n in model.graph.node[:len(forms)]] == list(forms), where
-    for n in constants:
-        v = values[n.output[0]]
-        assert [a.name for a in n.attribute] == [forms[n.output[0]]], where
+    forms = constant_nodes(Graph.from_json(graph_json))  # Constant nodes, and constants written as a Shape
+    made = {n.output[0]: n for n in model.graph.node if n.output and n.output[0] in forms}
+    assert set(made) == set(forms), where
+    for name, n in made.items():
+        v = values[name]
+        if forms[name] == SHAPE_FORM:  # the Shape of a tensor whose shape holds the constant's data
+            assert n.op_type == "Shape", where
+            continue
+        assert n.op_type == "Constant" and [a.name for a in n.attribute] == [forms[name]], where
         a = n.attribute[0]
         got = numpy_helper.to_array(a.t) if a.name == "value" else np.asarray(helper.get_attribute_value(a))
         assert list(got.shape) == v["shape"] and (a.name != "value" or got.dtype.name == v["dtype"]), where
-    rest = iter(model.graph.node[len(forms):])
+    rest = iter([n for n in model.graph.node if not (n.output and n.output[0] in forms)])
     for n in spec["nodes"]:
         parts = n["op"].split("+")
         chain = [next(rest) for _ in parts]
