@@ -19,7 +19,7 @@ import onnx.defs
 from onnx import helper, numpy_helper
 
 from dlcfuzz import __version__
-from dlcfuzz.ir import CONST_KIND, NODE_KIND, ONNX_CODE, Graph, TensorType, Value, op_identity
+from dlcfuzz.ir import CONST_KIND, NODE_KIND, ONNX_CODE, SHAPE_FORM, Graph, TensorType, Value, op_identity
 
 DEFAULT_OPSET = 17
 # ONNX Runtime 1.31 accepts IR <= 13 and opset <= 26 (with no kernel for a few opset-22 versions:
@@ -61,8 +61,8 @@ def constant_forms(t: TensorType) -> tuple[str, ...]:
 
 
 # a 1-D int64 constant that is (a slice of) the shape of a runtime tensor may be written as that tensor's
-# Shape, as exporters write shape computations (Reshape(x, Shape(y))): the compiler must see through it
-SHAPE_FORM = "shape"
+# Shape (ir.SHAPE_FORM), as exporters write shape computations (Reshape(x, Shape(y))): the compiler
+# must see through it
 
 
 def shape_source(g: Graph, v: Value) -> tuple[str, int | None, int | None] | None:

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from dlcfuzz.gen.isra import MAX_TRIES, split_available
-from dlcfuzz.ir import Graph
+from dlcfuzz.ir import CONST_KIND, INPUT_KIND, SHAPE_FORM, Graph, TensorType, Value
 from dlcfuzz.solve import Instantiator, Limits, Stats, TypeProfile
 from dlcfuzz.spec.dsl import EmptyDomain, OpSpec
 
@@ -41,5 +41,24 @@ class ProbeGenerator:
             except EmptyDomain:
                 self.stats.retries += 1
         self.stats.insertions += 1
+        if rng.random() < 0.5:
+            self._shape_constants(g)
         g.set_leaf_outputs()
         return g
+
+    def _shape_constants(self, g: Graph) -> None:
+        """Writes the call's 1-D int64 constants as the Shape of a new graph input of that shape, so that
+        the profile learns which consumers a compiler takes a Shape for (``in1=shape``): a single call
+        has no other tensor whose shape the constant could be (``Instantiator._shape_sources``)."""
+        if self.limits.constant_nodes <= 0 or not g.nodes:
+            return
+        for k, name in enumerate(g.nodes[0].inputs[1:], start=1):
+            v = g.values.get(name) if name else None
+            if v is None or v.kind != CONST_KIND or v.type.dtype != "int64" or v.type.rank != 1 or v.data is None:
+                continue
+            dims = tuple(int(d) for d in v.data)
+            if not dims or not all(1 <= d <= self.limits.max_dim for d in dims):
+                continue
+            src = g.add_value(Value(f"shape_of_in{k}", TensorType(dims, "float32"), INPUT_KIND)).name
+            g.meta.setdefault("constant_nodes", {})[name] = SHAPE_FORM
+            g.meta.setdefault("shape_of", {})[name] = [src, None, None]

@@ -63,6 +63,9 @@ class TensorType:
 
 
 INPUT_KIND, CONST_KIND, NODE_KIND = "input", "const", "node"
+# how a constant is written in the model besides an initializer (``meta["constant_nodes"]``): a Constant
+# node's attribute, or this form, the Shape of the tensor ``meta["shape_of"]`` names (export/onnx.py)
+SHAPE_FORM = "shape"
 
 
 @dataclass(slots=True)

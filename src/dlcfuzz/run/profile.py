@@ -8,7 +8,9 @@ compiler accepted (some variant ran them), declined (every failure an explicit d
 operator itself (``*``), the first input's dtype and rank, string and flag attributes, whether any
 other attribute is given (``scale=given``: not left to its default), whether each
 later input is absent, a constant or a runtime tensor (TVM declines inputs that "must be a constant"),
-the first output's dtype, and how many outputs a call with optional outputs asks for.
+the first output's dtype, and how many outputs a call with optional outputs asks for.  A later input
+that is a constant written as a Shape (``export.onnx.SHAPE_FORM``) is keyed ``in<k>=shape``: TVM 0.27
+converts a ShapeExpr for some consumers and says "Node n4 cannot handle ShapeExpr inputs" for others.
 
 Constants written as ``Constant`` nodes (``graph.meta["constant_nodes"]``) are not IR nodes: the profile
 counts them under the pseudo-operator ``Constant``, keyed by the attribute that holds the value
@@ -27,7 +29,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 
 from dlcfuzz.backends.base import OK, Outcome
@@ -55,7 +57,8 @@ def cache_dir() -> Path:
     return Path(base) / "dlcfuzz"
 
 
-def node_keys(node: Node, values: Mapping[str, Value], opset: int | None = None) -> list[str]:
+def node_keys(node: Node, values: Mapping[str, Value], opset: int | None = None,
+              shaped: Collection[str] = ()) -> list[str]:
     """The keys a profile judges ``node`` by (see the module doc); with the model's ``opset``, also the
     operator version it selects (compilers convert or run each version with its own code: ORT 1.31
     has no kernel for RoiAlign-22, though it runs RoiAlign-16)."""
@@ -76,7 +79,8 @@ def node_keys(node: Node, values: Mapping[str, Value], opset: int | None = None)
         elif v is not None and not name.startswith("_"):  # a number or list given, not left to its
             keys.append(f"{name}=given")  # default: TVM declines Attention's "custom scale"
     for k, name in enumerate(node.inputs[1:], start=1):
-        form = "absent" if not name else "const" if values[name].kind == CONST_KIND else "runtime"
+        form = ("absent" if not name else "shape" if name in shaped  # a constant the model computes as a Shape
+                else "const" if values[name].kind == CONST_KIND else "runtime")
         keys.append(f"in{k}={form}")
     if node.outputs and node.outputs[0] in values:  # the result type: Cast's or EyeLike's target, QLinear*'s
         keys.append(f"out={values[node.outputs[0]].type.dtype}")
@@ -86,10 +90,18 @@ def node_keys(node: Node, values: Mapping[str, Value], opset: int | None = None)
 
 
 def constant_forms_of(graph: Graph) -> set[str]:
-    """The Constant attributes the graph's model holds constants in (``export.onnx.constant_nodes``)."""
-    from dlcfuzz.export.onnx import constant_nodes
+    """The Constant attributes the graph's model holds constants in (``export.onnx.constant_nodes``); a
+    constant written as a Shape is its consumer's key (``in1=shape``), not a Constant form."""
+    from dlcfuzz.export.onnx import SHAPE_FORM, constant_nodes
 
-    return set(constant_nodes(graph).values())
+    return set(constant_nodes(graph).values()) - {SHAPE_FORM}
+
+
+def shaped_constants(graph: Graph) -> set[str]:
+    """The constants the graph's model computes as a Shape (TVM converts only some consumers of one)."""
+    from dlcfuzz.export.onnx import SHAPE_FORM, constant_nodes
+
+    return {name for name, form in constant_nodes(graph).items() if form == SHAPE_FORM}
 
 
 def test_status(backend: str, outcomes: Mapping[str, Outcome]) -> str:
@@ -127,17 +139,19 @@ class SupportProfile:
         """False when every test of the operator was declined."""
         return not self._declined(op, "*")
 
-    def admits(self, node: Node, values: Mapping[str, Value], opset: int | None = None) -> bool:
+    def admits(self, node: Node, values: Mapping[str, Value], opset: int | None = None,
+               shaped: Collection[str] = ()) -> bool:
         """Whether the compiler is expected to take ``node`` in a model at ``opset`` (unknown keys are
-        admitted: exploring them is how the profile learns)."""
-        return not any(self._declined(node.op, k) for k in node_keys(node, values, opset))
+        admitted: exploring them is how the profile learns); ``shaped``: constants written as a Shape."""
+        return not any(self._declined(node.op, k) for k in node_keys(node, values, opset, shaped))
 
     def admits_constant(self, form: str) -> bool:
         """Whether the compiler takes a constant written as a Constant node holding it in ``form``."""
         return not self._declined(CONSTANT, "*") and not self._declined(CONSTANT, f"form={form}")
 
     def admits_graph(self, graph: Graph) -> bool:
-        return all(self.admits(n, graph.values, graph.opset) for n in graph.nodes) and all(
+        shaped = shaped_constants(graph)
+        return all(self.admits(n, graph.values, graph.opset, shaped) for n in graph.nodes) and all(
             self.admits_constant(form) for form in constant_forms_of(graph))
 
     def declined_keys(self, op: str) -> list[str]:
@@ -147,7 +161,8 @@ class SupportProfile:
     def learn(self, graph: Graph, outcomes: Mapping[str, Outcome]) -> str:
         """Counts one test's outcomes on this compiler (see the module doc); returns its status."""
         status = test_status(self.backend, outcomes)
-        keyed = [(n.op, node_keys(n, graph.values, graph.opset)) for n in graph.nodes]
+        shaped = shaped_constants(graph)
+        keyed = [(n.op, node_keys(n, graph.values, graph.opset, shaped)) for n in graph.nodes]
         # one pseudo-node per Constant form: several value_ints constants are one suspect, not several
         keyed += [(CONSTANT, ["*", f"form={form}"]) for form in sorted(constant_forms_of(graph))]
         if status == DECLINED:
@@ -251,8 +266,9 @@ class Both:
     def admits_op(self, op: str) -> bool:
         return self.first.admits_op(op) and self.second.admits_op(op)
 
-    def admits(self, node: Node, values: Mapping[str, Value], opset: int | None = None) -> bool:
-        return self.first.admits(node, values, opset) and self.second.admits(node, values, opset)
+    def admits(self, node: Node, values: Mapping[str, Value], opset: int | None = None,
+               shaped: Collection[str] = ()) -> bool:
+        return self.first.admits(node, values, opset, shaped) and self.second.admits(node, values, opset, shaped)
 
     def admits_constant(self, form: str) -> bool:
         return self.first.admits_constant(form) and self.second.admits_constant(form)

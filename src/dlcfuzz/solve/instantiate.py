@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import random
 from collections import ChainMap
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
 
-from dlcfuzz.ir import CONST_KIND, DTYPES, INPUT_KIND, NODE_KIND, Graph, Node, TensorType, Value
+from dlcfuzz.ir import CONST_KIND, DTYPES, INPUT_KIND, NODE_KIND, SHAPE_FORM, Graph, Node, TensorType, Value
 from dlcfuzz.ir.hints import random_array, value_range
 from dlcfuzz.solve.intervals import (
     READS_CONSTANTS,
@@ -52,7 +52,8 @@ class Admission(Protocol):
 
     def admits_op(self, op: str) -> bool: ...
 
-    def admits(self, node: Node, values: Mapping[str, Value], opset: int | None = None) -> bool: ...
+    def admits(self, node: Node, values: Mapping[str, Value], opset: int | None = None,
+               shaped: Collection[str] = ()) -> bool: ...
 
     def admits_constant(self, form: str) -> bool: ...
 
@@ -394,8 +395,14 @@ class Instantiator:
         inputs taken at run time, the call with all of them constant is offered instead."""
         assert self.admit is not None
         values = ChainMap({v.name: v for v, _ in self._staged}, self.g.values)
-        if self.admit.admits(node, values, self.lim.opset):
+        if self.admit.admits(node, values, self.lim.opset, self._shapes):
             return True
+        if self._shapes:  # declined with constants written as a Shape: offered with them as constants
+            for name in self._shapes:
+                self._forms.pop(name, None)
+            self._shapes = {}
+            if self.admit.admits(node, values, self.lim.opset):
+                return True
         pinned = [v for v, _ in self._staged if v.pinned]
         for v in pinned:  # staged values are this call's own: nothing else reads them yet
             v.kind = CONST_KIND
@@ -410,10 +417,10 @@ class Instantiator:
         rate = self.lim.constant_nodes
         if rate <= 0:  # no draw at rate 0
             return
-        from dlcfuzz.export.onnx import SHAPE_FORM, constant_forms
+        from dlcfuzz.export.onnx import constant_forms
 
         sources = self._shape_sources(v)
-        if sources and self._form_rng.random() < 0.5 and (self.admit is None or self.admit.admits_constant(SHAPE_FORM)):
+        if sources and self._form_rng.random() < 0.5:  # whether the target takes it: its consumer's key
             self._forms[v.name] = SHAPE_FORM
             self._shapes[v.name] = list(self._form_rng.choice(sources))
             return
