@@ -385,3 +385,23 @@ def test_a_constant_written_as_a_shape_is_its_consumers_key(tmp_path: Path):
     assert p.declined_keys("TopK") == ["in1=shape"] and p.declined_keys("Expand") == []
     topk = graph("TopK")
     assert not p.admits(topk.nodes[0], topk.values, 17, {"c"}) and p.admits(topk.nodes[0], topk.values, 17)
+
+
+def test_a_decline_that_names_a_node_is_learned_for_that_node():
+    """TVM's "Node n1 cannot handle ShapeExpr inputs." names a node, not an operator: in a two-operator
+    graph where neither node is vouched for, only that node's keys are debited (before, nothing was learned:
+    two suspects)."""
+    g = Graph(opset=17)
+    g.add_value(Value("x", TensorType((2, 3), "float32"), INPUT_KIND))
+    g.add_value(Value("r", TensorType((2, 3), "float32"), "node"))
+    g.add_value(Value("k", TensorType((1,), "int64"), CONST_KIND, np.array([2], np.int64)))
+    g.add_value(Value("y", TensorType((2, 2), "float32"), "node"))
+    g.add_value(Value("i", TensorType((2, 2), "int64"), "node"))
+    g.add_node(Node("Relu", ["x"], ["r"], {}, "n0"))
+    g.add_node(Node("TopK", ["r", "k"], ["y", "i"], {"axis": 1}, "n1"))
+    g.set_leaf_outputs()
+    p = SupportProfile("tvm", "test")
+    text = "Node n1 cannot handle ShapeExpr inputs."
+    declined = {"a": Outcome(ERROR, "import", error_type="ValueError", message=text)}
+    assert p.learn(g, declined) == DECLINED
+    assert p.counts.get("Relu") is None and p.declined_keys("TopK")

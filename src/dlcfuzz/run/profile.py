@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Collection, Mapping
 from pathlib import Path
 
@@ -168,10 +169,14 @@ class SupportProfile:
         if status == DECLINED:
             # a decline that names its operator ("does not lower onnx.Softsign") suspects only its nodes
             # (a composite's: those whose chain holds it)
-            named = set().union(*(declined_operators(f"{o.message}\n{o.traceback}") for o in outcomes.values()))
+            text = "\n".join(f"{o.message}\n{o.traceback}" for o in outcomes.values())
+            named = declined_operators(text)
             # (they name the op_type: a contrib operator is named without its domain, a composite by
             # one of its chain's operators)
             keyed = [(op, keys) for op, keys in keyed if named & {op_identity(o)[1] for o in onnx_ops(op)}] or keyed
+            # one that names a node ("Node n7 cannot handle ShapeExpr inputs.", TVM) suspects that node
+            at = {n.op for n in graph.nodes if n.name and re.search(rf"\bNode {re.escape(n.name)}\b", text)}
+            keyed = [(op, keys) for op, keys in keyed if op in at] or keyed
             # only the node(s) that nothing accepted vouches for can be the declined one
             unproven = [(op, [k for k in keys if self._seen(op, k)[0] == 0]) for op, keys in keyed]
             unproven = [(op, keys) for op, keys in unproven if keys]
