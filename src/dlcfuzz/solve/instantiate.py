@@ -412,8 +412,8 @@ class Instantiator:
         """Writes the new constant ``v`` as a Constant node at the ``constant_nodes`` rate: in a typed
         attribute (value_ints ...) half the time its type allows one, else in ``value``; only in forms
         the target compiler admits (TVM 0.27 converts ``value`` alone).  A 1-D int64 constant that is
-        (a slice of) a graph input's shape is written as that input's Shape half the time (under the
-        same knob: at rate 0 there are no Constant nodes and no such Shape nodes)."""
+        (a slice of) the shape of a runtime tensor of the graph is written as that tensor's Shape half
+        the time (under the same knob: at rate 0 there are no Constant nodes and no such Shape nodes)."""
         rate = self.lim.constant_nodes
         if rate <= 0:  # no draw at rate 0
             return
