@@ -100,8 +100,9 @@ def constant_node(v: Value, form: str, g: Graph | None = None) -> onnx.NodeProto
     Shape node of its source input in ``g``."""
     assert v.data is not None
     if form == SHAPE_FORM:
-        assert g is not None
-        src, start, end = shape_source(g, v) or ("", None, None)
+        source = shape_source(g, v) if g is not None else None
+        assert source is not None, "constant_nodes() writes a Shape only while it is one"
+        src, start, end = source
         bounds = {k: b for k, b in (("start", start), ("end", end)) if b is not None}
         return helper.make_node("Shape", [src], [v.name], **bounds)
     if form == "value":
