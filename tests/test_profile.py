@@ -405,3 +405,45 @@ def test_a_decline_that_names_a_node_is_learned_for_that_node():
     declined = {"a": Outcome(ERROR, "import", error_type="ValueError", message=text)}
     assert p.learn(g, declined) == DECLINED
     assert p.counts.get("Relu") is None and p.declined_keys("TopK")
+
+
+def layer_norm(scale: tuple[int, ...], axis: int = -1) -> Graph:
+    g = Graph(opset=17)
+    g.add_value(Value("x", TensorType((3, 4), "float32"), INPUT_KIND))
+    g.add_value(Value("s", TensorType(scale, "float32"), CONST_KIND, np.full(scale, 1.5, np.float32)))
+    g.add_value(Value("y", TensorType((3, 4), "float32"), "node"))
+    g.add_node(Node("LayerNormalization", ["x", "s"], ["y"], {"axis": axis}, "n0"))
+    g.set_leaf_outputs()
+    return g
+
+
+def test_a_scale_in_the_normalized_shape_or_broadcast_is_a_key():
+    """ONNX lets LayerNormalization's Scale broadcast to X; the key tells it from X's shape past the axis."""
+    def keys(g: Graph) -> list[str]:
+        return [k for k in node_keys(g.nodes[0], g.values) if ".shape=" in k]
+
+    assert keys(layer_norm((4,))) == ["in1.shape=normalized"]
+    assert keys(layer_norm((3, 4), axis=0)) == ["in1.shape=normalized"]
+    assert keys(layer_norm((1, 4))) == ["in1.shape=broadcast"]
+    assert keys(layer_norm((4,), axis=0)) == ["in1.shape=broadcast"]
+
+
+@pytest.mark.skipif(not HAS_TVM, reason="apache-tvm is not installed (pip install apache-tvm)")
+def test_tvm_declines_a_broadcast_layer_norm_scale_and_the_profile_learns_it(tmp_path: Path):
+    """TVM 0.27 converts LayerNormalization to Relax's layer_norm, which takes a Scale of exactly the
+    normalized shape; a broadcast Scale is declined, and the profile learns that form, not the operator."""
+    from dlcfuzz.backends import load_backend
+
+    variant = load_backend("tvm").variants()[0].name
+    p = SupportProfile("tvm", "test")
+    pool = WorkerPool(PhaseLimits(), log_dir=tmp_path)
+    try:
+        for scale, status in (((4,), ACCEPTED), ((1, 4), DECLINED)):
+            g = layer_norm(scale)
+            out = pool.run("tvm", Test(to_bytes(g), g.to_json(), synthesize(g, np.random.default_rng(0), 0)),
+                           [variant])
+            assert p.learn(g, out) == status, out[variant].message
+    finally:
+        pool.close()
+    assert "in1.shape=broadcast" in p.declined_keys("LayerNormalization")
+    assert p.admits_op("LayerNormalization") and p.admits(layer_norm((4,)).nodes[0], layer_norm((4,)).values)

@@ -11,6 +11,8 @@ later input is absent, a constant or a runtime tensor (TVM declines inputs that 
 the first output's dtype, and how many outputs a call with optional outputs asks for.  A later input
 that is a constant written as a Shape (``export.onnx.SHAPE_FORM``) is keyed ``in<k>=shape``: TVM 0.27
 converts a ShapeExpr for some consumers and says "Node n4 cannot handle ShapeExpr inputs" for others.
+A spec may add keys of its own (``OpSpec.features``): the forms of a call no attribute names, such as
+LayerNormalization's Scale in the normalized shape or broadcast (``in1.shape=broadcast``).
 
 Constants written as ``Constant`` nodes (``graph.meta["constant_nodes"]``) are not IR nodes: the profile
 counts them under the pseudo-operator ``Constant``, keyed by the attribute that holds the value
@@ -37,7 +39,7 @@ from dlcfuzz.backends.base import OK, Outcome
 from dlcfuzz.ir import CONST_KIND, Graph, Node, Value, op_identity
 from dlcfuzz.oracle.unsupported import declined_operators, is_unsupported
 from dlcfuzz.solve.types import schema
-from dlcfuzz.spec import onnx_ops
+from dlcfuzz.spec import REGISTRY, onnx_ops
 
 CONSTANT = "Constant"  # the pseudo-operator of constants written as Constant nodes
 
@@ -83,6 +85,9 @@ def node_keys(node: Node, values: Mapping[str, Value], opset: int | None = None,
         form = ("absent" if not name else "shape" if name in shaped  # a constant the model computes as a Shape
                 else "const" if values[name].kind == CONST_KIND else "runtime")
         keys.append(f"in{k}={form}")
+    spec = REGISTRY.get(node.op)
+    if spec is not None and spec.features is not None:  # forms no attribute names (LayerNormalization's Scale)
+        keys += spec.features(node, values)
     if node.outputs and node.outputs[0] in values:  # the result type: Cast's or EyeLike's target, QLinear*'s
         keys.append(f"out={values[node.outputs[0]].type.dtype}")
     if len(node.outputs) > 1:  # optional outputs asked for (MaxPool's Indices: TVM converts one output)

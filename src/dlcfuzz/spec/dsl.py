@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from dlcfuzz.ir import Node, TensorType, op_identity, op_name
+from dlcfuzz.ir import Node, TensorType, Value, op_identity, op_name
 
 
 class EmptyDomain(Exception):
@@ -496,6 +496,9 @@ class OpSpec:
     # ("com.microsoft.FastGelu", see ``ir.op_identity``), given either way
     domain: str = ""
     composite: Composite | None = None  # a chain of ONNX operators, not one (spec/sequence.py)
+    # forms of a call that compilers treat apart and no attribute names, as support-profile keys
+    # (``run/profile.node_keys``): TVM converts a LayerNormalization whose Scale has the normalized shape only
+    features: Callable[[Node, Mapping[str, Value]], list[str]] | None = None
 
     def __post_init__(self) -> None:
         if self.domain and op_identity(self.op)[0] != self.domain:

@@ -4,10 +4,11 @@ LpNormalization, MeanVarianceNormalization, RMSNormalization, GroupNormalization
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping
 from dataclasses import dataclass
 
-from dlcfuzz.ir import TensorType
-from dlcfuzz.spec.dsl import AnyOf, Axes, Choice, Dom, Exact, Float, In, Maybe, OpSpec, axis_dom, divisors
+from dlcfuzz.ir import Node, TensorType, Value
+from dlcfuzz.spec.dsl import AnyOf, Axes, Choice, Dom, Exact, Float, In, Maybe, OpSpec, ShapeDom, axis_dom, divisors
 from dlcfuzz.spec.reduce import axes_in_range
 
 
@@ -61,6 +62,26 @@ def broadcasts_to_x(k: int):
     return check
 
 
+def _normalized(c) -> tuple[int, ...]:
+    """X's shape from the normalization axis on: the shape of a Scale every compiler takes."""
+    return c.s[(c.axis if c.axis is not None else -1) % c.r:]
+
+
+def normalized_or_broadcast(c) -> ShapeDom:
+    """Scale (or B) broadcasts unidirectionally to X (ONNX); half of the time it has the normalized
+    shape, the one form every compiler takes (TVM's layer_norm and rms_norm want it)."""
+    return AnyOf((Exact(_normalized(c)), c.bcast(c.s, uni=True)))
+
+
+def normalized_forms(node: Node, values: Mapping[str, Value]) -> list[str]:
+    """The profile keys of a normalization's later inputs: ``in1.shape=normalized`` where the input has
+    X's shape from the axis on, else ``in1.shape=broadcast``."""
+    x = values[node.inputs[0]].type.shape
+    kept = x[node.attrs.get("axis", -1) % len(x):]
+    return [f"in{k}.shape={'normalized' if values[name].type.shape == kept else 'broadcast'}"
+            for k, name in enumerate(node.inputs[1:], start=1) if name]
+
+
 def layer_norm_out(c) -> list[TensorType]:
     axis = (c.axis if c.axis is not None else -1) % c.r
     stats = TensorType(c.s[:axis] + (1,) * (c.r - axis), "float32")  # U = stash_type (1: float)
@@ -85,21 +106,20 @@ SPECS = [
            checks={"rank >= 3": lambda c: c.r >= 3, "scale, B have shape [C]": channel_shapes("scale", "B")},
            since=6),
     OpSpec("LayerNormalization", "norm",
-           # Scale and B broadcast unidirectionally to X (ONNX spec), not only the normalized shape
-           [In("X", rank=(1, 99)), In("Scale", shape=lambda c: c.bcast(c.s, uni=True), weight=True),
-            In("B", shape=lambda c: c.bcast(c.s, uni=True), weight=True, optional=True)],
+           [In("X", rank=(1, 99)), In("Scale", shape=normalized_or_broadcast, weight=True),
+            In("B", shape=normalized_or_broadcast, weight=True, optional=True)],
            layer_norm_out,
            attrs={"axis": lambda c: Maybe(axis_dom(c.r)), "epsilon": EPS,
                   # outputs Y, Mean, InvStdDev as a prefix (the DSL cannot skip a middle output)
                   "_nout": Choice((1, 2, 3)),
-                  # stash_type is the type U of Mean/InvStdDev: float (1) or bfloat16 (16), which
-                  # dlcfuzz does not generate, so 16 only when Y is the single output
-                  "stash_type": lambda c: Maybe(Choice((1, 16) if c._nout == 1 else (1,)))},
+                  # stash_type is the precision of the computation and the type U of Mean/InvStdDev:
+                  # float (1) only.  At 16 ONNX's function body computes in bfloat16 while ORT's kernel
+                  # computes in float, so a compiler that follows either differs by bfloat16's rounding
+                  "stash_type": Maybe(Choice((1,)))},
            checks={"axis in [-r, r-1]": lambda c: -c.r <= (c.axis if c.axis is not None else -1) < c.r,
                    "Scale broadcasts to X": broadcasts_to_x(1), "B broadcasts to X": broadcasts_to_x(2),
-                   "stash_type is float when Mean/InvStdDev are outputs":
-                   lambda c: c._nout == 1 or c.stash_type in (None, 1)},
-           since=17),
+                   "stash_type is float": lambda c: c.stash_type in (None, 1)},
+           features=normalized_forms, since=17),
     OpSpec("LpNormalization", "norm", [In("input", rank=(1, 99))], same,
            attrs={"axis": lambda c: Maybe(axis_dom(c.r)), "p": Maybe(Choice((1, 2)))},
            checks={"axis in [-r, r-1]": lambda c: -c.r <= (c.axis if c.axis is not None else -1) < c.r,
@@ -119,24 +139,17 @@ SPECS = [
            since=13),
 ]
 
-def _rms_normalized(c) -> tuple[int, ...]:
-    return c.s[(c.axis if c.axis is not None else -1) % c.r:]
-
-
 # RMSNormalization: the function body of opset 23 multiplies the normalized X (in X's type) by Scale,
 # so T and V are one type in practice (ONNX's checker and ORT reject others); stash_type 1 (float)
 # only: the other precisions are bfloat16-only or not implemented by the reference
 SPECS.append(OpSpec(
     "RMSNormalization", "norm",
-    # Scale broadcasts unidirectionally to X (ONNX); half of the time it has the normalized shape,
-    # the one form every compiler takes (TVM's rms_norm wants it)
-    [In("X", rank=(1, 99)),
-     In("scale", T="T", shape=lambda c: AnyOf((Exact(_rms_normalized(c)), c.bcast(c.s, uni=True))), weight=True)],
+    [In("X", rank=(1, 99)), In("scale", T="T", shape=normalized_or_broadcast, weight=True)],
     same,
     attrs={"axis": lambda c: Maybe(axis_dom(c.r)), "epsilon": EPS, "stash_type": Maybe(Choice((1,)))},
     checks={"axis in [-r, r-1]": lambda c: -c.r <= (c.axis if c.axis is not None else -1) < c.r,
             "scale broadcasts to X": broadcasts_to_x(1)},
-    since=23,
+    features=normalized_forms, since=23,
 ))
 
 
