@@ -2,6 +2,7 @@
 equal time, on what the compilers themselves did.
 
     python benchmarks/optimizations_reached.py [--backends inductor,tvm] [--budget 180] [--seed 0]
+        [--strategies isra,feedback,guided]
     python benchmarks/optimizations_reached.py --overhead [--tests 20]
 
 Per backend and strategy, one real campaign (``dlcfuzz fuzz``, jobs 1, the same budget and seed) in a
@@ -78,19 +79,21 @@ def arm(backend: str, strategy: str, budget: float, seed: int) -> dict:
             "keys": sorted(seen)}
 
 
-def compare(backends: list[str], budget: float, seed: int) -> None:
+def compare(backends: list[str], budget: float, seed: int, strategies: tuple[str, ...] = STRATEGIES) -> None:
     for backend in backends:
-        results = {s: arm(backend, s, budget, seed) for s in STRATEGIES}
+        results = {s: arm(backend, s, budget, seed) for s in strategies}
         rows = ["tests", "bugs", "compiler bugs"] + (
             ["inductor keys", "inductor keys @1/2", "per-pattern"] if backend.startswith("inductor")
             else ["tvm passes", "tvm passes @1/2"])
         print(f"\n== {backend}: {budget:.0f}s per strategy, jobs 1, seed {seed}")
-        print(f"{'':<20}" + "".join(f"{s:>12}" for s in STRATEGIES))
+        print(f"{'':<20}" + "".join(f"{s:>12}" for s in strategies))
         for r in rows:
-            print(f"{r:<20}" + "".join(f"{results[s][r]:>12}" for s in STRATEGIES))
-        a, b = (set(results[s]["keys"]) for s in STRATEGIES)
-        print(f"only {STRATEGIES[0]}: {sorted(a - b)}")
-        print(f"only {STRATEGIES[1]}: {sorted(b - a)}")
+            print(f"{r:<20}" + "".join(f"{results[s][r]:>12}" for s in strategies))
+        base = set(results[strategies[0]]["keys"])
+        for s in strategies[1:]:  # each against the first (isra)
+            keys = set(results[s]["keys"])
+            print(f"only {strategies[0]} (not {s}): {sorted(base - keys)}")
+            print(f"only {s}: {sorted(keys - base)}")
 
 
 def overhead(n: int) -> None:
@@ -139,13 +142,14 @@ def main() -> None:
     p.add_argument("--backends", default="inductor,tvm")
     p.add_argument("--budget", type=float, default=180.0)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--strategies", default=",".join(STRATEGIES), help="the first is the baseline (isra)")
     p.add_argument("--overhead", action="store_true")
     p.add_argument("--tests", type=int, default=20)
     a = p.parse_args()
     if a.overhead:
         overhead(a.tests)
     else:
-        compare(a.backends.split(","), a.budget, a.seed)
+        compare(a.backends.split(","), a.budget, a.seed, tuple(a.strategies.split(",")))
 
 
 if __name__ == "__main__":

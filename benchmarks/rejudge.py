@@ -8,7 +8,7 @@ pass culprits.  A bug still counts when its backend has a compiler finding on th
 keys (signature, and root cause where the case is a single diverging operator) are then merged across
 bugs, so that one root cause counts once.
 
-    python benchmarks/rejudge.py CAMPAIGN [--limit N] [--seed S]   # N: a random sample of N bugs
+    python benchmarks/rejudge.py CAMPAIGN [--limit N] [--seed S] [--backend B]   # N: a random sample of N bugs
 
 Prints per backend: listed, still a compiler bug, and distinct after merging; and the fates of the
 others (no finding now: a decline, noise, a baseline issue or trust rule, or gone).
@@ -50,6 +50,7 @@ def main() -> None:
     p.add_argument("campaign", type=Path)
     p.add_argument("--limit", type=int, help="judge a random sample of this many bugs")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--backend", help="judge only the bugs listed for this backend")
     a = p.parse_args()
     db = sqlite3.connect(a.campaign / "campaign.sqlite")
     db.row_factory = sqlite3.Row
@@ -57,7 +58,8 @@ def main() -> None:
     where = "WHERE category = 'compiler'" if "category" in cols else ""
     if "same_as" in cols:
         where += " AND same_as = ''"
-    bugs = list(db.execute(f"SELECT * FROM bugs {where} ORDER BY first_seen"))
+    bugs = [b for b in db.execute(f"SELECT * FROM bugs {where} ORDER BY first_seen")
+            if a.backend in (None, b["backend"])]
     config = json.loads(db.execute("SELECT value FROM meta WHERE key = 'config'").fetchone()[0])
     db.close()
     if a.limit and a.limit < len(bugs):
