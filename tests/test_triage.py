@@ -203,6 +203,25 @@ def test_integer_overflow_is_undefined_not_a_bug() -> None:
     assert not overflows(g, "p", {"x": np.array([[-398], [-528]], np.int32)}, {})
 
 
+def test_a_float_cast_out_of_an_integer_range_is_undefined_not_a_bug() -> None:
+    """ONNX's Cast: "floating point to fixed point: undefined if OOR" (-1.42 to uint8, from a default
+    campaign's OpenVINO entry); in range it is defined, and between integer types the bits wrap, defined."""
+    from dlcfuzz.ir import Graph, Node, TensorType, Value
+    from dlcfuzz.run.localize import overflows
+
+    g = Graph(opset=17)
+    g.add_value(Value("x", TensorType((2,), "float64"), "input"))
+    g.add_value(Value("y", TensorType((2,), "uint8"), "node"))
+    g.add_node(Node("Cast", ["x"], ["y"], {"to": 2}))
+    g.outputs = ["y"]
+    assert overflows(g, "y", {"x": np.array([-1.42, 3.0])}, {})
+    assert overflows(g, "y", {"x": np.array([np.nan, 3.0])}, {})
+    assert overflows(g, "y", {"x": np.array([256.5, 3.0])}, {})
+    assert not overflows(g, "y", {"x": np.array([-0.9, 255.9])}, {})  # truncated: 0 and 255
+    g.values["x"].type = TensorType((2,), "int16")
+    assert not overflows(g, "y", {"x": np.array([-1, 300], np.int16)}, {})
+
+
 def test_float64_computed_through_float32_gets_float32_tolerance() -> None:
     """ONNX's LayerNormalization computes its statistics in stash_type (float by default), and window
     functions compute in float: float64 outputs downstream of them carry float32 rounding."""

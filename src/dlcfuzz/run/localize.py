@@ -46,6 +46,7 @@ WRAPPING = frozenset({"Add", "Sub", "Mul", "Neg", "Abs", "Pow", "Sum", "ReducePr
 # reductions whose result fits where an intermediate need not: checked through the intermediate's op
 # (int32 ReduceL2 of -52801: its square leaves int32, the reference wraps it, ORT gives 52801)
 THROUGH = {"ReduceL2": "ReduceSumSquare", "ReduceLogSum": "ReduceSum"}
+CASTS = frozenset({"Cast", "CastLike"})
 
 # (backend, test, variants) -> variant -> outcome: running in the campaign's isolated workers
 Runner = Callable[[str, Test, list[str]], dict[str, Outcome]]
@@ -131,14 +132,21 @@ def amplified(g: Graph, node: Node, values: dict[str, np.ndarray],
 
 def overflows(g: Graph, output: str, inputs: dict[str, np.ndarray], computed: dict[str, np.ndarray]) -> bool:
     """Whether integer ``output``'s node, recomputed in float64 (the reference evaluator) on the values
-    its inputs had, leaves the range of the output's integer type."""
+    its inputs had, leaves the range of the output's integer type; or casts a float out of that range."""
     node = next((n for n in g.nodes if output in n.outputs), None)
     dtype = g.values[output].type.dtype
-    if node is None or node.op not in WRAPPING or "int" not in dtype:
+    if node is None or "int" not in dtype or node.op not in WRAPPING | CASTS:
         return False
     values = {**{n: v.data for n, v in g.values.items() if v.data is not None}, **inputs, **computed}
     if any(x and x not in values for x in node.inputs):
         return False
+    if node.op in CASTS:  # ONNX: a float cast to a fixed-point type out of its range is undefined
+        x = np.asarray(values[node.inputs[0]])
+        if x.dtype.kind != "f":
+            return False  # between integer types the higher bits are dropped, as defined
+        info = np.iinfo(np.dtype(dtype))
+        with np.errstate(invalid="ignore"):
+            return bool(np.any(~np.isfinite(x) | (np.trunc(x) > info.max) | (np.trunc(x) < info.min)))
     from onnx import TensorProto, helper
     from onnx.reference import ReferenceEvaluator
 
