@@ -447,3 +447,21 @@ def test_tvm_declines_a_broadcast_layer_norm_scale_and_the_profile_learns_it(tmp
         pool.close()
     assert "in1.shape=broadcast" in p.declined_keys("LayerNormalization")
     assert p.admits_op("LayerNormalization") and p.admits(layer_norm((4,)).nodes[0], layer_norm((4,)).values)
+
+
+def test_a_tests_cpu_beyond_the_compilers_is_charged_to_the_backend_it_was_made_for(tmp_path: Path):
+    """A compiler that takes 50 ms of a test costing 300 ms of generation, baseline and oracle is charged
+    300 ms: the allocation weighs what a test for it really costs the campaign."""
+    from dlcfuzz.run.store import TestRecord
+
+    cfg = CampaignConfig(tmp_path / "c", ["ort", "tvm"], [REGISTRY["Relu"]], budget_seconds=None, max_tests=1)
+    c = Campaign(cfg)
+    g = topk(1)
+    g.meta["target"] = "tvm"
+    outs = {b: {"v": Outcome(OK, outputs=[], seconds={"compile": 0.05})} for b in ("ort", "tvm")}
+    record = TestRecord(0, 0, ["TopK"], "ort", True, 1, True, 0.3, 0.1, 0.0, 0.1, 0.1)  # 0.3 s, 0.1 s compilers
+    c._learn(g, outs, [], record)
+    assert c.allocator.arms["tvm"].seconds == pytest.approx(0.05 + 0.2)
+    assert c.allocator.arms["ort"].seconds == pytest.approx(0.05)
+    assert c.allocator.arms[("tvm", "v")].seconds == pytest.approx(0.05)  # variants: their own time
+    c.store.close()

@@ -603,6 +603,10 @@ class Campaign(Driver):
         target = graph.meta.get("target")
         if target:
             p.backends.setdefault(target, BackendStats()).targeted += 1
+        # the test's own CPU beyond the compilers' (generation, inputs, baseline, oracle) is a cost of the
+        # backend it was made for: a compiler that takes 60 ms of a test that costs 300 ms is not cheap
+        payers = [target] if target in outcomes else list(outcomes)
+        overhead = max(0.0, record.seconds - record.t_compilers) / max(1, len(payers))
         for b, outs in outcomes.items():
             mine = [x for x in new_bugs if x[3] == b and x[7] == "compiler"]
             seconds = {v: sum(o.seconds.values()) for v, o in outs.items()}
@@ -613,7 +617,7 @@ class Campaign(Driver):
             status = (self.profiles[b].learn(graph, outs) if b in self.profiles and graph.meta.get("violation") is None
                       else test_status(b, outs))
             stats.useful += status != DECLINED
-            self.allocator.credit(b, sum(seconds.values()), len(mine))
+            self.allocator.credit(b, sum(seconds.values()) + overhead * (b in payers), len(mine))
             for v, sec in seconds.items():
                 self.allocator.credit((b, v), sec, sum(x[4] == v for x in mine))
 
