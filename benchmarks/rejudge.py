@@ -29,6 +29,7 @@ from dlcfuzz.backends import load_backend
 from dlcfuzz.oracle import COMPILER
 from dlcfuzz.run.campaign import Campaign, CampaignConfig
 from dlcfuzz.run.dedup import graph_root_cause, graph_signature
+from dlcfuzz.run.worker import PhaseLimits
 from dlcfuzz.spec import REGISTRY
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -66,8 +67,9 @@ def main() -> None:
         bugs = random.Random(a.seed).sample(bugs, a.limit)
     backends = [b for b in config.get("backends", []) if load_backend(b).available()[0]]
     with tempfile.TemporaryDirectory() as tmp:
+        # the fixed phase limits: a hang found under a paced limit must hang as long as the user's would
         c = Campaign(CampaignConfig(Path(tmp) / "c", backends, list(REGISTRY.values()), targeted=False,
-                                    allocate=False))
+                                    allocate=False, phases=PhaseLimits(pace=0)))
         c.start_backends()
         listed: Counter = Counter()
         found: dict[str, list[set[str]]] = defaultdict(list)  # backend -> each still-listed bug's keys

@@ -25,6 +25,17 @@ class Segfault(OrtBackend):
         return super().compile(imported, variant)
 
 
+class HangOnNeg(OrtBackend):
+    """ORT, except that compiling a graph with a Neg node never ends."""
+
+    name = "hang-on-neg"
+
+    def compile(self, imported: bytes, variant: Variant):
+        if b"Neg" in imported:
+            time.sleep(3600)
+        return super().compile(imported, variant)
+
+
 class Hang(Backend):
     name = "hang"
 

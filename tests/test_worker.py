@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
-from dlcfuzz.backends.base import CRASH, OK, OOM, RUN, SKIPPED, TIMEOUT, Test
+from dlcfuzz.backends.base import CRASH, OK, OOM, RUN, SKIPPED, TIMEOUT, Outcome, Test
 from dlcfuzz.export.onnx import to_bytes
 from dlcfuzz.ir.hints import feed_array
-from dlcfuzz.run.worker import PhaseLimits, WorkerPool
+from dlcfuzz.run.worker import Pace, PhaseLimits, WorkerPool
 from dlcfuzz.spec import REGISTRY
 from tests.helpers import ort_generator
 
@@ -62,6 +64,42 @@ def test_hanging_compile_is_stopped_at_its_timeout() -> None:
         assert time.monotonic() - t0 < 10
     finally:
         pool.close()
+
+
+def test_a_hang_is_called_at_the_backends_own_pace() -> None:
+    """Once a backend completed enough compiles, a hang is called at a multiple of the slowest (or the
+    floor), not at the fixed limit; the time waited is the outcome's, so the campaign counts it."""
+    import time
+
+    limits = PhaseLimits(compile=600, pace=4.0, pace_floor=2.0, paced_after=3)
+    pool = WorkerPool(limits)
+    try:
+        for seed in range(3):
+            assert pool.run("tests.fake_backends:HangOnNeg", make_test(["Relu"], seed), ["all"])["all"].status == OK
+        t0 = time.monotonic()
+        got = pool.run("tests.fake_backends:HangOnNeg", make_test(["Neg"]), ["all"])["all"]
+        waited = time.monotonic() - t0
+        assert got.status == TIMEOUT and got.phase == "compile"
+        assert 2.0 <= waited < 15  # the floor (ORT compiles these in milliseconds), not 600 s
+        assert got.seconds == {"compile": 2.0}
+    finally:
+        pool.close()
+
+
+def test_the_paced_limit_follows_the_slowest_completed_run() -> None:
+    """By hand: limits 4 x slowest, floor 20 s, ceiling the fixed limit, fixed until 2 runs completed;
+    hangs and deaths do not count as completed."""
+    limits = PhaseLimits(import_=60, compile=120, pace=4.0, pace_floor=20.0, paced_after=2)
+    pace = Pace(limits)
+    pace.observe("tvm", [Outcome(OK, RUN, seconds={"import": 1.0, "compile": 10.0})])
+    assert pace.timeout("tvm", "import") == 60  # one completed import: not yet paced
+    pace.observe("tvm", [Outcome(TIMEOUT, "import", seconds={"import": 60.0})])
+    assert pace.timeout("tvm", "import") == 60  # a hang is no completed run
+    pace.observe("tvm", [Outcome("error", "compile", seconds={"import": 2.0, "compile": 40.0})])
+    assert pace.timeout("tvm", "import") == 20  # 4 x 2 s is below the floor
+    assert pace.timeout("tvm", "compile") == 120  # 4 x 40 s is above the ceiling
+    assert pace.timeout("iree", "import") == 60  # another backend's pace is its own
+    assert Pace(replace(limits, pace=0)).timeout("tvm", "import") == 60
 
 
 def test_memory_cap_kills_the_worker() -> None:

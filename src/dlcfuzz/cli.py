@@ -400,7 +400,6 @@ def _probe(backends: list[str], out: Path, specs: list, limits, per_op: int, job
 def cmd_fuzz(args: argparse.Namespace) -> int:
     from dlcfuzz.run.campaign import Campaign, CampaignConfig
     from dlcfuzz.run.store import StoreError
-    from dlcfuzz.run.worker import PhaseLimits
 
     limits = _limits(args)
     backends = _backends(args.backends)
@@ -410,9 +409,8 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     _check_executor(args)
     devices, skipped = _devices(args.devices)
     out = Path(args.out)
-    phases = PhaseLimits(compile=args.compile_timeout, run=args.run_timeout, memory_mb=args.memory_mb)
     cfg = CampaignConfig(out, backends, specs, args.budget, args.max_tests, args.jobs, args.seed, args.ops,
-                         limits, phases, strategy=args.strategy, strategy_options=_strategy_options(args),
+                         limits, _phases(args), strategy=args.strategy, strategy_options=_strategy_options(args),
                          coverage_from=_campaign_folders(args.coverage_from), known_bugs=_known_bugs(args),
                          reduce_seconds=args.reduce_budget, executor=args.executor, ray_address=args.ray_address,
                          devices=devices, targeted=not args.untargeted, allocate=not args.no_allocation,
@@ -489,7 +487,6 @@ def cmd_migrate(args: argparse.Namespace) -> int:
     from dlcfuzz.migrate.prioritize import STRATEGIES as ORDERS
     from dlcfuzz.migrate.sources import SOURCES, SourceError
     from dlcfuzz.run.store import StoreError
-    from dlcfuzz.run.worker import PhaseLimits
 
     sources = _names(args.source)
     for src in sources:
@@ -509,8 +506,7 @@ def cmd_migrate(args: argparse.Namespace) -> int:
     out = Path(args.out)
     cfg = MigrationConfig(out, sources, _frontends(args.backends), args.prioritize, args.seed,
                           args.budget or None, args.max_tests, args.jobs, args.limit_per_op,
-                          PhaseLimits(compile=args.compile_timeout, run=args.run_timeout, memory_mb=args.memory_mb),
-                          via_onnx=not args.no_onnx_export, measure_coverage=args.measure_coverage,
+                          _phases(args), via_onnx=not args.no_onnx_export, measure_coverage=args.measure_coverage,
                           coverage_from=Path(args.coverage_from) if args.coverage_from else None,
                           known_bugs=_known_bugs(args), executor=args.executor, ray_address=args.ray_address)
     display = _Display()
@@ -781,6 +777,24 @@ def _progress(items, label: str, total: int):
     return track(items, description=label, total=total, transient=True)
 
 
+def _phase_options(p: argparse.ArgumentParser, compile_timeout: float) -> None:
+    p.add_argument("--compile-timeout", type=float, default=compile_timeout, help="seconds per compile phase")
+    p.add_argument("--run-timeout", type=float, default=30.0, help="seconds per run phase")
+    p.add_argument("--memory-mb", type=int, default=8192, help="resident memory cap of one compiler worker")
+    p.add_argument("--fixed-timeouts", action="store_true",
+                   help="wait each phase's full limit; by default, once a backend completed 20 runs of a phase, "
+                        "a run is a hang at 4x the slowest of them (at least 20 s, at most the limit)")
+
+
+def _phases(args: argparse.Namespace):  # -> PhaseLimits (imported late: the worker module is not light)
+    from dlcfuzz.run.worker import PhaseLimits
+
+    if args.compile_timeout <= 0 or args.run_timeout <= 0 or args.memory_mb <= 0:
+        raise UsageError("--compile-timeout, --run-timeout and --memory-mb must be positive")
+    return PhaseLimits(compile=args.compile_timeout, run=args.run_timeout, memory_mb=args.memory_mb,
+                       pace=0.0 if args.fixed_timeouts else PhaseLimits.pace)
+
+
 def _generation_options(p: argparse.ArgumentParser, default_ops: tuple[int, int], strategies: tuple[str, ...],
                         default_opsets: str = "17") -> None:
     """The generator's options, shared by ``gen`` and ``fuzz``."""
@@ -854,9 +868,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="reduce each new distinct bug right away, searching this long (0: do not; default 60s)")
     f.add_argument("--known-bugs", action="append", metavar="TOML",
                    help="bugs known upstream (counted, not re-reported), besides dlcfuzz's own list (repeatable)")
-    f.add_argument("--compile-timeout", type=float, default=120.0, help="seconds per compile phase")
-    f.add_argument("--run-timeout", type=float, default=30.0, help="seconds per run phase")
-    f.add_argument("--memory-mb", type=int, default=8192, help="resident memory cap of one compiler worker")
+    _phase_options(f, compile_timeout=120.0)
     f.add_argument("--untargeted", action="store_true",
                    help="generate for ONNX in general, not each test for one compiler from its support profile")
     f.add_argument("--no-allocation", action="store_true",
@@ -895,9 +907,7 @@ def build_parser() -> argparse.ArgumentParser:
     mg.add_argument("--coverage-from", metavar="CAMPAIGN", help="total-/additional-cov: coverage measured there")
     mg.add_argument("--known-bugs", action="append", metavar="TOML",
                     help="bugs known upstream (counted, not re-reported), besides dlcfuzz's own list (repeatable)")
-    mg.add_argument("--compile-timeout", type=float, default=60.0, help="seconds per compile phase")
-    mg.add_argument("--run-timeout", type=float, default=30.0, help="seconds per run phase")
-    mg.add_argument("--memory-mb", type=int, default=8192, help="resident memory cap of one compiler worker")
+    _phase_options(mg, compile_timeout=60.0)
     mg.set_defaults(func=cmd_migrate)
 
     rec = sub.add_parser("migrate-record", prog="dlcfuzz migrate record",

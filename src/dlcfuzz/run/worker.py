@@ -30,7 +30,9 @@ import tempfile
 import threading
 import time
 import traceback
-from dataclasses import dataclass
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -60,9 +62,43 @@ class PhaseLimits:
     compile: float = 120.0
     run: float = 30.0
     memory_mb: int = 8192  # resident memory cap of one worker
+    # the limits above are ceilings: once ``paced_after`` runs of a phase on a backend have completed, the
+    # phase's limit is ``pace`` times the slowest of them, at least ``pace_floor`` seconds (0: fixed limits).
+    # A TVM import takes at most 2 s here: waiting a fixed minute for each hang cost a quarter of a campaign
+    pace: float = 4.0
+    pace_floor: float = 20.0
+    paced_after: int = 20
 
     def timeout(self, phase: str) -> float:
         return {START: self.start, IMPORT: self.import_, COMPILE: self.compile, RUN: self.run}[phase]
+
+
+class Pace:
+    """The slowest completed run of each phase per backend, and the limits that follow from it
+    (``PhaseLimits.pace``); shared by a pool's workers, fed by every outcome they return."""
+
+    def __init__(self, limits: PhaseLimits) -> None:
+        self.limits = limits
+        self.slowest: dict[tuple[str, str], float] = {}
+        self.completed: Counter = Counter()
+        self._lock = threading.Lock()
+
+    def observe(self, backend: str, outcomes: Iterable[Outcome]) -> None:
+        """Counts the phases that completed (a result or an error came back; not a hang or a death)."""
+        with self._lock:
+            for o in outcomes:
+                if o.status in (OK, ERROR):
+                    for phase, seconds in o.seconds.items():
+                        key = (backend, phase)
+                        self.completed[key] += 1
+                        self.slowest[key] = max(self.slowest.get(key, 0.0), seconds)
+
+    def timeout(self, backend: str, phase: str) -> float:
+        fixed = self.limits.timeout(phase)
+        key = (backend, phase)
+        if phase == START or not self.limits.pace or self.completed[key] < self.limits.paced_after:
+            return fixed
+        return min(fixed, max(self.limits.pace_floor, self.limits.pace * self.slowest[key]))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -221,9 +257,10 @@ class Worker:
     """One child process serving one backend."""
 
     def __init__(self, backend: str, limits: PhaseLimits, log_dir: Path | None = None,
-                 frontend_coverage: bool = False) -> None:
+                 frontend_coverage: bool = False, pace: Pace | None = None) -> None:
         self.backend = backend
         self.limits = limits
+        self.pace = pace or Pace(limits)
         self.tests_served = 0
         self.version = ""
         log_dir = log_dir or Path(tempfile.gettempdir())
@@ -254,24 +291,32 @@ class Worker:
 
     # -- waiting with timeouts and the memory cap ------------------------------------------
     def _wait(self, phase: str, timeout: float) -> Any:
-        """The next message, or an Outcome describing why none came."""
-        deadline = time.monotonic() + timeout
+        """The next message, or an Outcome describing why none came (with the seconds it waited: a hang
+        costs its limit, which the campaign's accounting must see)."""
+        started = time.monotonic()
+        deadline = started + timeout
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
                 self.kill()
-                return Outcome(TIMEOUT, phase, message=f"{phase} exceeded {timeout:.0f}s")
+                return Outcome(TIMEOUT, phase, message=f"{phase} exceeded {timeout:.0f}s", seconds={phase: timeout})
             # poll, not select: select fails on descriptors above 1023, which a long campaign reaches
             if self._poll.poll(min(left, 0.25) * 1000):
                 msg = _recv(self._fd)
                 if msg is None:
-                    return self._death(phase)[1]
+                    return self._ended(phase, started)
                 return msg
             if self.limits.memory_mb and _rss_mb(self.proc.pid) > self.limits.memory_mb:
                 self.kill()
-                return Outcome(OOM, phase, message=f"resident memory above {self.limits.memory_mb} MB in {phase}")
+                return Outcome(OOM, phase, message=f"resident memory above {self.limits.memory_mb} MB in {phase}",
+                               seconds={phase: time.monotonic() - started})
             if self.proc.poll() is not None:
-                return self._death(phase)[1]
+                return self._ended(phase, started)
+
+    def _ended(self, phase: str, started: float) -> Outcome:
+        died = self._death(phase)[1]
+        died.seconds = {phase: time.monotonic() - started}
+        return died
 
     def _death(self, phase: str) -> tuple[int, Outcome]:
         code = self.proc.wait()
@@ -308,12 +353,13 @@ class Worker:
         artifacts: dict[str, str | bytes] = {}
         covered: list[str] = []
         while True:
-            msg = self._wait(phase, self.limits.timeout(phase))
+            msg = self._wait(phase, self.pace.timeout(self.backend, phase))
             if isinstance(msg, Outcome):  # died, hung or ran out of memory in `phase`
                 msg.step, msg.artifacts, msg.covered = step, artifacts, covered
                 for v in variants:
                     if v not in results:
                         results[v] = msg if (v == current or phase == IMPORT) else Outcome(SKIPPED, phase)
+                        msg = replace(msg, seconds={})  # the time waited counts once
                 return results
             kind = msg[0]
             if kind == "phase":
@@ -367,6 +413,7 @@ class WorkerPool:
         self.frontend_coverage = frontend_coverage  # workers measure their frontend's statement coverage
         self.recycle = recycle
         self.log_dir = log_dir
+        self.pace = Pace(limits)
         self.idle: dict[str, list[Worker]] = {}
         self.deaths = 0
         self._lock = threading.Lock()  # campaign jobs share the pool from several threads
@@ -376,7 +423,7 @@ class WorkerPool:
             free = self.idle.setdefault(backend, [])
             if free:
                 return free.pop()
-        return Worker(backend, self.limits, self.log_dir, self.frontend_coverage)
+        return Worker(backend, self.limits, self.log_dir, self.frontend_coverage, self.pace)
 
     def release(self, w: Worker, keep: bool = True) -> None:
         """Back to the pool, unless it died, is due for recycling or is not to be kept (a fresh one)."""
@@ -396,15 +443,18 @@ class WorkerPool:
         which runs the test up to ``runs`` times, until one crashes (a model can break its own process
         on a later run: OpenVINO's dynamic LRN of one channel returns an empty output, then dies)."""
         try:
-            w = Worker(backend, self.limits, self.log_dir, self.frontend_coverage) if fresh else self.acquire(backend)
+            w = (Worker(backend, self.limits, self.log_dir, self.frontend_coverage, self.pace) if fresh
+                 else self.acquire(backend))
         except WorkerDied as e:
             return dict.fromkeys(variants, Outcome(CRASH, START, error_type="WorkerDied", message=str(e)[:2000]))
         try:
             got = w.execute(test, variants)
+            self.pace.observe(backend, got.values())
             for _ in range(runs - 1 if fresh else 0):
                 if any(o.status == CRASH for o in got.values()):
                     break
                 got = w.execute(test, variants)
+                self.pace.observe(backend, got.values())
             return got
         finally:
             # a fresh worker is used once: pooled, every fresh run (a reduction's last check) kept one more child
