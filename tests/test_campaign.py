@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from dlcfuzz.run.campaign import Campaign, CampaignConfig
 from dlcfuzz.run.worker import PhaseLimits
 from dlcfuzz.spec import REGISTRY
@@ -214,6 +216,16 @@ def test_new_bugs_are_reduced_automatically(tmp_path: Path) -> None:
     c = campaign(out, ["tests.fake_backends:Planted"], 10, reduce_seconds=15)
     found = bugs(out)
     assert found and c.progress.reduced >= 1
+    # the backend's arm pays its tests (inside it, and each test's own overhead: it is the only one) and
+    # the reductions of its bugs, which are no tests
+    db = sqlite3.connect(out / "campaign.sqlite")
+    inside = db.execute("SELECT SUM(seconds) FROM outcomes").fetchone()[0]
+    overhead = db.execute("SELECT SUM(MAX(0, seconds - t_compilers)) FROM tests").fetchone()[0]
+    tests = db.execute("SELECT COUNT(DISTINCT test_id) FROM outcomes").fetchone()[0]
+    db.close()
+    arm = c.allocator.arms["tests.fake_backends:Planted"]
+    assert arm.seconds == pytest.approx(inside + overhead + c.progress.reduce_seconds, rel=1e-3)
+    assert arm.pulls == tests
     # what each planted bug needs (see fake_backends.Planted): a Relu to crash, a Sigmoid to shift outputs
     # (a value bug's signature may also name the operator that computes the differing output: one more)
     minimal = {"crash": (["Relu"], 1), "differential": (["Sigmoid"], 2)}

@@ -60,12 +60,13 @@ class Allocator:
             return 1.0
         return (b.seconds / b.pulls) / (a.seconds / a.pulls)
 
-    def credit(self, key: Hashable, seconds: float, bugs: int) -> None:
+    def credit(self, key: Hashable, seconds: float, bugs: int, tests: int = 1) -> None:
+        """An arm's CPU and new bugs (``tests`` = 0: a cost that is no test, as reducing its bug)."""
         with self.lock:
             a = self.arms.setdefault(key, Arm())
             a.seconds += seconds
             a.bugs += bugs
-            a.pulls += 1
+            a.pulls += tests
 
     def rate(self, key: Hashable) -> float:
         """The posterior mean of an arm's new bugs per CPU-second."""
