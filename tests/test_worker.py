@@ -62,6 +62,12 @@ def test_hanging_compile_is_stopped_at_its_timeout() -> None:
         got = pool.run("tests.fake_backends:Hang", make_test(["Relu"]), ["default"])
         assert got["default"].status == TIMEOUT and got["default"].phase == "compile"
         assert time.monotonic() - t0 < 10
+        # where it hung: the child's Python stack, taken before it was killed
+        assert "fake_backends.py" in got["default"].traceback and "in compile" in got["default"].traceback
+        # confirming in a fresh worker (several runs, as a crash is): the hang is what comes back, not the
+        # dead worker's next run
+        again = pool.run("tests.fake_backends:Hang", make_test(["Relu"]), ["default"], fresh=True, runs=3)
+        assert again["default"].status == TIMEOUT
     finally:
         pool.close()
 

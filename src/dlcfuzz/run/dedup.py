@@ -149,8 +149,9 @@ def signature(f: Finding, producer_op: str = "", dtype: str = "", names: Iterabl
         parts = [f.backend, f.oracle, f.kind, f.phase, v.get("op", ""), v.get("kind", ""),
                  *compiler_frames(f.traceback)]
     elif f.oracle == CRASH:
+        # where a hang was stopped is the moment's, not the cause's (a loop passes through many frames)
         parts = [f.backend, f.category, f.kind, f.phase, f.error_type, normalize(f.message, names=names),
-                 *compiler_frames(f.traceback)]
+                 *(compiler_frames(f.traceback) if f.kind != "timeout" else ())]
     elif f.category == BASELINE:  # the baseline's fault, whichever backends outvoted it
         parts = [BASELINE, f.other, *divergence(f, producer_op, dtype)]
     elif f.details.get("culprit"):  # one pass's defect, at whichever operator it rewrote (run/culprit.py)

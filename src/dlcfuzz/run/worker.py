@@ -172,6 +172,8 @@ def child_main(backend_name: str) -> None:
     os.dup2(2, 1)  # anything printed goes to the log, not into the protocol
     sys.stdout = sys.stderr
     faulthandler.enable(file=sys.stderr, all_threads=False)
+    # the parent asks for the stack before it kills a hung worker: where a compiler hangs is the report's
+    faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=True)
     proto_in = 0
     from dlcfuzz.backends import load_backend
 
@@ -298,8 +300,10 @@ class Worker:
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
+                stack = self._stack()
                 self.kill()
-                return Outcome(TIMEOUT, phase, message=f"{phase} exceeded {timeout:.0f}s", seconds={phase: timeout})
+                return Outcome(TIMEOUT, phase, message=f"{phase} exceeded {timeout:.0f}s", traceback=stack,
+                               seconds={phase: timeout})
             # poll, not select: select fails on descriptors above 1023, which a long campaign reaches
             if self._poll.poll(min(left, 0.25) * 1000):
                 msg = _recv(self._fd)
@@ -312,6 +316,24 @@ class Worker:
                                seconds={phase: time.monotonic() - started})
             if self.proc.poll() is not None:
                 return self._ended(phase, started)
+
+    def _stack(self) -> str:
+        """The hung child's Python stack (faulthandler's dump on SIGUSR1), as its log received it."""
+        try:
+            self._log.flush()
+            before = self.log_path.stat().st_size
+            os.kill(self.proc.pid, signal.SIGUSR1)
+        except (OSError, ProcessLookupError):
+            return ""
+        dump = ""
+        for _ in range(20):  # a C handler writes it at once, unless the child is stopped in native code
+            time.sleep(0.05)
+            with contextlib.suppress(OSError), open(self.log_path, "rb") as f:
+                f.seek(before)
+                dump = f.read(20000).decode(errors="replace")
+            if "File " in dump:
+                break
+        return dump
 
     def _ended(self, phase: str, started: float) -> Outcome:
         died = self._death(phase)[1]
@@ -451,7 +473,8 @@ class WorkerPool:
             got = w.execute(test, variants)
             self.pace.observe(backend, got.values())
             for _ in range(runs - 1 if fresh else 0):
-                if any(o.status == CRASH for o in got.values()):
+                # a crash, a hang or a memory blow-up ends the worker: a run after it would only say so
+                if any(o.status in (CRASH, TIMEOUT, OOM) for o in got.values()) or not w.alive:
                     break
                 got = w.execute(test, variants)
                 self.pace.observe(backend, got.values())
