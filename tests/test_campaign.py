@@ -21,8 +21,8 @@ ROOT = Path(__file__).resolve().parent.parent
 OPS = [REGISTRY[o] for o in ("Relu", "Sigmoid", "Neg", "Add", "Mul", "Abs", "Tanh")]
 
 
-def campaign(out: Path, backends: list[str], tests: int, **kw) -> Campaign:
-    cfg = CampaignConfig(out, backends, OPS, budget_seconds=120, max_tests=tests, ops=(1, 4), **kw)
+def campaign(out: Path, backends: list[str], tests: int, specs=None, **kw) -> Campaign:
+    cfg = CampaignConfig(out, backends, specs or OPS, budget_seconds=120, max_tests=tests, ops=(1, 4), **kw)
     c = Campaign(cfg)
     c.run()
     return c
@@ -83,6 +83,30 @@ def test_hanging_compile_is_a_timeout_finding(tmp_path: Path) -> None:
     kinds = {b[2] for b in bugs(out)}
     assert kinds == {"timeout"}
     assert c.progress.tests == 2
+
+
+def test_a_reduced_hang_is_not_run_again(tmp_path: Path) -> None:
+    """Once a hang is listed and reduced, its backend's profile holds the reduced case's form, and a later
+    graph holding it is not run on that backend: each hit would cost the limit and find nothing new."""
+    from dlcfuzz.run.profile import SupportProfile
+    from dlcfuzz.solve import Limits
+
+    out = tmp_path / "c"
+    backend = "tests.fake_backends:HangOnNeg"  # ORT, except that a graph with a Neg never compiles
+    c = campaign(out, [backend], 30, phases=PhaseLimits(compile=2.0, pace=0), reduce_seconds=30,
+                 limits=Limits(max_rank=1, dtypes=("float32",)), specs=[REGISTRY[o] for o in ("Neg", "Relu", "Abs")])
+    hangs = [b for b in bugs(out) if b[2] == "timeout"]
+    assert len(hangs) == 1
+    assert [op for op, _ in c.profiles[backend].hangs[0]] == ["Neg"]  # the reduced case: one Neg
+    # kept with the profile, for the next campaign on this version
+    assert SupportProfile.from_json(c.profiles[backend].to_json()).hangs == c.profiles[backend].hangs
+    db = sqlite3.connect(out / "campaign.sqlite")
+    with_neg = db.execute("SELECT COUNT(*) FROM tests WHERE ops LIKE '%Neg%'").fetchone()[0]
+    ran = db.execute("SELECT COUNT(DISTINCT o.test_id) FROM outcomes o JOIN tests t ON t.id = o.test_id "
+                     "WHERE t.ops LIKE '%Neg%'").fetchone()[0]
+    timeouts = db.execute("SELECT COUNT(*) FROM outcomes WHERE status = 'timeout'").fetchone()[0]
+    db.close()
+    assert with_neg >= 5 and ran == timeouts == 1  # the first hang, and no Neg graph after it
 
 
 def test_sigkill_then_rerun_loses_no_committed_finding(tmp_path: Path) -> None:

@@ -584,14 +584,14 @@ class Campaign(Driver):
                                  f.category, str(folder.relative_to(cfg.out))))
                 # baseline issues (which need other compilers to show), noise and the like are no compiler's to reduce
                 if cfg.reduce_seconds and f.category == COMPILER:
-                    to_reduce.append((folder, f.backend, Case(graph, test.inputs, f, sig, cfg.tolerances)))
+                    to_reduce.append((folder, f, Case(graph, test.inputs, f, sig, cfg.tolerances)))
         with self.lock:
             self.store.commit(record, outcome_rows(outcomes), rows, new_bugs, ex.covered)
             self.progress.count(record, verdict, new_bugs, known)
             self._learn(graph, outcomes, new_bugs, record)
         self.on_progress(self.progress)
-        for folder, backend, case in to_reduce:  # after the commit: a reduction cut short loses nothing found
-            self._reduce(folder, backend, case)
+        for folder, f, case in to_reduce:  # after the commit: a reduction cut short loses nothing found
+            self._reduce(folder, f, case)
 
     def _learn(self, graph: Graph, outcomes: dict[str, dict[str, Outcome]], new_bugs: list[tuple],
                record: TestRecord) -> None:
@@ -632,7 +632,7 @@ class Campaign(Driver):
             self.lost += 1
         self.on_progress(self.progress)
 
-    def _reduce(self, folder: Path, backend: str, case: Case) -> None:
+    def _reduce(self, folder: Path, found: Finding, case: Case) -> None:
         """Reduces a new bug's case within the budget and writes reduced/ and reduction.json into its bundle."""
         t0 = time.monotonic()
         try:
@@ -645,6 +645,9 @@ class Campaign(Driver):
                                 result.signed_as, case.signature)
             with self.lock:
                 self.store.merge_root(case.signature, root, result.title)
+            if result.reproduced and found.kind == "timeout" and found.backend in self.profiles:
+                with self.lock:  # listed and reduced: hitting it again costs a limit and teaches nothing
+                    self.profiles[found.backend].learn_hang(result.graph)
             if result.reproduced and self._outvoted(result.finding or case.finding, result):
                 with self.lock:
                     self.store.set_category(case.signature, BASELINE)
@@ -653,7 +656,7 @@ class Campaign(Driver):
             reduced = 0
         spent = time.monotonic() - t0
         # a bug is found to be handed over small: its backend's yield is bugs per CPU-second, reductions included
-        self.allocator.credit(backend, spent, 0, tests=0)
+        self.allocator.credit(found.backend, spent, 0, tests=0)
         with self.lock:
             self.progress.reduced += reduced
             self.progress.reduce_seconds += spent

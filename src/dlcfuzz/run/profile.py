@@ -20,6 +20,11 @@ counts them under the pseudo-operator ``Constant``, keyed by the attribute that 
 the forms it admits.  A composite operator (spec/sequence.py) is blamed by a decline that names one of the
 ONNX operators of its chain.
 
+A profile also keeps the reduced cases that hang the compiler (``hangs``, learned when a campaign
+reduces a timeout): a graph holding each of their nodes, with all of its keys, is not run on the compiler
+again, since each hit costs a phase's whole limit and the hang is already listed (dtypes and ranks
+aside: the reduction itself shrinks and retypes them).
+
 It is built by ``dlcfuzz probe`` (single-operator tests through the real compiler, as a campaign, so a
 crash found while probing is a bug like any other), cached per compiler version in the user's cache
 folder, and refined online by every campaign: an accepted test credits all its keys, a declined one
@@ -122,12 +127,18 @@ def test_status(backend: str, outcomes: Mapping[str, Outcome]) -> str:
     return FAILED
 
 
-class SupportProfile:
-    """One compiler version's profile: counts[op][key] = [accepted, declined, failed]."""
+Form = list[tuple[str, list[str]]]  # a graph's nodes as (operator, keys)
 
-    def __init__(self, backend: str, version: str, counts: dict[str, dict[str, list[int]]] | None = None) -> None:
+
+class SupportProfile:
+    """One compiler version's profile: counts[op][key] = [accepted, declined, failed], and the forms of
+    the reduced cases that hang it (``hangs``)."""
+
+    def __init__(self, backend: str, version: str, counts: dict[str, dict[str, list[int]]] | None = None,
+                 hangs: list[Form] | None = None) -> None:
         self.backend, self.version = backend, version
         self.counts: dict[str, dict[str, list[int]]] = counts or {}
+        self.hangs: list[Form] = hangs or []
         self.learned = 0  # tests learned from since loading
 
     # -- prediction ---------------------------------------------------------------------------------
@@ -156,9 +167,25 @@ class SupportProfile:
         return not self._declined(CONSTANT, "*") and not self._declined(CONSTANT, f"form={form}")
 
     def admits_graph(self, graph: Graph) -> bool:
+        """Whether the compiler is expected to take the graph, and not to hang on it as on a known hang."""
         shaped = shaped_constants(graph)
         return all(self.admits(n, graph.values, graph.opset, shaped) for n in graph.nodes) and all(
-            self.admits_constant(form) for form in constant_forms_of(graph))
+            self.admits_constant(form) for form in constant_forms_of(graph)) and not self.hangs_on(graph)
+
+    def hangs_on(self, graph: Graph) -> bool:
+        """Whether the graph holds every node of a known hang's reduced case, each with all of its keys
+        (but those the reduction changes: dtype and rank)."""
+        keyed = _form(graph)
+        return any(all(any(op == o and set(keys) <= set(ks) for o, ks in keyed) for op, keys in hang)
+                   for hang in self.hangs)
+
+    def learn_hang(self, reduced: Graph) -> None:
+        """A reduced case that hangs the compiler: a hang costs a phase's whole limit each time it is hit
+        again, and once it is listed and reduced nothing more is learned by hitting it."""
+        form = _form(reduced)
+        if form and form not in self.hangs:
+            self.hangs.append(form)
+            self.learned += 1
 
     def declined_keys(self, op: str) -> list[str]:
         return sorted(k for k in self.counts.get(op, {}) if self._declined(op, k))
@@ -214,7 +241,7 @@ class SupportProfile:
     # -- storage ------------------------------------------------------------------------------------
     def to_json(self) -> str:
         return json.dumps({"format": FORMAT, "backend": self.backend, "version": self.version,
-                           "counts": self.counts}, sort_keys=True, indent=0)
+                           "counts": self.counts, "hangs": self.hangs}, sort_keys=True, indent=0)
 
     @classmethod
     def from_json(cls, text: str) -> SupportProfile:
@@ -226,11 +253,23 @@ class SupportProfile:
                       for op, keys in d["counts"].items()}
             if any(len(c) != 3 for keys in counts.values() for c in keys.values()):
                 raise ProfileError("a count is not [accepted, declined, failed]")
-            return cls(str(d["backend"]), str(d["version"]), counts)
+            hangs = [[(str(op), [str(k) for k in keys]) for op, keys in form] for form in d.get("hangs", [])]
+            return cls(str(d["backend"]), str(d["version"]), counts, hangs)
         except ProfileError:
             raise
         except (ValueError, KeyError, TypeError, AttributeError) as e:
             raise ProfileError(f"{type(e).__name__}: {e}") from None
+
+
+# keys a reduction changes by itself (it shrinks ranks and retypes to float32): not part of a hang's form
+_REDUCED_AWAY = ("dtype=", "rank=", "out=")
+
+
+def _form(graph: Graph) -> Form:
+    """The graph's nodes as (operator, keys), without the keys a reduction changes."""
+    shaped = shaped_constants(graph)
+    return sorted((n.op, [k for k in node_keys(n, graph.values, graph.opset, shaped)
+                          if not k.startswith(_REDUCED_AWAY)]) for n in graph.nodes)
 
 
 def profile_path(backend: str, version: str, folder: Path | None = None) -> Path:
