@@ -66,6 +66,24 @@ def test_module_does_not_import_tvm() -> None:
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
+def test_worker_runs_tvm_without_loading_torch() -> None:
+    """tvm_ffi imports torch when it is installed, for DLPack exchange the ONNX path never makes: the
+    worker keeps it out, since every fresh worker (a reduction confirms in one) paid 2 s of CPU for it."""
+    pytest.importorskip("torch", reason="torch is not installed: nothing to keep out")
+    from dlcfuzz.run.worker import PhaseLimits, Worker
+
+    model = make_model([helper.make_node("Relu", ["x"], ["y"])], [("x", TensorProto.FLOAT, [3])],
+                       [("y", TensorProto.FLOAT, [3])])
+    w = Worker("tvm", PhaseLimits())
+    try:
+        got = w.execute(Test(model, "", {"x": np.array([-1.0, 0.0, 2.0], np.float32)}), ["unfused-generic"])
+        maps = Path(f"/proc/{w.proc.pid}/maps").read_text()
+    finally:
+        w.close()
+    np.testing.assert_array_equal(got["unfused-generic"].outputs[0], [0.0, 0.0, 2.0])
+    assert "libtorch" not in maps and "tvm" in maps
+
+
 def test_outputs_in_graph_order_with_graph_dtypes() -> None:
     """Several outputs come back from the VM as a tuple: flattened in graph-output order, with the graph's
     dtypes; a 0-d input stays 0-d; inputs are fed by position, whatever order the graph lists them in."""

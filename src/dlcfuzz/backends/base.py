@@ -95,6 +95,9 @@ class Backend:
     frontend_modules: tuple[str, ...] = ()
     # whether compile() measures what it reports to ``fired`` (off: to measure what measuring costs)
     report_fired: bool = True
+    # optional packages that the compiler imports when they are installed but that this backend never
+    # uses: its worker keeps them out (each fresh worker, and a reduction confirms in one, pays the import)
+    unused_imports: tuple[str, ...] = ()
 
     def available(self) -> tuple[bool, str]:
         """(True, "") or (False, one-line reason), without importing the compiler."""

@@ -109,6 +109,9 @@ class TvmBackend(Backend):
     package = "tvm"
     pip = "apache-tvm"
     frontend_modules = ("tvm/relax/frontend/onnx/",)
+    # tvm_ffi imports torch (2 of a worker's 5.6 s of start-up CPU) for DLPack exchange with torch tensors,
+    # which the ONNX path never makes
+    unused_imports: tuple[str, ...] = ("torch",)
     # Which targets to try; each is used only where it exists (a subclass may narrow this).
     targets: tuple[str, ...] = ("generic", "native", "cuda")
 
@@ -328,6 +331,7 @@ class TvmTorchBackend(TvmBackend):
     become constants; main's parameters are the call's tensors x0, x1, ... in order."""
 
     name = "tvm-torch"
+    unused_imports = ()
     checks_models = False  # the model is a torch call: torch.export validates it, not TVM
     frontend_modules = ("tvm/relax/frontend/torch/",)
 

@@ -102,6 +102,7 @@ class TvmRelaxBackend(Backend):
     """TVM Relax modules written by dlcfuzz, along several compilation paths and targets."""
 
     name = "tvm-relax"
+    unused_imports: tuple[str, ...] = ("torch",)  # as TvmBackend's: tvm_ffi's DLPack exchange with torch
     package = "tvm"
     pip = "apache-tvm"
 

@@ -178,6 +178,8 @@ def child_main(backend_name: str) -> None:
     from dlcfuzz.backends import load_backend
 
     backend = load_backend(backend_name)
+    for module in backend.unused_imports:  # an import of it now fails, as if it were not installed
+        sys.modules.setdefault(module, None)  # type: ignore[assignment]
     state = {"step": ""}
 
     def step(text: str) -> None:
