@@ -214,6 +214,16 @@ def test_planted_value_bug_and_first_diverging_operator(tmp_path: Path) -> None:
     assert run.returncode == 1 and "reproduced" in run.stdout, run.stdout + run.stderr
 
 
+def test_the_located_operator_is_tried_alone_first(tmp_path: Path) -> None:
+    """The first diverging operator the campaign located is tried alone before any halving: one
+    candidate, where halving the nodes above it took a kept step and a refused one per halving."""
+    folder = _bundle(tmp_path / "c", _tanh_graph(), "tests.fake_backends:PlantedTanh")
+    result = reduce_bundle(folder, budget_seconds=120)
+    assert [n.op for n in result.graph.nodes] == ["Tanh"]
+    report = json.loads((folder / "reduction.json").read_text())
+    assert report["stages"].get("culprit") == 1 and "nodes" not in report["stages"]
+
+
 def test_disruptive_finding_keeps_the_violating_node(tmp_path: Path) -> None:
     """An invalid-on-purpose model accepted with garbage (Lenient): the reduced case still holds the
     node that breaks the constraint, and only the signature is required."""

@@ -13,7 +13,9 @@ constraint (``graph.meta["violation"]``) is kept and only the signature counts.
 
 Stages, repeated while one of them makes progress and the budget lasts:
 
-1. nodes, ddmin-style: remove chunks of nodes (halving the chunk size down to single nodes); a
+1. nodes: first the operator the finding points at alone (the located first diverging node, or the
+   one node a crash message names), then ddmin-style: remove chunks of nodes (halving the chunk size
+   down to single nodes); a
    removed node's outputs that kept nodes read become graph inputs of the same type holding the
    values the node produced (computed once per round by exposing every intermediate value of the
    current case as an output, on the baseline), new leaves become graph outputs, unused inputs and
@@ -56,6 +58,7 @@ import hashlib
 import json
 import math
 import random
+import re
 import shutil
 import sqlite3
 import time
@@ -794,6 +797,14 @@ class _Reducer:
             return [i for i, n in enumerate(h.nodes) if not (self.protect and n.name == self.protect)]
 
         idx = removable(g)
+        # the operator the finding points at, alone, first: most bugs need one operator, and halving
+        # takes about log2(nodes) kept steps and as many refused ones (each a compile) to get there
+        culprit = self._culprit(g)
+        if culprit and len(culprit) < len(g.nodes) and self.time_left():
+            cand = _subgraph(g, culprit, feeds, inter, self.rng)
+            if self.accept(cand, "culprit"):
+                g, feeds = cand
+                idx = removable(g)
         n = 2
         while idx and self.time_left():
             chunk = max(1, math.ceil(len(idx) / n))
@@ -812,6 +823,23 @@ class _Reducer:
                     break
                 n = min(n * 2, len(idx))
         return g, feeds
+
+    def _culprit(self, g: Graph) -> list[int]:
+        """The indices of the nodes the finding points at: the first diverging node the campaign located,
+        else the one node a crash message names (by its name, else as ``onnx.OP``), and the node a
+        disruptive model breaks a rule at; [] when it points at none."""
+        f = self.f
+        at = {self.protect} if self.protect else set()
+        first = (f.details.get("first_diverging") or {}).get("node") if f.diverges else None
+        if first:
+            at.add(first)
+        elif f.oracle == ORACLE_CRASH:
+            named = [n.name for n in g.nodes if n.name and re.search(rf"\b{re.escape(n.name)}\b", f.message)]
+            if not named:
+                named = [n.name for n in g.nodes if f"onnx.{n.op}" in f.message]
+            if len(named) == 1:
+                at.add(named[0])
+        return [i for i, n in enumerate(g.nodes) if n.name in at]
 
     def outputs(self, g: Graph, feeds: dict[str, np.ndarray]) -> tuple[Graph, dict[str, np.ndarray]]:
         if len(g.outputs) < 2:
