@@ -238,6 +238,11 @@ def _data_shapes(node: Node, graph: Graph) -> list[tuple[int, ...]]:
             and v.kind != CONST_KIND and not v.pinned]
 
 
+def named_nodes(graph: Graph, message: str) -> list[Node]:
+    """The nodes of ``graph`` that ``message`` names, by their names as whole words."""
+    return [n for n in graph.nodes if n.name and re.search(rf"\b{re.escape(n.name)}\b", message)]
+
+
 def crash_upstream_root(f: Finding, graph: Graph) -> str:
     """The root of a reduced crash at a node the message names whose inputs other nodes make: the
     reduction kept those producers because the crash needs what they give (a fresh input of the same
@@ -248,7 +253,7 @@ def crash_upstream_root(f: Finding, graph: Graph) -> str:
     ConcatFromSequence); "" when the crash is not named at such a node."""
     if f.oracle != CRASH:
         return ""
-    named = {n.name: n for n in graph.nodes if n.name and re.search(rf"\b{re.escape(n.name)}\b", f.message)}
+    named = {n.name: n for n in named_nodes(graph, f.message)}
     made_by = {o: n for n in graph.nodes for o in n.outputs}
     crashed = [n for n in named.values() if any(i in made_by for i in n.inputs if i)]
     if len(crashed) != 1:

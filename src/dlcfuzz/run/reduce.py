@@ -58,7 +58,6 @@ import hashlib
 import json
 import math
 import random
-import re
 import shutil
 import sqlite3
 import time
@@ -103,7 +102,7 @@ from dlcfuzz.oracle import (
 from dlcfuzz.oracle.compare import pair_tolerances
 from dlcfuzz.run.bugreport import write_report
 from dlcfuzz.run.culprit import blame
-from dlcfuzz.run.dedup import graph_signature, normalize, producer, title
+from dlcfuzz.run.dedup import graph_signature, named_nodes, normalize, producer, title
 from dlcfuzz.run.localize import exposed, first_divergence, localize, rounded_outputs, single_outputs
 from dlcfuzz.run.worker import CONFIRM_RUNS, PhaseLimits, WorkerDied, WorkerPool
 from dlcfuzz.solve import Limits
@@ -834,7 +833,7 @@ class _Reducer:
         if first:
             at.add(first)
         elif f.oracle == ORACLE_CRASH:
-            named = [n.name for n in g.nodes if n.name and re.search(rf"\b{re.escape(n.name)}\b", f.message)]
+            named = [n.name for n in named_nodes(g, f.message)]
             if not named:
                 named = [n.name for n in g.nodes if f"onnx.{n.op}" in f.message]
             if len(named) == 1:
