@@ -33,7 +33,7 @@ from dlcfuzz.ir import Graph, Node
 from dlcfuzz.oracle.compare import compare
 from dlcfuzz.run.worker import PhaseLimits, WorkerPool
 from dlcfuzz.seeds import derive_seed
-from dlcfuzz.solve import Limits
+from dlcfuzz.solve import GenOptions
 from dlcfuzz.spec import REGISTRY
 from dlcfuzz.values import all_finite, synthesize
 
@@ -130,7 +130,7 @@ def main() -> None:
     a = p.parse_args()
     # (the evaluator has no operator of another domain: the contrib specs are ORT's to judge)
     names = a.ops.split(",") if a.ops else sorted(op for op in REGISTRY if not REGISTRY[op].domain)
-    limits = Limits(opset=a.opset)
+    limits = GenOptions(opset=a.opset)
     profile = full_profile(a.opset, tuple(REGISTRY))
     ref = ReferenceBackend()
     pool = WorkerPool(LIMITS, recycle=400)

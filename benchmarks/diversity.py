@@ -31,13 +31,13 @@ from dlcfuzz.export.onnx import to_bytes
 from dlcfuzz.gen import make_generator
 from dlcfuzz.metrics import DIVERSITY, GRAPH_METRICS, OP_METRICS, OpInfo, compute, load_model, op_nodes
 from dlcfuzz.seeds import derive_seed
-from dlcfuzz.solve import Limits
+from dlcfuzz.solve import GenOptions
 from dlcfuzz.solve.space import call_space, indegrees
 from dlcfuzz.spec import REGISTRY
 
 ROOT = Path(__file__).resolve().parent.parent
 STRATEGIES = ("isra", "hirgen", "gencog", "guided", "declgen", "randoop")
-LIMITS = Limits()
+LIMITS = GenOptions()
 
 
 def measure(folder: Path, ops: list[str]) -> dict[str, float]:

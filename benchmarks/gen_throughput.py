@@ -18,14 +18,14 @@ from pathlib import Path
 from dlcfuzz.backends.ort import full_profile
 from dlcfuzz.export.onnx import to_bytes
 from dlcfuzz.gen.isra import IsraGenerator
-from dlcfuzz.solve import Limits
+from dlcfuzz.solve import GenOptions
 from dlcfuzz.spec import REGISTRY
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def measure(op_range: tuple[int, int], graphs: int, seed: int = 1) -> dict:
-    limits = Limits()
+    limits = GenOptions()
     gen = IsraGenerator(list(REGISTRY.values()), limits, op_range, full_profile(limits.opset, tuple(REGISTRY)))
     gen.generate(seed)  # warm caches (type domains, schemas)
     gen.stats.__init__()

@@ -92,11 +92,11 @@ def measure(pool: WorkerPool, found: dict[str, dict[str, dict]], graphs: int) ->
     from dlcfuzz.backends.ort import full_profile
     from dlcfuzz.export.onnx import to_bytes
     from dlcfuzz.gen.isra import IsraGenerator
-    from dlcfuzz.solve import Limits
+    from dlcfuzz.solve import GenOptions
     from dlcfuzz.spec import REGISTRY
     from dlcfuzz.values import all_finite, synthesize
 
-    limits = Limits()
+    limits = GenOptions()
     gen = IsraGenerator(list(REGISTRY.values()), limits, (1, 10), full_profile(limits.opset, tuple(REGISTRY)))
     needed: dict[tuple[str, str, str, str], list[float]] = defaultdict(list)
     for seed in range(graphs):

@@ -31,7 +31,7 @@ from dlcfuzz.gen import make_generator
 from dlcfuzz.oracle.unsupported import is_unsupported
 from dlcfuzz.run.worker import PhaseLimits, WorkerPool
 from dlcfuzz.seeds import derive_seed
-from dlcfuzz.solve import Limits
+from dlcfuzz.solve import GenOptions
 from dlcfuzz.spec import REGISTRY
 from dlcfuzz.values import synthesize
 
@@ -46,7 +46,7 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--write", action="store_true", help=f"store the table in {OUT.name}")
     a = p.parse_args()
-    limits = Limits(opset=a.opset)
+    limits = GenOptions(opset=a.opset)
     profile = full_profile(a.opset, tuple(REGISTRY))
     pool = WorkerPool(PhaseLimits(compile=60.0, run=20.0))
     lowered: dict[str, str] = {}

@@ -103,13 +103,13 @@ def overhead(n: int) -> None:
     from dlcfuzz.export.onnx import to_bytes
     from dlcfuzz.gen import make_generator
     from dlcfuzz.ir.hints import feed_array
-    from dlcfuzz.solve import Limits
+    from dlcfuzz.solve import GenOptions
     from dlcfuzz.spec import REGISTRY
 
     for name in ("tvm", "inductor"):
         be = load_backend(name)
         specs = [s for s in REGISTRY.values() if be.supports({s.op})]
-        gen = make_generator("isra", specs, Limits(dtypes=("float32",)), (1, 10))
+        gen = make_generator("isra", specs, GenOptions(dtypes=("float32",)), (1, 10))
         times: dict[bool, list[float]] = {True: [], False: []}
         for seed in range(n + 1):
             g = gen.generate(seed)

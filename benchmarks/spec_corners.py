@@ -1,6 +1,6 @@
 """Every spec at its degenerate corners, against ONNX Runtime and onnx's reference evaluator: the
-solver is biased through its Limits (rank 0; rank <= 1 with size-1 dims; size-1 dims at any rank;
-one element in all), which is as far as the Limits reach (no size-0 dims, no attribute extremes).
+solver is biased through its GenOptions (rank 0; rank <= 1 with size-1 dims; size-1 dims at any rank;
+one element in all), which is as far as the GenOptions reach (no size-0 dims, no attribute extremes).
 
     PYTHONPATH=src python benchmarks/spec_corners.py [--per-op 5] [--ops A,B] [--corners rank0,dim1]
 
@@ -28,7 +28,7 @@ from dlcfuzz.gen.isra import IsraGenerator
 from dlcfuzz.oracle.compare import compare
 from dlcfuzz.run.worker import PhaseLimits, WorkerPool
 from dlcfuzz.seeds import derive_seed
-from dlcfuzz.solve import Limits
+from dlcfuzz.solve import GenOptions
 from dlcfuzz.spec import REGISTRY
 from dlcfuzz.values import synthesize
 
@@ -56,7 +56,7 @@ def main() -> None:
     t0 = time.perf_counter()
     try:
         for corner in a.corners.split(","):
-            limits = Limits(opset=a.opset, **CORNERS[corner])
+            limits = GenOptions(opset=a.opset, **CORNERS[corner])
             for op in names:
                 try:
                     gen = IsraGenerator([REGISTRY[op]], limits, (1, 1), profile)

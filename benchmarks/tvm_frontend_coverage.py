@@ -27,10 +27,10 @@ from dlcfuzz.backends.ort import full_profile
 from dlcfuzz.export.onnx import to_bytes
 from dlcfuzz.gen import make_generator
 from dlcfuzz.gen.guided import Coverage
-from dlcfuzz.run.profile import Both, find_profile
+from dlcfuzz.run.profile import JointProfile, find_profile
 from dlcfuzz.run.worker import PhaseLimits, WorkerPool
 from dlcfuzz.seeds import derive_seed
-from dlcfuzz.solve import Limits
+from dlcfuzz.solve import GenOptions
 from dlcfuzz.spec import REGISTRY
 from dlcfuzz.values import synthesize
 
@@ -82,10 +82,10 @@ def arm(name: str, n: int, ops: int, pool: WorkerPool, variant: str) -> dict:
         got = [find_profile(b, load_backend(b).version()) for b in (target, "ort")]
         if None in got:
             raise SystemExit(f"no support profile for {target} or ort: run dlcfuzz probe --backends {target},ort")
-        admit = Both(*got)
+        admit = JointProfile(*got)
     coverage = Coverage() if strategy != "isra" else None
-    gens = [make_generator(strategy, specs, Limits(opset=v), (ops, ops), full_profile(v, tuple(s.op for s in specs)),
-                           coverage, admit=admit) for v in versions]
+    gens = [make_generator(strategy, specs, GenOptions(opset=v), (ops, ops),
+                           full_profile(v, tuple(s.op for s in specs)), coverage, admit=admit) for v in versions]
     covered: set[int] = set()
     imported = ran = 0
     t0 = time.perf_counter()

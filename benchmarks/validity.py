@@ -18,7 +18,7 @@ from collections import Counter
 from dlcfuzz.backends.ort import full_profile, model_error
 from dlcfuzz.gen import make_generator
 from dlcfuzz.seeds import derive_seed
-from dlcfuzz.solve import Limits
+from dlcfuzz.solve import GenOptions
 from dlcfuzz.spec import REGISTRY
 
 
@@ -30,7 +30,7 @@ def main() -> None:
     p.add_argument("--strategies", default="isra,hirgen,gencog,guided,randoop")
     a = p.parse_args()
     lo, hi = (int(x) for x in a.ops.split(":"))
-    limits = Limits(opset=a.opset)
+    limits = GenOptions(opset=a.opset)
     specs = list(REGISTRY.values())
     profile = full_profile(a.opset, tuple(REGISTRY))
     seen_all: Counter[str] = Counter()

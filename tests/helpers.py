@@ -11,7 +11,7 @@ from dlcfuzz.export.onnx import SHAPE_FORM, constant_nodes, to_onnx
 from dlcfuzz.gen.isra import IsraGenerator
 from dlcfuzz.ir import Graph
 from dlcfuzz.ir.hints import feed_array
-from dlcfuzz.solve import Limits
+from dlcfuzz.solve import GenOptions
 from dlcfuzz.spec import COMPOSITES, REGISTRY, OpSpec
 
 SESSION_OPTIONS = ort.SessionOptions()
@@ -19,7 +19,7 @@ SESSION_OPTIONS.intra_op_num_threads = 1  # tiny graphs: thread pools cost more 
 SESSION_OPTIONS.inter_op_num_threads = 1
 
 def ort_generator(specs: list[OpSpec], op_range=(1, 1), **limits) -> IsraGenerator:
-    lim = Limits(**limits)
+    lim = GenOptions(**limits)
     return IsraGenerator(specs, lim, op_range, full_profile(lim.opset, tuple(REGISTRY)))
 
 

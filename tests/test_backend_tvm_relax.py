@@ -23,7 +23,7 @@ from dlcfuzz.export.relax import REWRITES, Layout, from_tvmscript, rewrite, to_r
 from dlcfuzz.oracle import judge
 from dlcfuzz.run.campaign import Campaign, CampaignConfig
 from dlcfuzz.run.worker import PhaseLimits, WorkerPool
-from dlcfuzz.solve import Limits
+from dlcfuzz.solve import GenOptions
 from dlcfuzz.spec import REGISTRY
 from tests.helpers import SESSION_OPTIONS, generated_case, make_model
 from tests.test_campaign import run_repro
@@ -112,7 +112,7 @@ def test_variants_agree_with_each_other_and_the_reference() -> None:
 def test_a_planted_constant_change_is_caught_and_replayed(tmp_path: Path) -> None:
     out = tmp_path / "c"
     cfg = CampaignConfig(out, ["tests.fake_backends:PlantedRelax"], [REGISTRY[o] for o in WEIGHTED],
-                         budget_seconds=300, max_tests=4, ops=(2, 4), limits=Limits(init_rate=1.0, picking_rate=0.5,
+                         budget_seconds=300, max_tests=4, ops=(2, 4), limits=GenOptions(init_rate=1.0, picking_rate=0.5,
                                                                                    dtypes=("float32",)),
                          allocate=False)  # every variant of every test: the planted one included
     Campaign(cfg).run()

@@ -10,12 +10,12 @@ import pytest
 from dlcfuzz.backends.ort import full_profile, graph_error, model_error
 from dlcfuzz.gen.baselines import CRASHED, DeclGenGenerator, RandoopGenerator, _Calls
 from dlcfuzz.ir import NODE_KIND, Graph
-from dlcfuzz.solve import Limits
+from dlcfuzz.solve import GenOptions
 from dlcfuzz.spec import REGISTRY
 from tests.helpers import check_graph
 
 ALL = list(REGISTRY.values())
-LIM = Limits()
+LIM = GenOptions()
 PROFILE = full_profile(LIM.opset, tuple(REGISTRY))
 
 

@@ -89,12 +89,13 @@ def test_a_reduced_hang_is_not_run_again(tmp_path: Path) -> None:
     """Once a hang is listed and reduced, its backend's profile holds the reduced case's form, and a later
     graph holding it is not run on that backend: each hit would cost the limit and find nothing new."""
     from dlcfuzz.run.profile import SupportProfile
-    from dlcfuzz.solve import Limits
+    from dlcfuzz.solve import GenOptions
 
     out = tmp_path / "c"
     backend = "tests.fake_backends:HangOnNeg"  # ORT, except that a graph with a Neg never compiles
     c = campaign(out, [backend], 30, phases=PhaseLimits(compile=2.0, pace=0), reduce_seconds=30,
-                 limits=Limits(max_rank=1, dtypes=("float32",)), specs=[REGISTRY[o] for o in ("Neg", "Relu", "Abs")])
+                 limits=GenOptions(max_rank=1, dtypes=("float32",)),
+                 specs=[REGISTRY[o] for o in ("Neg", "Relu", "Abs")])
     hangs = [b for b in bugs(out) if b[2] == "timeout"]
     assert len(hangs) == 1
     assert [op for op, _ in c.profiles[backend].hangs[0]] == ["Neg"]  # the reduced case: one Neg

@@ -1,4 +1,4 @@
-"""Constants written as Constant nodes (``Limits.constant_nodes``, ``graph.meta["constant_nodes"]``): the
+"""Constants written as Constant nodes (``GenOptions.constant_nodes``, ``graph.meta["constant_nodes"]``): the
 rate and the forms (value, value_float(s), value_int(s)), exact values, the same outputs as initializers
 on ONNX Runtime, TVM and OpenVINO, TVM's decline of the typed forms and the profile learning it, and the
 readers of models (torch repro, bug report script, metrics, localization, JSON)."""
@@ -20,7 +20,7 @@ from dlcfuzz.gen import make_generator
 from dlcfuzz.ir import CONST_KIND, INPUT_KIND, NODE_KIND, Graph, Node, TensorType, Value
 from dlcfuzz.oracle.compare import compare
 from dlcfuzz.run.localize import exposed
-from dlcfuzz.solve import Limits
+from dlcfuzz.solve import GenOptions
 from dlcfuzz.spec import REGISTRY
 from dlcfuzz.values import synthesize
 from tests.helpers import SESSION_OPTIONS, check_graph, ort_generator
@@ -88,7 +88,7 @@ def test_the_rate_decides_the_form_and_models_stay_valid(rate: float) -> None:
 
 def test_the_default_rate_mixes_forms() -> None:
     """A fifth of the constants by default; a typed form (value_ints ...) half the time the type takes one."""
-    assert Limits().constant_nodes == 0.2
+    assert GenOptions().constant_nodes == 0.2
     gen = ort_generator([REGISTRY[o] for o in OPS], op_range=(6, 6))
     graphs = [gen.generate(seed) for seed in range(40)]
     consts = sum(len(g.initializers) for g in graphs)
@@ -251,7 +251,7 @@ def test_tvm_declines_typed_forms_and_the_profile_learns_them(tmp_path: Path) ->
     assert profile.declined_keys("Constant") == ["form=value_ints"] and profile.declined_keys("Reshape") == []
     assert profile.admits_constant("value") and not profile.admits_constant("value_ints")
     assert profile.admits_graph(reshape("value")) and not profile.admits_graph(reshape("value_ints"))
-    gen = make_generator("isra", [REGISTRY[o] for o in OPS], Limits(constant_nodes=1.0), (4, 4),
+    gen = make_generator("isra", [REGISTRY[o] for o in OPS], GenOptions(constant_nodes=1.0), (4, 4),
                          full_profile(17, tuple(OPS)), admit=profile)
     forms = {f for seed in range(10) for f in constant_nodes(gen.generate(seed)).values()}
     assert forms and "value_ints" not in forms

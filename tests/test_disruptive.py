@@ -13,14 +13,14 @@ import pytest
 from dlcfuzz.backends.ort import full_profile, graph_error
 from dlcfuzz.gen.disruptive import KINDS, DisruptiveGenerator, prefix_graph
 from dlcfuzz.ir import DTYPES, Graph
-from dlcfuzz.solve import Limits
+from dlcfuzz.solve import GenOptions
 from dlcfuzz.spec import REGISTRY
 
 SEEDS = range(1000)  # rejection: ~97 % of 1000 models (windows of 300 seeds range from 95 % to 98 %)
 
 
 def generator(ops=None, op_range=(1, 3), **kw) -> DisruptiveGenerator:
-    lim = Limits()
+    lim = GenOptions()
     specs = list(REGISTRY.values()) if ops is None else [REGISTRY[o] for o in ops]
     return DisruptiveGenerator(specs, lim, op_range, full_profile(lim.opset, tuple(REGISTRY)), **kw)
 

@@ -11,7 +11,7 @@ from dlcfuzz.export.relax_ops import OPS, UNSUPPORTED_DTYPES, unsupported_call
 from dlcfuzz.gen.isra import IsraGenerator
 from dlcfuzz.ir import DTYPE_OF_CODE, Graph, Node, TensorType, Value
 from dlcfuzz.ir.hints import feed_array, random_array
-from dlcfuzz.solve import Limits
+from dlcfuzz.solve import GenOptions
 from dlcfuzz.spec import REGISTRY
 from tests.helpers import expected_outputs, ort_generator
 
@@ -190,7 +190,7 @@ def generator(op: str) -> IsraGenerator:
     try:
         return ort_generator([spec], opset=max(17, spec.since))
     except ValueError:
-        return IsraGenerator([spec], Limits(opset=max(17, spec.since), target="onnx"), (1, 1))
+        return IsraGenerator([spec], GenOptions(opset=max(17, spec.since), target="onnx"), (1, 1))
 
 
 @pytest.mark.parametrize("op", TABLE_OPS)

@@ -20,12 +20,12 @@ from dlcfuzz.gen.guided import Coverage
 from dlcfuzz.ir.hints import feed_array
 from dlcfuzz.run.campaign import Campaign, CampaignConfig
 from dlcfuzz.run.worker import PhaseLimits, WorkerPool
-from dlcfuzz.solve import Limits
+from dlcfuzz.solve import GenOptions
 from dlcfuzz.spec import REGISTRY
 from tests.helpers import check_graph, make_model, ort_generator
 
 UNARY = ["Relu", "Sigmoid", "Tanh", "Abs"]
-F32 = Limits(dtypes=("float32",))
+F32 = GenOptions(dtypes=("float32",))
 
 
 def _graph(ops: list[str], seed: int = 0, n: int = 3):
@@ -84,8 +84,8 @@ def test_known_keys_from_a_stored_coverage_are_not_new() -> None:
 def test_graphs_are_valid_and_deterministic() -> None:
     ops = [REGISTRY[o] for o in ("Conv", "Add", "MatMul", "Relu", "Reshape", "Concat", "ReduceSum")]
     profile = full_profile(17, tuple(REGISTRY))  # what ONNX Runtime implements: check_graph runs it
-    a = make_generator("feedback", ops, Limits(), (3, 8), profile)
-    b = make_generator("feedback", ops, Limits(), (3, 8), profile)
+    a = make_generator("feedback", ops, GenOptions(), (3, 8), profile)
+    b = make_generator("feedback", ops, GenOptions(), (3, 8), profile)
     for seed in range(6):
         g = a.generate(seed)
         check_graph(g, seed=seed)

@@ -62,9 +62,9 @@ def test_operator_subset_and_dtypes_respected() -> None:
 def test_target_onnx_covers_the_full_spec_and_stays_valid() -> None:
     """Without ORT's narrowing, graphs use dtypes/forms ORT lacks, and remain valid ONNX."""
     from dlcfuzz.gen.isra import IsraGenerator
-    from dlcfuzz.solve import Limits
+    from dlcfuzz.solve import GenOptions
 
-    gen = IsraGenerator(ALL, Limits(target="onnx"), (10, 30))
+    gen = IsraGenerator(ALL, GenOptions(target="onnx"), (10, 30))
     dtypes = set()
     for seed in range(60):
         g = gen.generate(seed)

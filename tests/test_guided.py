@@ -14,7 +14,7 @@ from dlcfuzz.gen import make_generator
 from dlcfuzz.gen.guided import Coverage, GuidedGenerator
 from dlcfuzz.metrics import OpInfo, compute, op_nodes
 from dlcfuzz.run.campaign import Campaign, CampaignConfig
-from dlcfuzz.solve import Limits
+from dlcfuzz.solve import GenOptions
 from dlcfuzz.solve.space import call_space, indegrees
 from dlcfuzz.spec import REGISTRY
 from tests.helpers import check_graph
@@ -24,7 +24,7 @@ PROFILE = full_profile(17, tuple(REGISTRY))
 
 
 def generator(strategy: str, specs=ALL, op_range=(1, 30), **kw):
-    return make_generator(strategy, specs, Limits(), op_range, PROFILE, **kw)
+    return make_generator(strategy, specs, GenOptions(), op_range, PROFILE, **kw)
 
 
 @pytest.mark.parametrize("strategy", ["hirgen", "gencog", "guided"])
@@ -55,7 +55,7 @@ def test_graded_acceptance() -> None:
 
 def test_saturated_coverage_drops_calls_but_never_stalls() -> None:
     # one operator, one dtype, tiny shapes: the coverage saturates within a few graphs
-    gen = GuidedGenerator([REGISTRY["Relu"]], Limits(max_rank=1, max_dim=1, dtypes=("float32",)), (10, 10),
+    gen = GuidedGenerator([REGISTRY["Relu"]], GenOptions(max_rank=1, max_dim=1, dtypes=("float32",)), (10, 10),
                           PROFILE, "hirgen")
     graphs = [gen.generate(seed) for seed in range(5)]
     assert all(len(g.nodes) == 10 for g in graphs)
@@ -79,7 +79,7 @@ def test_coverage_outlives_graphs_and_reloads() -> None:
 
 
 def _diversity(graphs, specs) -> dict[str, float]:
-    lim = Limits()
+    lim = GenOptions()
     corpus = {s.op: OpInfo(indegrees(s, 17), call_space(s, lim)) for s in specs}
     return compute([op_nodes(to_onnx(g)) for g in graphs], corpus)
 

@@ -78,13 +78,13 @@ def test_corpus_facts_from_specs_match_generated_graphs() -> None:
     """IDC's denominators (allowed indegrees) contain every indegree the generator produces, and
     every spec has a finite call-space estimate for vertex diversity."""
     from dlcfuzz.export.onnx import to_onnx
-    from dlcfuzz.solve import Limits
+    from dlcfuzz.solve import GenOptions
     from dlcfuzz.solve.space import call_space, indegrees
     from dlcfuzz.spec import REGISTRY
     from tests.helpers import ort_generator
 
     for spec in REGISTRY.values():
-        assert 1 <= call_space(spec, Limits()) < 10**12, spec.op
+        assert 1 <= call_space(spec, GenOptions()) < 10**12, spec.op
     gen = ort_generator(list(REGISTRY.values()), op_range=(20, 30))
     for seed in range(40):
         # Constant nodes and the composite operators' chains (SequenceAt ...) are no specs' operators

@@ -29,7 +29,7 @@ from dlcfuzz.run.profile import (
     save_profile,
 )
 from dlcfuzz.run.worker import PhaseLimits, WorkerPool
-from dlcfuzz.solve import Limits
+from dlcfuzz.solve import GenOptions
 from dlcfuzz.spec import REGISTRY
 from dlcfuzz.values import synthesize
 from tests.helpers import ort_generator
@@ -153,7 +153,7 @@ def test_cli_rebuilds_a_corrupt_profile_cache(tmp_path: Path, monkeypatch, capsy
 def test_probing_tvm_marks_its_known_declines(tmp_path: Path, monkeypatch):
     monkeypatch.setenv("DLCFUZZ_CACHE", str(tmp_path / "cache"))
     specs = [REGISTRY[op] for op in ("Celu", "Relu", "TopK")]
-    campaigns, profiles = probe(["tvm"], tmp_path, specs, Limits(), per_op=8, jobs=1)
+    campaigns, profiles = probe(["tvm"], tmp_path, specs, GenOptions(), per_op=8, jobs=1)
     tvm = profiles["tvm"]
     assert not tvm.admits_op("Celu")
     assert tvm.admits_op("Relu") and tvm.admits_op("TopK")
@@ -170,10 +170,10 @@ def test_graphs_generated_for_tvm_import_into_tvm(tmp_path: Path, monkeypatch):
     # operators TVM 0.27 declines, whole or in part, among ones it takes
     ops = ("Celu", "TopK", "ReverseSequence", "Relu", "Add", "MaxPool", "Transpose", "Pow", "LpNormalization")
     specs = [REGISTRY[op] for op in ops]
-    _, profiles = probe(["tvm"], tmp_path, specs, Limits(), per_op=8, jobs=1)
+    _, profiles = probe(["tvm"], tmp_path, specs, GenOptions(), per_op=8, jobs=1)
     from dlcfuzz.backends.ort import full_profile
 
-    gen = make_generator("isra", specs, Limits(), (3, 6), full_profile(17, ops), admit=profiles["tvm"])
+    gen = make_generator("isra", specs, GenOptions(), (3, 6), full_profile(17, ops), admit=profiles["tvm"])
     pool = WorkerPool(PhaseLimits(), 200, tmp_path / "logs")
     statuses = []
     try:
@@ -341,7 +341,7 @@ def test_an_operator_newer_than_the_opset_is_probed_at_its_own(tmp_path: Path, m
     default opset 17 probes it at 21, and the other operators at 17."""
     monkeypatch.setenv("DLCFUZZ_CACHE", str(tmp_path / "cache"))
     specs = [REGISTRY[op] for op in ("GroupNormalization", "Relu")]
-    campaigns, profiles = probe(["ort"], tmp_path, specs, Limits(), per_op=3, jobs=1)
+    campaigns, profiles = probe(["ort"], tmp_path, specs, GenOptions(), per_op=3, jobs=1)
     ort = profiles["ort"]
     assert ort.counts["GroupNormalization"]["version=21"][0] == 3
     assert ort.counts["Relu"]["version=14"][0] == 3  # Relu-14 is the version of opset 17

@@ -1,4 +1,4 @@
-"""Constant-like inputs taken at run time (``Limits.runtime_consts``: pinned runtime inputs), with the real
+"""Constant-like inputs taken at run time (``GenOptions.runtime_consts``: pinned runtime inputs), with the real
 compilers on tiny graphs: generation, input synthesis, JSON, intervals, the exporters, TVM's declines."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from dlcfuzz.oracle.unsupported import is_unsupported
 from dlcfuzz.run.profile import ACCEPTED, DECLINED, SupportProfile
 from dlcfuzz.run.profile import test_status as status_of
 from dlcfuzz.run.worker import PhaseLimits, WorkerPool
-from dlcfuzz.solve import Limits
+from dlcfuzz.solve import GenOptions
 from dlcfuzz.solve.intervals import analyze
 from dlcfuzz.spec import REGISTRY
 from dlcfuzz.spec.dsl import Const
@@ -109,7 +109,7 @@ def test_the_rate_decides_the_form_and_models_stay_valid(rate: float) -> None:
 
 
 def test_the_default_rate_mixes_both_forms() -> None:
-    assert Limits().runtime_consts == 0.25
+    assert GenOptions().runtime_consts == 0.25
     gen = ort_generator([REGISTRY[o] for o in SHAPE_OPS], op_range=(5, 5))
     consts = [v for seed in range(40) for v in const_slot_values(gen.generate(seed))]
     share = sum(v.pinned for v in consts) / len(consts)
@@ -285,7 +285,7 @@ def test_tvm_declines_runtime_operands_and_targeted_generation_keeps_them_consta
         assert profile.admits(g.nodes[0], g.values) == admitted
 
     # generated for TVM with every constant-like input at run time: TopK still comes, with a constant K
-    gen = make_generator("isra", [REGISTRY["TopK"]], Limits(runtime_consts=1.0), (1, 1),
+    gen = make_generator("isra", [REGISTRY["TopK"]], GenOptions(runtime_consts=1.0), (1, 1),
                          full_profile(17, ("TopK",)), admit=profile)
     for seed in range(10):
         g = gen.generate(seed)

@@ -67,7 +67,7 @@ def _opsets(args: argparse.Namespace) -> tuple[int, ...]:
 
 
 def _limits(args: argparse.Namespace):
-    from dlcfuzz.solve import Limits
+    from dlcfuzz.solve import GenOptions
 
     dtypes = tuple(_names(args.dtypes)) if args.dtypes else ()
     bad = [d for d in dtypes if d not in DTYPES]
@@ -78,7 +78,7 @@ def _limits(args: argparse.Namespace):
         raise UsageError("--picking-rate, --init-rate, --runtime-consts and --constant-nodes must be within [0, 1]")
     if args.max_rank < 1 or args.max_dim < 1:
         raise UsageError("--max-rank and --max-dim must be at least 1")
-    return Limits(max_rank=args.max_rank, max_dim=args.max_dim, max_numel=args.max_numel,
+    return GenOptions(max_rank=args.max_rank, max_dim=args.max_dim, max_numel=args.max_numel,
                   picking_rate=args.picking_rate, init_rate=args.init_rate, runtime_consts=args.runtime_consts,
                   constant_nodes=args.constant_nodes,
                   opset=_opsets(args)[0], dtypes=dtypes,
@@ -124,11 +124,11 @@ def _generator(args: argparse.Namespace, limits, specs, coverage=None):
 
 def _target_profile(name: str):
     """``gen --for NAME``: what that compiler (its installed version) and the baseline ORT both take."""
-    from dlcfuzz.backends import KNOWN, load_backend
-    from dlcfuzz.run.profile import Both, find_profile
+    from dlcfuzz.backends import BUILTIN, load_backend
+    from dlcfuzz.run.profile import JointProfile, find_profile
 
-    if name not in KNOWN:
-        raise UsageError(f"--for: unknown backend {name!r}; known: {', '.join(sorted(KNOWN))}")
+    if name not in BUILTIN:
+        raise UsageError(f"--for: unknown backend {name!r}; known: {', '.join(sorted(BUILTIN))}")
     got = []
     for b in (name, "ort"):
         backend = load_backend(b)
@@ -141,7 +141,7 @@ def _target_profile(name: str):
             raise UsageError(f"--for {name}: no support profile for {b} {version}; build it with: "
                              f"dlcfuzz probe --backends {b}")
         got.append(profile)
-    return Both(*got)
+    return JointProfile(*got)
 
 
 def cmd_gen(args: argparse.Namespace) -> int:
@@ -199,7 +199,7 @@ def cmd_gen(args: argparse.Namespace) -> int:
 
 def cmd_metrics(args: argparse.Namespace) -> int:
     from dlcfuzz.metrics import DIVERSITY, GRAPH_METRICS, OP_METRICS, ModelError, OpInfo, compute, load_model, op_nodes
-    from dlcfuzz.solve import Limits
+    from dlcfuzz.solve import GenOptions
     from dlcfuzz.solve.space import call_space, indegrees
 
     specs = _resolve_ops(_names(args.op_set) if args.op_set else None)
@@ -209,7 +209,7 @@ def cmd_metrics(args: argparse.Namespace) -> int:
     files = sorted(folder.rglob("*.onnx"))
     if not files:
         raise UsageError(f"no .onnx files under {folder}")
-    limits = Limits(opset=args.opset)
+    limits = GenOptions(opset=args.opset)
     # the metrics count ONNX operators in ONNX files: a composite operator (spec/sequence.py) is written as
     # several, which its name never matches, so it is no corpus entry
     corpus = {s.op: OpInfo(indegrees(s, args.opset), call_space(s, limits)) for s in specs if s.composite is None}
@@ -239,7 +239,7 @@ def _budget(text: str) -> float:
 
 
 def _backends(text: str | None) -> list[str]:
-    from dlcfuzz.backends import DEFAULT, KNOWN, UnknownBackend, load_backend, path_of, plugins
+    from dlcfuzz.backends import BUILTIN, DEFAULT, UnknownBackend, load_backend, path_of, plugins
 
     names = _names(text) if text else list(DEFAULT)
     chosen = []
@@ -247,7 +247,7 @@ def _backends(text: str | None) -> list[str]:
         try:
             path_of(n)
         except UnknownBackend:
-            known = ", ".join(k for k in [*KNOWN, *plugins()] if k != "reference")
+            known = ", ".join(k for k in [*BUILTIN, *plugins()] if k != "reference")
             raise UsageError(f"unknown backend {n!r}; known: {known}, or module:Class "
                              "(list them with 'dlcfuzz backends')") from None
         ok, why = load_backend(n).available()
@@ -334,11 +334,11 @@ def _supported_specs(specs: list, backends: list[str]) -> list:
 
 def cmd_backends(args: argparse.Namespace) -> int:
     """Every backend, built in or plugin: version, variants (as its worker reports them) and availability."""
-    from dlcfuzz.backends import DEFAULT, KNOWN, load_backend, plugins
+    from dlcfuzz.backends import BUILTIN, DEFAULT, load_backend, plugins
     from dlcfuzz.run.worker import PhaseLimits, WorkerDied, WorkerPool
 
     # origin: "default" (built in, and run when --backends is not given), "built-in", or "plugin"
-    rows = ([(n, p, "default" if n in DEFAULT else "built-in") for n, p in KNOWN.items()]
+    rows = ([(n, p, "default" if n in DEFAULT else "built-in") for n, p in BUILTIN.items()]
             + [(n, p, "plugin") for n, p in plugins().items()])
     pool = WorkerPool(PhaseLimits())
     try:
@@ -367,13 +367,13 @@ def cmd_backends(args: argparse.Namespace) -> int:
 
 def cmd_probe(args: argparse.Namespace) -> int:
     from dlcfuzz.run.profile import profile_path
-    from dlcfuzz.solve import Limits
+    from dlcfuzz.solve import GenOptions
 
     backends = _backends(args.backends)
     if args.per_op < 1 or args.jobs < 1:
         raise UsageError("--per-op and --jobs must be at least 1")
     specs = _resolve_ops(_names(args.op_set) if args.op_set else None)
-    return _probe(backends, Path(args.out), specs, Limits(), args.per_op, args.jobs, profile_path)
+    return _probe(backends, Path(args.out), specs, GenOptions(), args.per_op, args.jobs, profile_path)
 
 
 def _probe(backends: list[str], out: Path, specs: list, limits, per_op: int, jobs: int, where) -> int:
@@ -451,11 +451,11 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
 
 def _frontends(text: str) -> list[str]:
     """The frontend backends of the compilers named for a migration (all must be installed)."""
-    from dlcfuzz.backends import KNOWN, load_backend
+    from dlcfuzz.backends import BUILTIN, load_backend
     from dlcfuzz.migrate.campaign import FRONTENDS, frontends
 
     names = _names(text)
-    bad = [n for n in names if n not in FRONTENDS and n not in KNOWN]
+    bad = [n for n in names if n not in FRONTENDS and n not in BUILTIN]
     if bad:
         raise UsageError(f"unknown backend {bad[0]!r} for migrate; known: {', '.join(FRONTENDS)} "
                          "(or a frontend: tvm-torch, openvino-torch, inductor-torch)")

@@ -9,7 +9,7 @@ import importlib
 
 from dlcfuzz.backends.base import Backend, Test, Variant
 
-KNOWN = {
+BUILTIN = {
     "ort": "dlcfuzz.backends.ort:OrtBackend",
     "tvm": "dlcfuzz.backends.tvm:TvmBackend",
     "openvino": "dlcfuzz.backends.openvino:OpenVinoBackend",
@@ -43,12 +43,12 @@ def plugins() -> dict[str, str]:
     over a plugin of the same name (so that a stray package cannot replace a compiler under test)."""
     from importlib.metadata import entry_points
 
-    return {ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP) if ep.name not in KNOWN}
+    return {ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP) if ep.name not in BUILTIN}
 
 
 def path_of(name: str) -> str:
-    if name in KNOWN:
-        return KNOWN[name]
+    if name in BUILTIN:
+        return BUILTIN[name]
     found = plugins().get(name)
     if found:
         return found
@@ -62,5 +62,15 @@ def load_backend(name: str) -> Backend:
     return getattr(importlib.import_module(module), cls)()
 
 
-__all__ = ["DEFAULT", "ENTRY_POINT_GROUP", "KNOWN", "Backend", "Test", "UnknownBackend", "Variant", "load_backend",
-           "path_of", "plugins"]
+__all__ = [
+    "BUILTIN",
+    "DEFAULT",
+    "ENTRY_POINT_GROUP",
+    "Backend",
+    "Test",
+    "UnknownBackend",
+    "Variant",
+    "load_backend",
+    "path_of",
+    "plugins",
+]

@@ -5,7 +5,7 @@ Two things are written otherwise than one ONNX node per IR node and one initiali
 - a composite operator's node (spec/sequence.py: a sequence or optional pattern) becomes its chain of
   ONNX operators (``Graph.onnx_nodes``, by ``spec.expand``), whose values in between are not IR values;
 - a constant named in ``graph.meta["constant_nodes"]`` (name -> a ``CONSTANT_FORMS`` attribute, chosen
-  at generation: ``Limits.constant_nodes``) becomes a ``Constant`` node holding its data in that
+  at generation: ``GenOptions.constant_nodes``) becomes a ``Constant`` node holding its data in that
   attribute, as exporters such as torch.onnx write them, instead of an initializer.
 """
 

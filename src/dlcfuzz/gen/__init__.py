@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from dlcfuzz.ir import Graph
-from dlcfuzz.solve import Admission, Limits, TypeProfile
+from dlcfuzz.solve import Admission, GenOptions, TypeProfile
 from dlcfuzz.spec.dsl import OpSpec
 
 VALID = ("isra", "hirgen", "gencog", "guided", "feedback")  # every graph is valid by construction
@@ -19,7 +19,7 @@ FUZZ_STRATEGIES = (*VALID, "disruptive")  # the baselines exist to be measured a
 UNTARGETED = ("disruptive", "probe", *BASELINES)  # deliberately blind to what the target compiler takes
 
 
-def make_generator(strategy: str, specs: Sequence[OpSpec], limits: Limits, op_range: tuple[int, int],
+def make_generator(strategy: str, specs: Sequence[OpSpec], limits: GenOptions, op_range: tuple[int, int],
                    profile: TypeProfile | None = None, coverage=None,
                    valid: Callable[[Graph], str | None] | None = None, admit: Admission | None = None,
                    **options):

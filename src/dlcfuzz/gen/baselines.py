@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from dlcfuzz.ir import CONST_KIND, DTYPES, INPUT_KIND, NODE_KIND, Graph, Node, TensorType, Value
-from dlcfuzz.solve import Instantiator, Limits, Stats, TypeProfile
+from dlcfuzz.solve import GenOptions, Instantiator, Stats, TypeProfile
 from dlcfuzz.solve.instantiate import _fresh_shape
 from dlcfuzz.solve.types import schema
 from dlcfuzz.spec.dsl import Const, Ctx, In, OpSpec
@@ -118,7 +118,7 @@ class BaselineStats(Stats):
 class _Calls:
     """Appends random calls, built from the syntax only, to one graph; can undo the last one."""
 
-    def __init__(self, g: Graph, lim: Limits, types: Callable, rng: random.Random, nprng: np.random.Generator):
+    def __init__(self, g: Graph, lim: GenOptions, types: Callable, rng: random.Random, nprng: np.random.Generator):
         self.g, self.lim, self.types, self.rng, self.np = g, lim, types, rng, nprng
         self.dtypes = lim.dtypes or DTYPES
         self.pool: list[Value] = []  # graph inputs and node outputs: what a data input may reuse
@@ -218,7 +218,7 @@ class _Calls:
 class _Baseline:
     strategy = ""
 
-    def __init__(self, specs: Sequence[OpSpec], limits: Limits, op_range: tuple[int, int],
+    def __init__(self, specs: Sequence[OpSpec], limits: GenOptions, op_range: tuple[int, int],
                  profile: TypeProfile | None = None, valid: Validity | None = None, isolate: bool = True) -> None:
         self.limits, self.op_range, self.profile = limits, op_range, profile
         self.valid = Isolated(valid) if isolate and valid is not None else valid

@@ -44,7 +44,7 @@ import onnx.defs
 
 from dlcfuzz.gen.isra import insert_uniform, split_available
 from dlcfuzz.ir import CONST_KIND, DTYPES, INPUT_KIND, Graph, Node, TensorType, Value, np_dtype
-from dlcfuzz.solve import Instantiator, Limits, Stats, TypeProfile
+from dlcfuzz.solve import GenOptions, Instantiator, Stats, TypeProfile
 from dlcfuzz.solve.types import onnx_type_name, schema
 from dlcfuzz.spec.dsl import Broadcast, Choice, Const, Ctx, EmptyDomain, Exact, In, Int, Maybe, OpSpec, ShapeDom
 
@@ -81,7 +81,7 @@ class Candidate:
 class _Call:
     """The final node, its solved context, and mutation helpers."""
 
-    def __init__(self, g: Graph, node: Node, spec: OpSpec, c: Ctx, lim: Limits) -> None:
+    def __init__(self, g: Graph, node: Node, spec: OpSpec, c: Ctx, lim: GenOptions) -> None:
         self.g, self.node, self.spec, self.c, self.lim = g, node, spec, c, lim
         self.sch = _schema(spec, lim.opset)
         self.slot: list[int] = []  # node input position -> spec input index
@@ -655,7 +655,7 @@ class DisruptiveStats(Stats):
 class DisruptiveGenerator:
     """Valid prefix + one final call that breaks exactly one named constraint of its operator."""
 
-    def __init__(self, specs: Sequence[OpSpec], limits: Limits, op_range: tuple[int, int],
+    def __init__(self, specs: Sequence[OpSpec], limits: GenOptions, op_range: tuple[int, int],
                  profile: TypeProfile | None = None, kinds: Sequence[str] = KINDS) -> None:
         bad = [k for k in kinds if k not in KINDS]
         if bad:

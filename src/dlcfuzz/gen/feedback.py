@@ -29,7 +29,7 @@ import numpy as np
 from dlcfuzz.gen.guided import Coverage
 from dlcfuzz.gen.isra import MAX_TRIES, split_available
 from dlcfuzz.ir import Graph, Value
-from dlcfuzz.solve import Admission, Instantiator, Limits, Stats, TypeProfile
+from dlcfuzz.solve import Admission, GenOptions, Instantiator, Stats, TypeProfile
 from dlcfuzz.spec.dsl import EmptyDomain, OpSpec
 
 STRATEGY = "feedback"
@@ -43,7 +43,7 @@ def reward(new_keys: int) -> float:
 
 
 class FeedbackGenerator:
-    def __init__(self, specs: Sequence[OpSpec], limits: Limits, op_range: tuple[int, int],
+    def __init__(self, specs: Sequence[OpSpec], limits: GenOptions, op_range: tuple[int, int],
                  profile: TypeProfile | None = None, coverage: Coverage | None = None,
                  temperature: float = 0.25, decay: float = 0.3, prior: float = 1.0, pairs: bool = True,
                  admit: Admission | None = None) -> None:

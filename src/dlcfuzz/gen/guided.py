@@ -34,7 +34,7 @@ import numpy as np
 
 from dlcfuzz.gen.isra import split_available
 from dlcfuzz.ir import CONST_KIND, Graph, Node
-from dlcfuzz.solve import Admission, Instantiator, Limits, Proposal, Stats, TypeProfile
+from dlcfuzz.solve import Admission, GenOptions, Instantiator, Proposal, Stats, TypeProfile
 from dlcfuzz.solve.space import call_space
 from dlcfuzz.spec.dsl import EmptyDomain, OpSpec
 
@@ -112,7 +112,7 @@ class GuidedStats(Stats):
 
 
 class GuidedGenerator:
-    def __init__(self, specs: Sequence[OpSpec], limits: Limits, op_range: tuple[int, int],
+    def __init__(self, specs: Sequence[OpSpec], limits: GenOptions, op_range: tuple[int, int],
                  profile: TypeProfile | None = None, strategy: str = "guided", coverage: Coverage | None = None,
                  p_rej: float = 0.9, temperature: float = 0.2, paths: bool = False, decay: float = 0.1,
                  admit: Admission | None = None) -> None:

@@ -10,13 +10,13 @@ from collections.abc import Sequence
 import numpy as np
 
 from dlcfuzz.ir import Graph
-from dlcfuzz.solve import Admission, Instantiator, Limits, Stats, TypeProfile
+from dlcfuzz.solve import Admission, GenOptions, Instantiator, Stats, TypeProfile
 from dlcfuzz.spec.dsl import EmptyDomain, OpSpec
 
 MAX_TRIES = 20  # per insertion; each extra try is counted as a retry
 
 
-def split_available(specs: Sequence[OpSpec], limits: Limits,
+def split_available(specs: Sequence[OpSpec], limits: GenOptions,
                     profile: TypeProfile | None, admit: Admission | None = None) -> tuple[list[OpSpec], list[str]]:
     """(the specs that can be instantiated under the dtype set, opset, kernel profile and target
     compiler; the names of those that cannot).  Raises ValueError when none can."""
@@ -44,7 +44,7 @@ def insert_uniform(inst: Instantiator, specs: Sequence[OpSpec], rng: random.Rand
 
 
 class IsraGenerator:
-    def __init__(self, specs: Sequence[OpSpec], limits: Limits, op_range: tuple[int, int],
+    def __init__(self, specs: Sequence[OpSpec], limits: GenOptions, op_range: tuple[int, int],
                  profile: TypeProfile | None = None, admit: Admission | None = None) -> None:
         self.limits = limits
         self.op_range = op_range

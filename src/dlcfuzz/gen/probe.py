@@ -13,12 +13,12 @@ import numpy as np
 
 from dlcfuzz.gen.isra import MAX_TRIES, split_available
 from dlcfuzz.ir import CONST_KIND, INPUT_KIND, SHAPE_FORM, Graph, TensorType, Value
-from dlcfuzz.solve import Instantiator, Limits, Stats, TypeProfile
+from dlcfuzz.solve import GenOptions, Instantiator, Stats, TypeProfile
 from dlcfuzz.spec.dsl import EmptyDomain, OpSpec
 
 
 class ProbeGenerator:
-    def __init__(self, specs: Sequence[OpSpec], limits: Limits, op_range: tuple[int, int] = (1, 1),
+    def __init__(self, specs: Sequence[OpSpec], limits: GenOptions, op_range: tuple[int, int] = (1, 1),
                  profile: TypeProfile | None = None) -> None:
         self.limits, self.profile = limits, profile
         self.specs, self.unavailable = split_available(specs, limits, profile)

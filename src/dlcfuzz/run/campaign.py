@@ -54,12 +54,12 @@ from dlcfuzz.run.culprit import blame
 from dlcfuzz.run.dedup import graph_signature, producer, reduced_root, title
 from dlcfuzz.run.known import KNOWN, NEW, KnownBugs, Reporting
 from dlcfuzz.run.localize import localize, rounded_outputs, single_outputs
-from dlcfuzz.run.profile import DECLINED, Both, SupportProfile, find_profile, save_profile, test_status
+from dlcfuzz.run.profile import DECLINED, JointProfile, SupportProfile, find_profile, save_profile, test_status
 from dlcfuzz.run.reduce import Case, ReduceError, reduce_case, write_reduction
 from dlcfuzz.run.store import Store, TestRecord
 from dlcfuzz.run.worker import CONFIRM_RUNS, PhaseLimits, WorkerDied, WorkerPool
 from dlcfuzz.seeds import derive_seed
-from dlcfuzz.solve import Admission, Limits
+from dlcfuzz.solve import Admission, GenOptions
 from dlcfuzz.spec import OpSpec
 from dlcfuzz.values import synthesize
 
@@ -77,7 +77,7 @@ class CampaignConfig:
     jobs: int = 1
     seed: int = 0
     ops: tuple[int, int] = (1, 10)
-    limits: Limits = field(default_factory=Limits)
+    limits: GenOptions = field(default_factory=GenOptions)
     phases: PhaseLimits = field(default_factory=PhaseLimits)
     input_attempts: int = 8
     recycle: int = 200
@@ -220,7 +220,7 @@ class Tester:
             baseline = self.profiles.get(FALLBACK[0])
             for name in self.compilers:
                 if name in self.profiles:
-                    admit = Both(self.profiles[name], baseline) if baseline is not None else self.profiles[name]
+                    admit = JointProfile(self.profiles[name], baseline) if baseline is not None else self.profiles[name]
                     self.gens[name] = campaign_generator(cfg, coverage, admit)
         self.lock = threading.Lock()
 

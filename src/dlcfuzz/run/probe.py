@@ -13,11 +13,11 @@ from pathlib import Path
 from dlcfuzz.run.campaign import Campaign, CampaignConfig, Progress
 from dlcfuzz.run.profile import SupportProfile
 from dlcfuzz.run.worker import PhaseLimits
-from dlcfuzz.solve import Limits
+from dlcfuzz.solve import GenOptions
 from dlcfuzz.spec import OpSpec
 
 
-def probe(backends: list[str], out: Path, specs: list[OpSpec], limits: Limits, per_op: int = 4, jobs: int = 1,
+def probe(backends: list[str], out: Path, specs: list[OpSpec], limits: GenOptions, per_op: int = 4, jobs: int = 1,
           phases: PhaseLimits | None = None, on_progress: Callable[[Progress], None] | None = None,
           ) -> tuple[list[Campaign], dict[str, SupportProfile]]:
     """Probes ``backends`` on ``specs`` (what the cache knew of those operators is forgotten, the rest
@@ -40,7 +40,7 @@ def probe(backends: list[str], out: Path, specs: list[OpSpec], limits: Limits, p
     return campaigns, learned
 
 
-def _rounds(backends: list[str], out: Path, stamp: str, specs: list[OpSpec], limits: Limits, per_op: int, jobs: int,
+def _rounds(backends: list[str], out: Path, stamp: str, specs: list[OpSpec], limits: GenOptions, per_op: int, jobs: int,
             phases: PhaseLimits | None, on_progress: Callable[[Progress], None] | None,
             ) -> tuple[list[Campaign], dict[str, SupportProfile]]:
     """The two probing rounds of ``probe`` at one opset."""

@@ -305,7 +305,7 @@ def save_profile(p: SupportProfile, folder: Path | None = None) -> Path:
     return path
 
 
-class Both:
+class JointProfile:
     """Admits what two profiles both admit: a test's target compiler and its baseline (ORT), so that
     every targeted test has a baseline that can run it."""
 

@@ -105,7 +105,7 @@ from dlcfuzz.run.culprit import blame
 from dlcfuzz.run.dedup import graph_signature, named_nodes, normalize, producer, title
 from dlcfuzz.run.localize import exposed, first_divergence, localize, rounded_outputs, single_outputs
 from dlcfuzz.run.worker import CONFIRM_RUNS, PhaseLimits, WorkerDied, WorkerPool
-from dlcfuzz.solve import Limits
+from dlcfuzz.solve import GenOptions
 from dlcfuzz.solve.types import input_type_vars
 from dlcfuzz.spec import REGISTRY
 from dlcfuzz.spec.dsl import Ctx, In
@@ -423,7 +423,7 @@ def _slots(spec: Any, node: Node) -> list[int | None]:
 def _ctx(spec: Any, node: Node, ins: list[TensorType | None], opset: int) -> Any:
     """The spec's context for an existing call: input types, type variables and attributes (the
     solver variables that are not attributes stay unknown: a spec function that reads one raises)."""
-    c = Ctx(Limits(opset=opset), random.Random(0), np.random.default_rng(0))
+    c = Ctx(GenOptions(opset=opset), random.Random(0), np.random.default_rng(0))
     first = ins[0]
     c.x, c.s, c.r, c.T = first, first.shape, first.rank, first.dtype
     tvars = input_type_vars(spec, opset)

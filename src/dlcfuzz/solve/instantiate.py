@@ -59,7 +59,7 @@ class Admission(Protocol):
 
 
 @dataclass(frozen=True)
-class Limits:
+class GenOptions:
     """Generation limits and knobs (Isra's defaults: rank <= 5, dim <= 5, picking rate 0.97)."""
 
     max_rank: int = 5
@@ -172,7 +172,7 @@ class Stats:
 class Instantiator:
     """Instantiates operator calls into one graph under construction."""
 
-    def __init__(self, graph: Graph, limits: Limits, rng: random.Random, nprng: np.random.Generator,
+    def __init__(self, graph: Graph, limits: GenOptions, rng: random.Random, nprng: np.random.Generator,
                  profile: TypeProfile | None = None, use_penalty: bool = False,
                  admit: Admission | None = None) -> None:
         self.g = graph

@@ -8,7 +8,7 @@ import random
 import numpy as np
 
 from dlcfuzz.ir import TensorType
-from dlcfuzz.solve.instantiate import Limits
+from dlcfuzz.solve.instantiate import GenOptions
 from dlcfuzz.solve.types import schema, type_domains
 from dlcfuzz.spec.dsl import Ctx, In, OpSpec
 
@@ -25,7 +25,7 @@ def indegrees(spec: OpSpec, opset: int) -> frozenset[int]:
     return frozenset(range(sch.min_input, hi + 1))
 
 
-def call_space(spec: OpSpec, limits: Limits) -> int:
+def call_space(spec: OpSpec, limits: GenOptions) -> int:
     """GenCoG's rough call-space estimate N_est.
 
     max_dim ** (max rank of the first input), doubled when the operator takes more than one
