@@ -19,7 +19,7 @@ from dlcfuzz.export.onnx import CONSTANT_FORMS, SHAPE_FORM, constant_forms, cons
 from dlcfuzz.gen import make_generator
 from dlcfuzz.ir import CONST_KIND, INPUT_KIND, NODE_KIND, Graph, Node, TensorType, Value
 from dlcfuzz.oracle.compare import compare
-from dlcfuzz.run.localize import exposed
+from dlcfuzz.oracle.localize import exposed
 from dlcfuzz.solve import GenOptions
 from dlcfuzz.spec import REGISTRY
 from dlcfuzz.values import synthesize

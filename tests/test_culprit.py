@@ -1,4 +1,4 @@
-"""The pass behind an optimization bug (run/culprit.py), on the real ONNX Runtime: its basic level's
+"""The pass behind an optimization bug (oracle/blame.py), on the real ONNX Runtime: its basic level's
 QDQPropagationTransformer moves a DequantizeLinear without zero point past a data-movement operator
 and loses the sign of int8 values (ORT 1.31.1, found by a 10-minute ORT campaign: -2 * 0.25 gives 0)."""
 
@@ -12,7 +12,7 @@ from dlcfuzz.backends.base import OK, Test, Variant, resolve_variant, without
 from dlcfuzz.export.onnx import to_bytes
 from dlcfuzz.ir import CONST_KIND, INPUT_KIND, Graph, Node, TensorType, Value
 from dlcfuzz.oracle import METAMORPHIC, judge
-from dlcfuzz.run.culprit import blame
+from dlcfuzz.oracle.blame import blame
 from dlcfuzz.run.dedup import graph_signature, title
 from dlcfuzz.run.worker import PhaseLimits, WorkerPool
 

@@ -22,7 +22,7 @@ from dlcfuzz.backends.reference import distrusted
 from dlcfuzz.export.onnx import to_bytes, to_onnx
 from dlcfuzz.ir import CONST_KIND, INPUT_KIND, NODE_KIND, Graph, Node, TensorType, Value
 from dlcfuzz.oracle.compare import compare
-from dlcfuzz.run.localize import exposed
+from dlcfuzz.oracle.localize import exposed
 from dlcfuzz.solve.intervals import analyze
 from dlcfuzz.spec import COMPOSITES, REGISTRY, expand, onnx_ops
 from dlcfuzz.values import synthesize

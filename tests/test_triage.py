@@ -156,7 +156,7 @@ def test_a_wrong_operator_is_one_bug_named_after_it_whatever_follows(tmp_path: P
 def test_integers_rounded_from_floats_may_move_by_one_unit() -> None:
     from dlcfuzz.ir import Graph, Node, TensorType, Value
     from dlcfuzz.oracle.compare import compare
-    from dlcfuzz.run.localize import rounded_outputs
+    from dlcfuzz.oracle.localize import rounded_outputs
 
     g = Graph(opset=17)
     g.add_value(Value("x", TensorType((3,), "float32"), "input"))
@@ -181,7 +181,7 @@ def test_integer_overflow_is_undefined_not_a_bug() -> None:
     """ONNX leaves integer overflow undefined: a product out of int32's range (ORT saturates, the
     reference wraps) is told from a wrong product by recomputing the node in float64."""
     from dlcfuzz.ir import Graph, Node, TensorType, Value
-    from dlcfuzz.run.localize import overflows
+    from dlcfuzz.oracle.localize import overflows
 
     g = Graph(opset=17)
     g.add_value(Value("x", TensorType((3, 1), "int32"), "input"))
@@ -207,7 +207,7 @@ def test_a_float_cast_out_of_an_integer_range_is_undefined_not_a_bug() -> None:
     """ONNX's Cast: "floating point to fixed point: undefined if OOR" (-1.42 to uint8, from a default
     campaign's OpenVINO entry); in range it is defined, and between integer types the bits wrap, defined."""
     from dlcfuzz.ir import Graph, Node, TensorType, Value
-    from dlcfuzz.run.localize import overflows
+    from dlcfuzz.oracle.localize import overflows
 
     g = Graph(opset=17)
     g.add_value(Value("x", TensorType((2,), "float64"), "input"))
@@ -227,7 +227,7 @@ def test_float64_computed_through_float32_gets_float32_tolerance() -> None:
     functions compute in float: float64 outputs downstream of them carry float32 rounding."""
     from dlcfuzz.ir import INPUT_KIND, Graph, Node, TensorType, Value
     from dlcfuzz.oracle.compare import compare
-    from dlcfuzz.run.localize import single_outputs
+    from dlcfuzz.oracle.localize import single_outputs
 
     g = Graph(opset=17)
     for name in ("x", "s", "b"):
@@ -277,7 +277,7 @@ def test_an_operator_that_amplifies_tolerated_rounding_is_noise() -> None:
     Recomputed on the accused side's own inputs, Sin gives what the accused gave, so the divergence is
     noise; a Sin that is wrong on its own inputs stays a divergence (10-minute ORT campaign)."""
     from dlcfuzz.ir import INPUT_KIND, Graph, Node, TensorType, Value
-    from dlcfuzz.run.localize import exposed, first_divergence
+    from dlcfuzz.oracle.localize import exposed, first_divergence
 
     g = Graph(opset=17)
     for name, kind in (("x", INPUT_KIND), ("p", "node"), ("s", "node")):
@@ -328,7 +328,7 @@ def test_localizing_on_a_variant_that_computes_float64_in_float32_uses_float32_t
     from dlcfuzz.export.onnx import to_bytes
     from dlcfuzz.ir import INPUT_KIND, NODE_KIND, Graph, Node, TensorType, Value
     from dlcfuzz.oracle import NOISE
-    from dlcfuzz.run.localize import localize
+    from dlcfuzz.oracle.localize import localize
     from dlcfuzz.run.worker import PhaseLimits, WorkerPool
 
     g = Graph()

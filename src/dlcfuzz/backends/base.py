@@ -141,7 +141,7 @@ class Backend:
     def disabling(self, variant: Variant, keys: list[str]) -> Variant | None:
         """``variant`` with the passes behind the ``fired`` keys ``keys`` turned off, named
         ``without(variant.name, keys)``; None where this backend cannot turn passes off.  Finding the
-        pass whose removal makes a divergence vanish names the bug's cause (``run/culprit.py``).  Pure:
+        pass whose removal makes a divergence vanish names the bug's cause (``oracle/blame.py``).  Pure:
         the driver asks it too, without the compiler."""
         return None
 

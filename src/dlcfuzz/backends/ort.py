@@ -415,7 +415,7 @@ class OrtBackend(Backend):
         args = (imported, variant.options["level"], variant.options.get("providers", [PROVIDER]),
                 variant.options.get("disabled", ()))
         # the verbose log costs ~1.5 ms a session (a quarter of an ORT-only campaign's CPU): only the
-        # culprit search (run/culprit.py), whose variants turn passes off, asks for it
+        # culprit search (oracle/blame.py), whose variants turn passes off, asks for it
         if not (self.report_fired or "disabled" in variant.options):
             return make_session(*args)
         log: list[str] = []

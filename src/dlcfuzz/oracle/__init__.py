@@ -19,7 +19,7 @@ compiler team's bugs:
   baseline, or fails.  That backend's compiled variants are judged against that variant only: an
   Inductor bug is compiled vs eager;
 - ``NOISE``: rounding, not a bug: a comparison or rounding operator whose inputs already differed
-  within tolerance broke a tie the other way (set where the divergence is located, ``run/localize.py``);
+  within tolerance broke a tie the other way (set where the divergence is located, ``oracle/localize.py``);
 - ``UNDEFINED``: the divergence starts where ONNX leaves the result undefined (integer overflow);
 - ``UNCONFIRMED``: a crash that a fresh process running the model alone (several times) did not
   repeat: what an earlier test corrupted, with no model that reproduces it (``run_confirmed``).

@@ -47,13 +47,13 @@ from dlcfuzz.oracle import (
     judge_invalid,
     unconfirmed,
 )
+from dlcfuzz.oracle.blame import blame
+from dlcfuzz.oracle.localize import localize, rounded_outputs, single_outputs
 from dlcfuzz.oracle.unsupported import is_unsupported
 from dlcfuzz.run.allocate import Allocator
 from dlcfuzz.run.bundle import write_bundle
-from dlcfuzz.run.culprit import blame
 from dlcfuzz.run.dedup import graph_signature, producer, reduced_root, title
 from dlcfuzz.run.known import KNOWN, NEW, KnownBugs, Reporting
-from dlcfuzz.run.localize import localize, rounded_outputs, single_outputs
 from dlcfuzz.run.profile import DECLINED, JointProfile, SupportProfile, find_profile, save_profile, test_status
 from dlcfuzz.run.reduce import Case, ReduceError, reduce_case, write_reduction
 from dlcfuzz.run.store import Store, TestRecord

@@ -4,7 +4,7 @@ A signature hashes: backend, oracle, kind, phase, the exception type, the messag
 (numbers, hex addresses, node/value names, paths stripped; first line only for
 messages that carry a backtrace), and the innermost frames inside the compiler's own code
 (Python frames from the traceback, or from faulthandler's dump for a fatal signal).  For value
-mismatches, which carry no stack, it uses the *first diverging operator* (``run/localize.py``:
+mismatches, which carry no stack, it uses the *first diverging operator* (``oracle/localize.py``:
 the first node, in topological order, whose output differs) and the kind and dtype class of its
 difference, and not the oracle: one divergence seen by the differential and the metamorphic
 oracle, or in int32 and uint32, is one bug.  A baseline issue (other compilers agree against the
@@ -154,7 +154,7 @@ def signature(f: Finding, producer_op: str = "", dtype: str = "", names: Iterabl
                  *(compiler_frames(f.traceback) if f.kind != "timeout" else ())]
     elif f.category == BASELINE:  # the baseline's fault, whichever backends outvoted it
         parts = [BASELINE, f.other, *divergence(f, producer_op, dtype)]
-    elif f.details.get("culprit"):  # one pass's defect, at whichever operator it rewrote (run/culprit.py)
+    elif f.details.get("culprit"):  # one pass's defect, at whichever operator it rewrote (oracle/blame.py)
         _, kind, dtype_cls = divergence(f, producer_op, dtype)
         parts = [f.backend, "pass", f.details["culprit"], kind, dtype_cls]
     elif f.details.get("beside"):  # shows at any operator beside the part that makes it (run/reduce.py)

@@ -99,11 +99,11 @@ from dlcfuzz.oracle import (
     judge_invalid,
     unconfirmed,
 )
+from dlcfuzz.oracle.blame import blame
 from dlcfuzz.oracle.compare import pair_tolerances
+from dlcfuzz.oracle.localize import exposed, first_divergence, localize, rounded_outputs, single_outputs
 from dlcfuzz.run.bugreport import write_report
-from dlcfuzz.run.culprit import blame
 from dlcfuzz.run.dedup import graph_signature, named_nodes, normalize, producer, title
-from dlcfuzz.run.localize import exposed, first_divergence, localize, rounded_outputs, single_outputs
 from dlcfuzz.run.worker import CONFIRM_RUNS, PhaseLimits, WorkerDied, WorkerPool
 from dlcfuzz.solve import GenOptions
 from dlcfuzz.solve.types import input_type_vars

@@ -20,7 +20,7 @@ from dlcfuzz.backends.base import OK, Backend, Outcome, Test, Variant, without
 from dlcfuzz.ir import Graph
 from dlcfuzz.oracle import METAMORPHIC, Finding
 from dlcfuzz.oracle.compare import compare
-from dlcfuzz.run.localize import rounded_outputs, single_outputs
+from dlcfuzz.oracle.localize import rounded_outputs, single_outputs
 
 MAX_CANDIDATES = 8  # passes tried per finding (ORT's basic level changes a model with 1-3 of them)
 
