@@ -29,13 +29,11 @@ import numpy as np
 
 from dlcfuzz.backends import DEFAULT, load_backend
 from dlcfuzz.backends.base import OK, Outcome, Test
-from dlcfuzz.backends.reference import ReferenceBackend
 from dlcfuzz.ir import Graph
+from dlcfuzz.oracle import run_baseline
 from dlcfuzz.oracle.compare import compare
 from dlcfuzz.run.dedup import normalize
 from dlcfuzz.run.worker import PhaseLimits, WorkerPool
-
-BASELINES = (("reference", "default"), ("ort", "disable_all"))
 
 
 def case_of(bundle: Path) -> tuple[Test, Graph | None]:
@@ -133,21 +131,13 @@ def main() -> None:
                               f"{'torch call, see report.md':<40} [-] {bug['title'][:110]}", flush=True)
                     continue
                 test, graph = case_of(bundle)
-                ops = {n.op for n in graph.nodes} if graph is not None else set()
                 s = stats[accused]
                 s["listed"] += 1
                 first = (info.get("details") or {}).get("first_diverging") or {}
                 key = (f"{first.get('op', '?')}/{first.get('kind', bug['kind'])}" if bug["oracle"] != "crash"
                        else normalize(info.get("message", ""), lines=1))
                 clusters[(accused, key)].append(bug["signature"])
-                baseline = None
-                for name, variant in BASELINES:
-                    if name == "reference" and graph is not None and not ReferenceBackend().supports(ops, graph):
-                        continue
-                    o = pool.run(name, test, [variant])[variant]
-                    if o.status == OK:
-                        baseline = o.outputs
-                        break
+                baseline = run_baseline(pool, test, graph).outputs  # as the campaign chooses it
                 runs = {b: pool.run(b, test, variants[b]) for b in installed if b in variants}
                 mine = runs.get(accused, {}).get(bug["variant"])
                 verdict = judge_bug(bug, mine, baseline, {b: first_ok(runs[b]) for b in runs if b != accused})

@@ -3,10 +3,11 @@ different versions of dlcfuzz (main before a change, and after it) are counted b
 
 For every listed compiler bug it evaluates the bug's case (the reduced one where the campaign reduced
 it, else the original test) on every variant of every backend of the campaign, as a campaign of this
-tree would: baseline choice, trust rules, declines, noise, the cross-compiler vote, localization and
-pass culprits.  A bug still counts when its backend has a compiler finding on the case; the findings'
-keys (signature, and root cause where the case is a single diverging operator) are then merged across
-bugs, so that one root cause counts once.
+tree would (``oracle/judge.py``, through the campaign's ``Tester.evaluate``): baseline choice, trust
+rules, declines, noise, the cross-compiler vote, localization and blamed passes.  A bug still counts
+when its backend has a compiler finding on the case; the findings' keys (signature, and root cause
+where the case is a single diverging operator) are then merged across bugs, so that one root cause
+counts once.
 
     python benchmarks/rejudge.py CAMPAIGN [--limit N] [--seed S] [--backend B]   # N: a random sample of N bugs
 

@@ -15,6 +15,7 @@ from dlcfuzz.oracle import (
     DISRUPTIVE,
     INCONSISTENT,
     METAMORPHIC,
+    Criteria,
     judge,
     judge_invalid,
     judge_migrated,
@@ -221,7 +222,7 @@ def test_judge_marks_a_suspect_reference() -> None:
     assert [(f.backend, f.category == BASELINE) for f in v.findings] == [("tvm", False)]
     # "agree" uses the campaign's tolerances
     loose = {"float32": (0.5, 0.0)}
-    v = judge({"tvm": {"p": ok(a(1.0))}, "ort": {"d": ok(a(1.3))}}, [a(0.0)], tolerances=loose)
+    v = judge({"tvm": {"p": ok(a(1.0))}, "ort": {"d": ok(a(1.3))}}, [a(0.0)], Criteria(tolerances=loose))
     assert [(f.backend, f.category == BASELINE) for f in v.findings] == [("tvm", True), ("ort", True)]
     v = judge({"tvm": {"p": ok(a(1.0))}, "ort": {"d": ok(a(1.3))}}, [a(0.0)])
     assert [(f.backend, f.category == BASELINE) for f in v.findings] == [("tvm", False), ("ort", False)]
@@ -230,20 +231,21 @@ def test_judge_marks_a_suspect_reference() -> None:
     assert next(f for f in v.findings if f.oracle == DIFFERENTIAL).category != BASELINE
 
 
-def test_judge_reduced_precision_variants_get_the_loose_bound() -> None:
+def test_judge_low_precision_variants_get_the_loose_bound() -> None:
     base = [a(1.0)]
     outcomes = {"ov": {"f32": ok(a(1.0)), "bf16": ok(a(1.05))}}
     assert sorted((f.oracle, f.variant) for f in judge(outcomes, base).findings) == [
         (DIFFERENTIAL, "bf16"), (METAMORPHIC, "bf16")]
-    # only the reduced variant's comparisons are loosened: f32 is still held to float32's bound
-    v = judge({"ov": {"bf16": ok(a(1.05)), "f32": ok(a(1.05))}}, base, reduced={("ov", "bf16")})
+    # only the low-precision variant's comparisons are loosened: f32 is still held to float32's bound
+    bf16 = Criteria(low_precision={("ov", "bf16")})
+    v = judge({"ov": {"bf16": ok(a(1.05)), "f32": ok(a(1.05))}}, base, bf16)
     assert [(f.oracle, f.variant) for f in v.findings] == [(DIFFERENTIAL, "f32")]
-    assert judge(outcomes, base, reduced={("ov", "bf16")}).findings == []
-    assert judge({"ov": {"f32": ok(a(1.0)), "bf16": ok(a(1.2))}}, base, reduced={("ov", "bf16")}).findings
-    # the reduced variant listed first loosens the metamorphic pair too
-    assert judge({"ov": {"bf16": ok(a(1.05)), "f32": ok(a(1.0))}}, None, reduced={("ov", "bf16")}).findings == []
+    assert judge(outcomes, base, bf16).findings == []
+    assert judge({"ov": {"f32": ok(a(1.0)), "bf16": ok(a(1.2))}}, base, bf16).findings
+    # the low-precision variant listed first loosens the metamorphic pair too
+    assert judge({"ov": {"bf16": ok(a(1.05)), "f32": ok(a(1.0))}}, None, bf16).findings == []
     # explicit tolerances apply to every variant
-    assert judge(outcomes, base, tolerances={"float32": (0.1, 0.0)}).findings == []
+    assert judge(outcomes, base, Criteria(tolerances={"float32": (0.1, 0.0)})).findings == []
 
 
 def test_judge_invalid() -> None:
@@ -263,10 +265,10 @@ def test_judge_invalid() -> None:
     # not confirmed invalid by the checker: disagreeing outputs are not a finding, crashes still are
     v = judge_invalid(outcomes, violation, confirmed=False)
     assert [(f.kind, f.backend) for f in v.findings] == [("signal", "tvm")]
-    # reduced-precision pairs get the loose bound
+    # low-precision pairs get the loose bound
     near = {"ov": {"a": ok(a(1.0)), "b": ok(a(1.05))}}
     assert len(judge_invalid(near, violation, True).findings) == 1
-    assert judge_invalid(near, violation, True, reduced={("ov", "a")}).findings == []
+    assert judge_invalid(near, violation, True, Criteria(low_precision={("ov", "a")})).findings == []
 
 
 def test_judge_migrated() -> None:

@@ -14,7 +14,8 @@ import pytest
 from dlcfuzz.backends import load_backend
 from dlcfuzz.backends.base import Test
 from dlcfuzz.backends.ort import full_profile, model_error
-from dlcfuzz.cli import UsageError, _limits, build_parser
+from dlcfuzz.cli import UsageError, build_parser
+from dlcfuzz.cli.options import gen_options
 from dlcfuzz.export.onnx import CONSTANT_FORMS, SHAPE_FORM, constant_forms, constant_nodes, to_bytes, to_onnx
 from dlcfuzz.gen import make_generator
 from dlcfuzz.ir import CONST_KIND, INPUT_KIND, NODE_KIND, Graph, Node, TensorType, Value
@@ -103,10 +104,10 @@ def test_the_default_rate_mixes_forms() -> None:
 
 def test_the_command_line_sets_the_rate() -> None:
     parse = build_parser().parse_args
-    assert _limits(parse(["gen", "--out", "x", "--constant-nodes", "0.5"])).constant_nodes == 0.5
-    assert _limits(parse(["gen", "--out", "x"])).constant_nodes == 0.2
+    assert gen_options(parse(["gen", "--out", "x", "--constant-nodes", "0.5"])).constant_nodes == 0.5
+    assert gen_options(parse(["gen", "--out", "x"])).constant_nodes == 0.2
     with pytest.raises(UsageError):
-        _limits(parse(["gen", "--out", "x", "--constant-nodes", "-0.1"]))
+        gen_options(parse(["gen", "--out", "x", "--constant-nodes", "-0.1"]))
 
 
 def test_the_forms_take_their_own_random_stream() -> None:

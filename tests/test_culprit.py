@@ -11,7 +11,7 @@ from dlcfuzz.backends import load_backend
 from dlcfuzz.backends.base import OK, Test, Variant, resolve_variant, without
 from dlcfuzz.export.onnx import to_bytes
 from dlcfuzz.ir import CONST_KIND, INPUT_KIND, Graph, Node, TensorType, Value
-from dlcfuzz.oracle import METAMORPHIC, judge
+from dlcfuzz.oracle import METAMORPHIC, Criteria, judge
 from dlcfuzz.oracle.blame import blame
 from dlcfuzz.run.dedup import graph_signature, title
 from dlcfuzz.run.worker import PhaseLimits, WorkerPool
@@ -53,14 +53,14 @@ def _blamed(g: Graph, pool: WorkerPool):
     assert watched.fired == ["ort:transformer:QDQPropagationTransformer"]
     findings = [f for f in judge(outcomes, None).findings if f.oracle == METAMORPHIC]
     assert len(findings) == 1
-    blame(g, test, findings, outcomes, {"ort": load_backend("ort")}, pool.run)
+    blame(g, test, findings, outcomes, {"ort": load_backend("ort")}, pool)
     return findings[0]
 
 
 def test_one_pass_defect_at_two_operators_is_one_bug(pool: WorkerPool) -> None:
     reshape = _blamed(dequantize_then("Reshape", {}, (2,), np.array([2], np.int64)), pool)
     transpose = _blamed(dequantize_then("Transpose", {"perm": [2, 1, 0]}, (1, 2, 1)), pool)
-    assert reshape.details["culprit"] == transpose.details["culprit"] == "QDQPropagationTransformer"
+    assert reshape.details["blamed_pass"] == transpose.details["blamed_pass"] == "QDQPropagationTransformer"
     g1 = dequantize_then("Reshape", {}, (2,), np.array([2], np.int64))
     g2 = dequantize_then("Transpose", {"perm": [2, 1, 0]}, (1, 2, 1))
     assert graph_signature(reshape, g1) == graph_signature(transpose, g2)
@@ -68,14 +68,14 @@ def test_one_pass_defect_at_two_operators_is_one_bug(pool: WorkerPool) -> None:
 
 
 def test_a_divergence_no_pass_explains_keeps_its_operator_signature(pool: WorkerPool) -> None:
-    """The divergence remains with the one fired pass turned off: no culprit is named."""
+    """The divergence remains with the one fired pass turned off: no pass is blamed."""
     g = dequantize_then("Reshape", {}, (2,), np.array([2], np.int64))
     test = Test(to_bytes(g), g.to_json(), {"q": np.array([1, -2], np.int8).reshape(1, 2, 1)})
     outcomes = {"ort": pool.run("ort", test, ["disable_all", "basic"])}
     f = next(f for f in judge(outcomes, None).findings if f.oracle == METAMORPHIC)
     outcomes["ort"]["basic"].fired = ["ort:transformer:ConstantFolding"]  # a pass that did not cause it
-    blame(g, test, [f], outcomes, {"ort": load_backend("ort")}, pool.run)
-    assert "culprit" not in f.details
+    blame(g, test, [f], outcomes, {"ort": load_backend("ort")}, pool)
+    assert "blamed_pass" not in f.details
 
 
 def test_variants_without_passes_resolve_only_where_the_backend_turns_passes_off() -> None:
@@ -97,8 +97,8 @@ def test_a_divergence_from_its_own_unoptimized_baseline_is_blamed_too(pool: Work
     test = Test(to_bytes(g), g.to_json(), {"q": np.array([1, -2], np.int8).reshape(1, 2, 1)})
     baseline = pool.run("ort", test, ["disable_all"])["disable_all"].outputs
     outcomes = {"ort": pool.run("ort", test, ["basic"])}
-    f = next(f for f in judge(outcomes, baseline, baseline_name="ort/disable_all").findings)
+    f = next(f for f in judge(outcomes, baseline, Criteria(baseline_name="ort/disable_all")).findings)
     assert f.oracle == DIFFERENTIAL and f.other == "ort/disable_all"
-    blame(g, test, [f], outcomes, {"ort": load_backend("ort")}, pool.run)
-    assert f.details["culprit"] == "QDQPropagationTransformer"
+    blame(g, test, [f], outcomes, {"ort": load_backend("ort")}, pool)
+    assert f.details["blamed_pass"] == "QDQPropagationTransformer"
     assert graph_signature(f, g) == graph_signature(_blamed(g, pool), g)

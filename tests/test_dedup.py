@@ -350,7 +350,7 @@ def test_a_reduced_divergence_with_a_mode_has_one_root_cause_across_operators_of
     assert root("Conv", {"auto_pad": "SAME_LOWER"}) not in ("", conv)
     assert root("Conv", {"auto_pad": "NOTSET", "strides": [4, 4]}) == ""  # the default mode
     assert root("Conv", {"strides": [4, 4]}) == "" and root("Relu", {}) == ""
-    assert root("Conv", same_upper, details={"culprit": "ConvAddFusion"}) == ""
+    assert root("Conv", same_upper, details={"blamed_pass": "ConvAddFusion"}) == ""
     assert graph_root_cause(crash("boom"), _one_node("Conv", same_upper), first) == ""
     assert graph_root_cause(Finding(DIFFERENTIAL, "value", "ort", "all", "run", ""), _one_node("Conv", same_upper),
                             {"node": "n9"}) == ""  # not the graph's node

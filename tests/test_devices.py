@@ -14,7 +14,7 @@ from onnx import TensorProto, helper
 
 from dlcfuzz.backends.base import ERROR, OK, Outcome, Test, Variant
 from dlcfuzz.backends.devices import cuda_gpus, device_of, keep, parse_devices
-from dlcfuzz.oracle import METAMORPHIC, compare_targets, judge
+from dlcfuzz.oracle import METAMORPHIC, criteria_for, judge
 from tests.helpers import make_model
 
 RELU = make_model([helper.make_node("Relu", ["x"], ["y"])], [("x", TensorProto.FLOAT, [3])],
@@ -109,11 +109,11 @@ def test_judge_pairs_each_variant_with_its_compare_with() -> None:
     variants = {"inductor": {"eager": Variant("eager"), "inductor": Variant("inductor"),
                              "cuda-eager": Variant("cuda-eager", {"compare_with": "eager"}),
                              "cuda-inductor": Variant("cuda-inductor", {"compare_with": "cuda-eager"})}}
-    pairs = compare_targets(variants)
-    assert pairs == {("inductor", "cuda-eager"): "eager", ("inductor", "cuda-inductor"): "cuda-eager"}
+    pairs = criteria_for(variants)
+    assert pairs.compare_with == {("inductor", "cuda-eager"): "eager", ("inductor", "cuda-inductor"): "cuda-eager"}
 
     def found(outcomes: dict[str, Outcome]) -> list[tuple[str, str, str]]:
-        verdict = judge({"inductor": outcomes}, None, None, (), compare_with=pairs)
+        verdict = judge({"inductor": outcomes}, None, pairs)
         return sorted((f.oracle, f.variant, f.other) for f in verdict.findings)
 
     # torch's CUDA kernels differ from its CPU kernels; Triton agrees with them: one cross-device finding

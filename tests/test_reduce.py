@@ -221,7 +221,7 @@ def test_the_located_operator_is_tried_alone_first(tmp_path: Path) -> None:
     result = reduce_bundle(folder, budget_seconds=120)
     assert [n.op for n in result.graph.nodes] == ["Tanh"]
     report = json.loads((folder / "reduction.json").read_text())
-    assert report["stages"].get("culprit") == 1 and "nodes" not in report["stages"]
+    assert report["stages"].get("suspect") == 1 and "nodes" not in report["stages"]
 
 
 def test_disruptive_finding_keeps_the_violating_node(tmp_path: Path) -> None:

@@ -12,7 +12,8 @@ import pytest
 from dlcfuzz.backends import load_backend
 from dlcfuzz.backends.base import Test
 from dlcfuzz.backends.ort import full_profile
-from dlcfuzz.cli import UsageError, _limits, build_parser
+from dlcfuzz.cli import UsageError, build_parser
+from dlcfuzz.cli.options import gen_options
 from dlcfuzz.export.onnx import to_bytes
 from dlcfuzz.gen import make_generator
 from dlcfuzz.ir import CONST_KIND, INPUT_KIND, NODE_KIND, Graph, GraphError, Node, TensorType, Value
@@ -118,10 +119,10 @@ def test_the_default_rate_mixes_both_forms() -> None:
 
 def test_the_command_line_sets_the_rate() -> None:
     parse = build_parser().parse_args
-    assert _limits(parse(["gen", "--out", "x", "--runtime-consts", "0.5"])).runtime_consts == 0.5
-    assert _limits(parse(["gen", "--out", "x"])).runtime_consts == 0.25
+    assert gen_options(parse(["gen", "--out", "x", "--runtime-consts", "0.5"])).runtime_consts == 0.5
+    assert gen_options(parse(["gen", "--out", "x"])).runtime_consts == 0.25
     with pytest.raises(UsageError):
-        _limits(parse(["gen", "--out", "x", "--runtime-consts", "1.5"]))
+        gen_options(parse(["gen", "--out", "x", "--runtime-consts", "1.5"]))
 
 
 # -- input synthesis, JSON, intervals -------------------------------------------------------------------

@@ -14,7 +14,7 @@ import pytest
 from onnx import TensorProto, checker, helper, numpy_helper
 
 from dlcfuzz.backends.base import OK, Outcome
-from dlcfuzz.oracle import BASELINE, COMPILER, CRASH, DIFFERENTIAL, EXPORTER, METAMORPHIC, Finding, judge
+from dlcfuzz.oracle import BASELINE, COMPILER, CRASH, DIFFERENTIAL, EXPORTER, METAMORPHIC, Criteria, Finding, judge
 from dlcfuzz.oracle.unsupported import is_unsupported
 from dlcfuzz.run.campaign import Campaign, CampaignConfig
 from dlcfuzz.run.dedup import normalize, signature
@@ -69,7 +69,7 @@ def _ok(*values: float) -> Outcome:
 def test_compiled_variants_are_judged_against_the_uncompiled_one() -> None:
     base = [np.array([1.0, 2.0], np.float32)]
     outcomes = {"inductor": {"eager": _ok(1, 5), "inductor": _ok(1, 5), "inductor-dynamic": _ok(9, 9)}}
-    v = judge(outcomes, base, uncompiled={("inductor", "eager")}, baseline_name="reference/default")
+    v = judge(outcomes, base, Criteria(uncompiled={("inductor", "eager")}, baseline_name="reference/default"))
     got = sorted((f.oracle, f.variant, f.category) for f in v.findings)
     # eager against the baseline is the exporter's; compiled code is judged against eager only
     assert got == [(DIFFERENTIAL, "eager", EXPORTER), (METAMORPHIC, "inductor-dynamic", COMPILER)]
@@ -80,7 +80,7 @@ def test_compiled_variants_are_judged_against_the_uncompiled_one() -> None:
 def test_two_compilers_agreeing_against_the_baseline_make_a_baseline_issue() -> None:
     base = [np.array([1.0, 2.0], np.float32)]
     outcomes = {"ort": {"basic": _ok(3, 3), "all": _ok(3, 3)}, "openvino": {"f32": _ok(3, 3)}}
-    v = judge(outcomes, base, baseline_name="reference/default")
+    v = judge(outcomes, base, Criteria(baseline_name="reference/default"))
     assert {f.category for f in v.findings} == {BASELINE}
     assert {f.backend for f in v.findings} == {"ort", "openvino"}
     for f in v.findings:  # the first diverging operator located in each
@@ -89,7 +89,7 @@ def test_two_compilers_agreeing_against_the_baseline_make_a_baseline_issue() -> 
     assert len({signature(f) for f in v.findings}) == 1
     # a third compiler siding with the baseline splits the vote: two compilers may share one bug
     # (MeanVarianceNormalization of a constant: ORT and TVM divide 0 by 0, OpenVINO and the reference give 0)
-    split = judge(outcomes | {"tvm": {"O3": _ok(1, 2)}}, base, baseline_name="reference/default")
+    split = judge(outcomes | {"tvm": {"O3": _ok(1, 2)}}, base, Criteria(baseline_name="reference/default"))
     assert {f.category for f in split.findings} == {COMPILER}
 
 
@@ -252,14 +252,15 @@ def test_a_variant_that_computes_float64_in_float32_is_judged_with_float32_toler
     from dlcfuzz.backends.base import OK, Outcome
     from dlcfuzz.oracle import judge
 
+    f32 = Criteria(in_float32={("openvino", "f32")})
     x = np.array([1.0000012345, 3.14159265358979], np.float64)  # float32 moves log(x) by ~4e-8 > atol 1e-8
     exact = [np.log(x)]
     in_f32 = [np.log(x.astype(np.float32)).astype(np.float64)]
     outcomes = {"openvino": {"f32": Outcome(OK, outputs=in_f32)}}
     assert judge(outcomes, exact).findings  # with float64's tolerance: a divergence
-    assert not judge(outcomes, exact, in_float32={("openvino", "f32")}).findings
+    assert not judge(outcomes, exact, f32).findings
     wrong = {"openvino": {"f32": Outcome(OK, outputs=[in_f32[0] + 0.5])}}
-    assert judge(wrong, exact, in_float32={("openvino", "f32")}).findings
+    assert judge(wrong, exact, f32).findings
 
 
 def test_openvino_variants_say_they_compute_float64_in_float32() -> None:
@@ -346,8 +347,9 @@ def test_localizing_on_a_variant_that_computes_float64_in_float32_uses_float32_t
         baseline = pool.run("reference", test, ["default"])["default"].outputs
         outcomes = {"openvino": pool.run("openvino", test, ["f32"])}
         for where, category, trusted in (("Mul", NOISE, in_float32), ("Sub", COMPILER, set())):
-            f, = judge(outcomes, baseline, baseline_name="reference/default", in_float32=in_float32).findings
-            localize(g, test, [f], pool.run, ("reference", "default"), None, set(), trusted)
+            judged_by = Criteria(baseline_name="reference/default", in_float32=in_float32)
+            f, = judge(outcomes, baseline, judged_by).findings
+            localize(g, test, [f], pool, ("reference", "default"), Criteria(in_float32=trusted))
             assert f.details["first_diverging"]["op"] == where and f.category == category, f.details
     finally:
         pool.close()

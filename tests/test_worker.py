@@ -151,8 +151,7 @@ def test_a_crash_is_confirmed_by_the_model_alone_run_again_in_a_fresh_worker() -
     """Corrupted dies on a Neg model after an Abs model (what an earlier test did: a fresh worker running
     the Neg model alone never dies, so the crash is unconfirmed, counted apart from the compiler's bugs),
     and on a Sin model's second run (confirmed: a fresh worker dies too once it runs the model again)."""
-    from dlcfuzz.oracle import UNCONFIRMED
-    from dlcfuzz.run.campaign import run_confirmed
+    from dlcfuzz.oracle import UNCONFIRMED, run_confirmed
 
     backend = "tests.fake_backends:Corrupted"
     pool = WorkerPool(PhaseLimits())

@@ -18,7 +18,7 @@ QUIET = {"INFERENCE_NUM_THREADS": 1, "NUM_STREAMS": 1, "PERFORMANCE_HINT": "LATE
 F32 = {"INFERENCE_PRECISION_HINT": "f32"}
 # name -> (plugin config, compile with every input dimension dynamic).
 # "default" keeps the plugin's own INFERENCE_PRECISION_HINT: bf16 on CPUs with avx512_bf16 or AMX (f16 on some
-# ARM), so float32 graphs run in reduced precision there and need a loose tolerance.  "f32-dynamic" takes the
+# ARM), so float32 graphs run in low precision there and need a loose tolerance.  "f32-dynamic" takes the
 # CPU plugin's dynamic-shape kernels and skips the frontend's shape-driven constant folding.
 # (EXECUTION_MODE_HINT=ACCURACY is left out: on x86 it gave bit-identical results to "f32".)
 VARIANTS: dict[str, tuple[dict[str, Any], bool]] = {
@@ -74,7 +74,7 @@ class OpenVinoBackend(Backend):
     def variants(self) -> list[Variant]:
         # the CPU plugin has no float64 kernels and runs float64 models in float32 (Log of a float64
         # 1.0000001234 gives float32's 1.19209282e-07, not 1.23399992e-07): their outputs carry float32 rounding
-        return [Variant(name, {"config": {**QUIET, **hints}, "dynamic": dynamic, "reduced_precision": not hints,
+        return [Variant(name, {"config": {**QUIET, **hints}, "dynamic": dynamic, "low_precision": not hints,
                                "float64_in_float32": True})
                 for name, (hints, dynamic) in VARIANTS.items()]
 

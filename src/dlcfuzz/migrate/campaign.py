@@ -33,10 +33,22 @@ import numpy as np
 from dlcfuzz.backends import Backend, load_backend
 from dlcfuzz.backends.base import ERROR, OK, Outcome, Test, Variant
 from dlcfuzz.migrate.instances import ONNX, TORCH, Instance, InstanceSet
-from dlcfuzz.oracle import BASELINE, CRASH, DIFFERENTIAL, EXPORTER, Finding, Verdict, all_finite, judge_migrated
+from dlcfuzz.oracle import (
+    BASELINE,
+    CRASH,
+    DIFFERENTIAL,
+    EXPORTER,
+    FALLBACK,
+    Finding,
+    Verdict,
+    all_finite,
+    judge_migrated,
+    run_confirmed,
+)
 from dlcfuzz.oracle.compare import CHEBYSHEV, chebyshev
+from dlcfuzz.oracle.judge import REFERENCE_RUN
 from dlcfuzz.run.bundle import write_bundle
-from dlcfuzz.run.campaign import Driver, Progress, outcome_rows, run_confirmed, run_in_threads
+from dlcfuzz.run.campaign import Driver, Progress, outcome_rows, run_in_threads
 from dlcfuzz.run.dedup import migrated_signature, normalize, root_cause
 from dlcfuzz.run.known import KNOWN, NEW
 from dlcfuzz.run.store import Store, StoreError, TestRecord
@@ -47,7 +59,7 @@ LIBRARY = "torch-library"  # the torch library itself, run in a worker: pre-chec
 EXPORT = "torch.onnx.export"
 # what runs an exported model to check the export and judge the ONNX frontends: the ONNX reference
 # evaluator, else (it lacks the operator, or fails: never a finding) ONNX Runtime without optimizations
-EXPORT_BASELINES = (("reference", "default"), ("ort", "disable_all"))
+EXPORT_BASELINES = (REFERENCE_RUN, FALLBACK)
 # a compiler as the user names it -> its frontend backend per library of the migrated instance
 FRONTENDS: dict[str, dict[str, str]] = {
     "tvm": {ONNX: "tvm", TORCH: "tvm-torch"},

@@ -5,7 +5,8 @@ differ, and each would name another producer.  ``localize`` exposes every interm
 the test's graph as an output, runs the accused variant and what it was compared with (the
 baseline, or the backend's anchor variant) on that graph, and records in the finding's
 ``details["first_diverging"]`` the first node, in topological order, whose output differs beyond
-the tolerance.  Signatures and titles use it (``run/dedup.py``), and the reducer keeps that node
+the tolerance.  The judge calls it (``oracle/judge.py``: ``explain``).  Signatures and titles use
+it (``run/dedup.py``), and the reducer keeps that node
 and drops everything downstream of it (``run/reduce.py``).
 
 A divergence that starts at a discontinuous operator (a comparison, a rounding, a selection) whose
@@ -19,16 +20,19 @@ exposed graph; the finding then keeps no location and is signed by the producer 
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Collection
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from dlcfuzz.backends.base import OK, Outcome, Test
 from dlcfuzz.export.onnx import to_bytes
 from dlcfuzz.ir import Graph, Node, Value
-from dlcfuzz.oracle import DIFFERENTIAL, NOISE, UNDEFINED, Finding
-from dlcfuzz.oracle.compare import compare, pair_tolerances
+from dlcfuzz.oracle.compare import compare
+from dlcfuzz.oracle.findings import DIFFERENTIAL, NOISE, UNDEFINED, Finding
 from dlcfuzz.spec import expand
+
+if TYPE_CHECKING:  # the judge calls localize: its types, not the module, are needed here
+    from dlcfuzz.oracle.judge import Criteria, Runner
 
 # Operators whose outputs jump under an arbitrarily small change of a float input (comparisons, signs,
 # rounding, selection by rank): where one of them is the first to diverge and its inputs already
@@ -47,9 +51,6 @@ WRAPPING = frozenset({"Add", "Sub", "Mul", "Neg", "Abs", "Pow", "Sum", "ReducePr
 # (int32 ReduceL2 of -52801: its square leaves int32, the reference wraps it, ORT gives 52801)
 THROUGH = {"ReduceL2": "ReduceSumSquare", "ReduceLogSum": "ReduceSum"}
 CASTS = frozenset({"Cast", "CastLike"})
-
-# (backend, test, variants) -> variant -> outcome: running in the campaign's isolated workers
-Runner = Callable[[str, Test, list[str]], dict[str, Outcome]]
 
 
 def exposed(g: Graph) -> Graph:
@@ -123,8 +124,9 @@ def amplified(g: Graph, node: Node, values: dict[str, np.ndarray],
         [helper.make_tensor_value_info(o, helper.np_dtype_to_tensor_dtype(np.asarray(known[o]).dtype), None)
          for o in node.outputs])
     try:
-        got = ReferenceEvaluator(helper.make_model(one, opset_imports=[helper.make_opsetid("", g.opset)])).run(
-            None, feeds)
+        with np.errstate(all="ignore"):  # the node on the accused side's values, NaN and inf included
+            got = ReferenceEvaluator(helper.make_model(one, opset_imports=[helper.make_opsetid("", g.opset)])).run(
+                None, feeds)
     except Exception:  # the reference cannot compute the node: no verdict
         return False
     return compare([np.asarray(known[o]) for o in node.outputs], [np.asarray(x) for x in got], tolerances) is None
@@ -160,8 +162,9 @@ def overflows(g: Graph, output: str, inputs: dict[str, np.ndarray], computed: di
         [helper.make_tensor_value_info(x, helper.np_dtype_to_tensor_dtype(a.dtype), a.shape) for x, a in feeds.items()],
         [helper.make_tensor_value_info(output, TensorProto.DOUBLE, None)])
     try:
-        result = ReferenceEvaluator(helper.make_model(graph, opset_imports=[helper.make_opsetid("", g.opset)])).run(
-            None, feeds)[0]
+        with np.errstate(all="ignore"):  # a product beyond float64's range is inf: an overflow, not a warning
+            result = ReferenceEvaluator(helper.make_model(graph, opset_imports=[helper.make_opsetid("", g.opset)])).run(
+                None, feeds)[0]
     except Exception:  # no float64 form of the node: no verdict
         return False
     info = np.iinfo(np.dtype(dtype))
@@ -169,12 +172,12 @@ def overflows(g: Graph, output: str, inputs: dict[str, np.ndarray], computed: di
     return bool(known.size and (known.max() > info.max or known.min() < info.min))
 
 
-def localize(graph: Graph, test: Test, findings: list[Finding], run: Runner, baseline: tuple[str, str] | None,
-             tolerances: dict[str, tuple[float, float]] | None = None,
-             reduced: Collection[tuple[str, str]] = (), in_float32: Collection[tuple[str, str]] = ()) -> None:
+def localize(graph: Graph, test: Test, findings: list[Finding], runner: Runner, baseline: tuple[str, str] | None,
+             criteria: Criteria) -> None:
     """Sets ``details["first_diverging"]`` of each value finding in ``findings`` that can be located.
-    ``baseline``: the (backend, variant) whose outputs differential findings were judged against;
-    ``reduced``, ``in_float32``: as ``judge`` takes them."""
+    ``runner``: runs the exposed graph (the campaign's worker pool); ``baseline``: the (backend,
+    variant) whose outputs differential findings were judged against; ``criteria``: what the test was
+    judged by (``oracle/judge.py``: tolerances, low-precision and float32 variants)."""
     todo = [f for f in findings if f.diverges]
     if not todo or len(graph.nodes) < 2:  # one node: the divergence can only start there
         for f in todo:
@@ -195,7 +198,7 @@ def localize(graph: Graph, test: Test, findings: list[Finding], run: Runner, bas
             wanted[f.backend].add(f.other)
     if baseline is not None and any(f.oracle == DIFFERENTIAL for f in todo):
         wanted.setdefault(baseline[0], set()).add(baseline[1])
-    got: dict[str, dict[str, Outcome]] = {b: run(b, probe, sorted(vs)) for b, vs in wanted.items()}
+    got: dict[str, dict[str, Outcome]] = {b: runner.run(b, probe, sorted(vs)) for b, vs in wanted.items()}
 
     def outputs(backend: str, variant: str) -> list[np.ndarray] | None:
         o = got.get(backend, {}).get(variant)
@@ -207,8 +210,7 @@ def localize(graph: Graph, test: Test, findings: list[Finding], run: Runner, bas
         if expected is None or actual is None:
             continue
         pair = {(f.backend, f.variant), (f.backend, f.other)}
-        first = first_divergence(g, expected, actual, pair_tolerances(tolerances, pair, reduced, in_float32),
-                                 test.inputs)
+        first = first_divergence(g, expected, actual, criteria.pair_tolerances(pair), test.inputs)
         if first is not None:
             _found(f, first, g, test, dict(zip(g.outputs, expected, strict=True)))
 

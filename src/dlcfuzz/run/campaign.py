@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from dlcfuzz.backends import Backend, load_backend
-from dlcfuzz.backends.base import CRASH, OK, Outcome, Test, Variant
+from dlcfuzz.backends.base import OK, Outcome, Test, Variant
 from dlcfuzz.backends.devices import DEVICES, keep
 from dlcfuzz.export.onnx import checker_error, to_bytes, to_onnx
 from dlcfuzz.gen import UNTARGETED, make_generator
@@ -39,16 +39,19 @@ from dlcfuzz.oracle import (
     BASELINE,
     COMPILER,
     DIFFERENTIAL,
+    FALLBACK,
+    REFERENCE,
+    Baseline,
     Finding,
     Verdict,
     all_finite,
-    compare_targets,
+    criteria_for,
+    explain,
     judge,
     judge_invalid,
-    unconfirmed,
+    run_baseline,
+    run_confirmed,
 )
-from dlcfuzz.oracle.blame import blame
-from dlcfuzz.oracle.localize import localize, rounded_outputs, single_outputs
 from dlcfuzz.oracle.unsupported import is_unsupported
 from dlcfuzz.run.allocate import Allocator
 from dlcfuzz.run.bundle import write_bundle
@@ -57,14 +60,11 @@ from dlcfuzz.run.known import KNOWN, NEW, KnownBugs, Reporting
 from dlcfuzz.run.profile import DECLINED, JointProfile, SupportProfile, find_profile, save_profile, test_status
 from dlcfuzz.run.reduce import Case, ReduceError, reduce_case, write_reduction
 from dlcfuzz.run.store import Store, TestRecord
-from dlcfuzz.run.worker import CONFIRM_RUNS, PhaseLimits, WorkerDied, WorkerPool
+from dlcfuzz.run.worker import PhaseLimits, WorkerDied, WorkerPool
 from dlcfuzz.seeds import derive_seed
 from dlcfuzz.solve import Admission, GenOptions
 from dlcfuzz.spec import OpSpec
 from dlcfuzz.values import synthesize
-
-REFERENCE = "reference"
-FALLBACK = ("ort", "disable_all")  # the baseline where the reference evaluator is not trusted, or fails
 
 
 @dataclass
@@ -198,17 +198,14 @@ class Tester:
     actor holds its own (its own worker processes: the same isolation as locally)."""
 
     def __init__(self, cfg: CampaignConfig, backends: dict[str, Backend], variants: dict[str, dict[str, Variant]],
-                 reduced: set[tuple[str, str]], pool: WorkerPool, coverage: Coverage | None, gen=None,
+                 pool: WorkerPool, coverage: Coverage | None, gen=None,
                  profiles: dict[str, SupportProfile] | None = None, allocator: Allocator | None = None) -> None:
         self.cfg = cfg
-        self.backends, self.variants, self.reduced = backends, variants, reduced
-        # variants that run the model without the compiler under test (e.g. eager torch)
-        self.uncompiled = {(b, n) for b, vs in variants.items() for n, v in vs.items() if v.options.get("uncompiled")}
-        # variants that compute float64 in float32 (OpenVINO's CPU plugin)
-        self.in_float32 = {(b, n) for b, vs in variants.items() for n, v in vs.items()
-                           if v.options.get("float64_in_float32")}
-        self.anchors = self.uncompiled | {(b, v.options["compare_with"]) for b, vs in variants.items()
-                                          for v in vs.values() if v.options.get("compare_with")}
+        self.backends, self.variants = backends, variants
+        # what every test is judged by: the tolerances and the variants' traits (low precision,
+        # uncompiled, float64 in float32, compare_with), from the variants' options (oracle/judge.py)
+        self.criteria = criteria_for(variants, cfg.tolerances)
+        self.anchors = self.criteria.anchors  # the variants others are compared with
         self.pool = pool
         self.coverage = coverage
         self.profiles = profiles or {}
@@ -293,15 +290,15 @@ class Tester:
         t0 = time.perf_counter()
         attempts = 0
         test = Test(model, graph_json, {})
-        judge_by, reference, declined = None, None, []
+        base = Baseline(None, None)
         for attempt in range(cfg.input_attempts):
             attempts = attempt + 1
             test = Test(model, graph_json, synthesize(graph, np.random.default_rng([seed, attempt]), attempt))
-            judge_by, reference, declined = self._baseline(test, ops, graph)
-            if reference is None or all_finite(reference.outputs or []):
+            base = self._baseline(test, graph)
+            if base.outcome is None or all_finite(base.outputs or []):
                 break
         t_inputs = time.perf_counter() - t0
-        e = self.evaluate(graph, test, (judge_by, reference, declined), plan)
+        e = self.evaluate(graph, test, base, plan)
         gen = self.gens[target]
         if hasattr(gen, "feedback"):  # compiler-feedback guidance: what this test made the compilers do
             fired = [k for vs in e.outcomes.values() for o in vs.values() for k in o.fired]
@@ -309,25 +306,24 @@ class Tester:
                 covered = covered + gen.feedback(graph, fired)
         record = TestRecord(test_id, seed, sorted(ops), e.baseline_name, e.finite, attempts, e.baseline is not None,
                             time.perf_counter() - t_start, t_generate, t_inputs, e.compiler_seconds, e.oracle_seconds)
-        return Executed(record, graph, test, e.outcomes, e.verdict, e.baseline, reference, covered)
+        return Executed(record, graph, test, e.outcomes, e.verdict, e.baseline, base.outcome, covered)
 
-    def evaluate(self, graph: Graph, test: Test, baseline: tuple | None = None,
+    def evaluate(self, graph: Graph, test: Test, baseline: Baseline | None = None,
                  plan: dict[str, list[str]] | None = None) -> Evaluation:
         """Every backend under test on ``test`` (a valid graph with its inputs; ``plan``: the variants
-        each backend runs, default all), judged against the baseline (``baseline``: what ``_baseline``
-        returned for these inputs, else it runs now), with every value divergence located."""
+        each backend runs, default all), judged against the baseline (``baseline``: the one chosen for
+        these inputs, else it runs now), with every value divergence located and blamed."""
         ops = {n.op for n in graph.nodes}
-        judge_by, reference, declined = baseline or self._baseline(test, ops, graph)
+        base = baseline or self._baseline(test, graph)
         outcomes, late, compiler_s = self._run_backends(test, ops, graph, plan=plan)
         t0 = time.perf_counter()
-        outputs = reference.outputs if reference is not None else None
-        baseline_name = "/".join(judge_by) if judge_by is not None else "none"
+        outputs = base.outputs
+        baseline_name = base.name
         finite = outputs is not None and all_finite(outputs)
+        criteria = self.criteria.for_graph(graph, baseline_name)
 
         def judged():
-            return judge(outcomes, outputs if finite else None, self.cfg.tolerances, self.reduced, self.uncompiled,
-                         baseline_name, rounded_outputs(graph), compare_targets(self.variants),
-                         single_outputs(graph), self.in_float32)
+            return judge(outcomes, outputs if finite else None, criteria)
 
         verdict = judged()
         # a divergence calls in the backends the allocation left out: whether it is the compiler's bug or
@@ -342,27 +338,15 @@ class Tester:
             late += more_late
             compiler_s += more_s
             verdict = judged()
-        verdict.unsupported += declined  # a baseline that cannot run the model is no compiler's bug
-        localize(graph, test, verdict.findings, self.pool.run, judge_by, self.cfg.tolerances, self.reduced,
-                 self.in_float32)
-        blame(graph, test, verdict.findings, outcomes, self.backends, self.pool.run, self.cfg.tolerances)
+        verdict.unsupported += base.failed  # a baseline that cannot run the model is no compiler's bug
+        explain(graph, test, verdict.findings, outcomes, self.backends, self.pool, base.which, criteria)
         verdict.findings += late
         return Evaluation(outcomes, verdict, outputs, baseline_name, finite, compiler_s, time.perf_counter() - t0)
 
-    def _baseline(self, test: Test, ops: set[str], graph: Graph
-                  ) -> tuple[tuple[str, str] | None, Outcome | None, list[tuple[str, str, str]]]:
-        """(which baseline ran, its outcome, the baselines that failed before it): the first of the
-        reference evaluator (where it is trusted for the graph) and ORT without optimizations that runs."""
-        chain = [FALLBACK]
-        if REFERENCE in self.backends and self.backends[REFERENCE].supports(ops, graph):
-            chain.insert(0, (REFERENCE, "default"))
-        failed: list[tuple[str, str, str]] = []
-        for backend, variant in chain:
-            o = self.pool.run(backend, test, [variant])[variant]
-            if o.status == OK:
-                return (backend, variant), o, failed
-            failed.append((backend, variant, f"baseline failed: {o.error_type or o.status}: {o.message}"[:300]))
-        return None, None, failed
+    def _baseline(self, test: Test, graph: Graph) -> Baseline:
+        """The judge's baseline for ``test`` (``oracle/judge.py``), with the reference evaluator where
+        it started."""
+        return run_baseline(self.pool, test, graph, reference=REFERENCE in self.backends)
 
     def _run_backends(self, test: Test, ops: set[str], graph: Graph, invalid: bool = False,
                       plan: dict[str, list[str]] | None = None):
@@ -397,7 +381,7 @@ class Tester:
                                                         plan=plan)
         t0 = time.perf_counter()
         confirmed = _checker_error(graph) is not None
-        verdict = judge_invalid(outcomes, violation, confirmed, self.cfg.tolerances, self.reduced)
+        verdict = judge_invalid(outcomes, violation, confirmed, self.criteria)
         verdict.findings += late
         record = TestRecord(test_id, seed, sorted({n.op for n in graph.nodes}), "invalid", False, 1, False,
                             time.perf_counter() - t_start, t_generate, 0.0, compiler_s, time.perf_counter() - t0)
@@ -413,7 +397,6 @@ class TesterSpec:
     ops: list[str]
     backends: list[str]
     variants: dict[str, dict[str, Variant]]
-    reduced: set[tuple[str, str]]
     coverage: list[tuple[str, str]] | None  # the driver's coverage when the executor started (None: unguided)
     # the support profiles when the executor started (an actor targets its tests by them; they are not
     # refined there, and an actor's allocation stays at its prior: the yields are counted at the driver)
@@ -430,7 +413,7 @@ class TesterSpec:
             coverage = Coverage()
             coverage.load(self.coverage)
         pool = WorkerPool(cfg.phases, cfg.recycle, Path(tempfile.gettempdir()) / "dlcfuzz-actor-logs")
-        return Tester(cfg, {n: load_backend(n) for n in self.backends}, self.variants, self.reduced, pool, coverage,
+        return Tester(cfg, {n: load_backend(n) for n in self.backends}, self.variants, pool, coverage,
                       profiles=self.profiles, allocator=Allocator(cfg.seed))
 
 
@@ -505,7 +488,6 @@ class Campaign(Driver):
                 other.close()
             self.coverage.load(self.store.coverage())
         self.gen = campaign_generator(cfg, self.coverage)
-        self.reduced: set[tuple[str, str]] = set()
         self.devices = cfg.devices
         self._tester: Tester | None = None
         self.allocator = Allocator(cfg.seed)
@@ -517,8 +499,6 @@ class Campaign(Driver):
         """Asks each backend's worker for its version and variants; a backend whose worker cannot
         start is disabled with the reason."""
         self._start([REFERENCE, *self.cfg.backends])
-        self.reduced |= {(b, n) for b, vs in self.variants.items() for n, v in vs.items()
-                         if v.options.get("reduced_precision")}
         self.load_profiles()
 
     def load_profiles(self) -> None:
@@ -550,7 +530,7 @@ class Campaign(Driver):
     def tester(self) -> Tester:
         """The local execute half, sharing this campaign's generator, coverage and worker pool."""
         if self._tester is None:
-            self._tester = Tester(self.cfg, self.backends, self.variants, self.reduced, self.pool, self.coverage,
+            self._tester = Tester(self.cfg, self.backends, self.variants, self.pool, self.coverage,
                                   self.gen, self.profiles, self.allocator)
         return self._tester
 
@@ -697,7 +677,7 @@ class Campaign(Driver):
 
         cov = self.coverage
         spec = TesterSpec(replace(self.cfg, specs=[]), [s.op for s in self.cfg.specs], list(self.backends),
-                          self.variants, self.reduced, list(_keys(cov)) if cov is not None else None, self.profiles)
+                          self.variants, list(_keys(cov)) if cov is not None else None, self.profiles)
 
         def record(ex: Executed) -> list[tuple[str, str]]:
             # coverage merges here: a key is the test's if no recorded test had it; the merged keys go
@@ -741,24 +721,6 @@ def run_in_threads(ids: Iterable[int], run_one: Callable[[int], None], jobs: int
             done, running = wait(running, return_when=FIRST_COMPLETED)
             for fut in done:
                 fut.result()
-
-
-def run_confirmed(pool: WorkerPool, name: str, test: Test, variants: list[str],
-                  ) -> tuple[dict[str, Outcome], list[Finding], float]:
-    """One backend's outcomes on ``test``; a crash is judged again in a fresh worker (up to
-    ``CONFIRM_RUNS`` runs there, as the bug's repro.py tries), because a process can die of what an
-    earlier test corrupted.  Returns (outcomes, crashes that the fresh worker did not reproduce,
-    seconds inside the compiler)."""
-    got = pool.run(name, test, variants)
-    seconds = sum(sum(o.seconds.values()) for o in got.values())
-    crashed = [(v, o) for v, o in got.items() if o.status == CRASH]
-    late: list[Finding] = []
-    if crashed:
-        got = pool.run(name, test, variants, fresh=True, runs=CONFIRM_RUNS)
-        seconds += sum(sum(o.seconds.values()) for o in got.values())
-        if not any(o.status == CRASH for o in got.values()):
-            late.append(unconfirmed(name, *crashed[0]))
-    return got, late, seconds
 
 
 def outcome_rows(outcomes: dict[str, dict[str, Outcome]]) -> list[tuple]:

@@ -28,6 +28,7 @@ from dataclasses import replace
 
 from dlcfuzz.ir import CONST_KIND, Graph, Node
 from dlcfuzz.oracle import BASELINE, CRASH, DISRUPTIVE, EXPORTER, METAMORPHIC, Finding
+from dlcfuzz.oracle.blame import blamed_pass
 
 _FRAME = re.compile(r'File "([^"]+)", line \d+, in (\S+)')
 _NORMALIZE = [
@@ -154,9 +155,9 @@ def signature(f: Finding, producer_op: str = "", dtype: str = "", names: Iterabl
                  *(compiler_frames(f.traceback) if f.kind != "timeout" else ())]
     elif f.category == BASELINE:  # the baseline's fault, whichever backends outvoted it
         parts = [BASELINE, f.other, *divergence(f, producer_op, dtype)]
-    elif f.details.get("culprit"):  # one pass's defect, at whichever operator it rewrote (oracle/blame.py)
+    elif blamed_pass(f):  # one pass's defect, at whichever operator it rewrote (oracle/blame.py)
         _, kind, dtype_cls = divergence(f, producer_op, dtype)
-        parts = [f.backend, "pass", f.details["culprit"], kind, dtype_cls]
+        parts = [f.backend, "pass", blamed_pass(f), kind, dtype_cls]
     elif f.details.get("beside"):  # shows at any operator beside the part that makes it (run/reduce.py)
         _, kind, _ = divergence(f, producer_op, dtype)
         parts = [f.backend, "beside", f.category, f.details["beside"], kind]
@@ -208,7 +209,7 @@ def root_cause(f: Finding, op: str, opset: int, attrs: dict, shapes: Iterable[It
     code that reads it, so one trigger there is one bug, whatever the dtypes.  "" when there is no
     trigger (the signature by operator stands), and for crashes (keyed by message) and pass defects
     (keyed by the pass).  Only ever used to merge bugs (``Store.merge_root``), never to split one."""
-    if f.oracle in (CRASH, DISRUPTIVE) or f.details.get("culprit"):
+    if f.oracle in (CRASH, DISRUPTIVE) or blamed_pass(f):
         return ""
     family, trigger = _triggers(op, opset, attrs, shapes)
     if not trigger:
@@ -325,7 +326,7 @@ def title(f: Finding, producer_op: str = "") -> str:
     if f.category == BASELINE:
         return f"{f.other} disagrees with {f.backend} {f.variant} and another compiler: {kind} mismatch{where}"[:200]
     who = f"{f.backend} {f.variant}" if f.oracle == METAMORPHIC else f.backend  # one bug spans the variants
-    cause = (f", caused by pass {f.details['culprit']}" if f.details.get("culprit")
+    cause = (f", caused by pass {blamed_pass(f)}" if blamed_pass(f)
              else f", only beside {f.details['beside']} (which shares no value with it)" if f.details.get("beside")
              else "")
     return f"{who} vs {f.other}: {kind} mismatch{where}{cause}"[:200]

@@ -13,13 +13,12 @@ constraint (``graph.meta["violation"]``) is kept and only the signature counts.
 
 Stages, repeated while one of them makes progress and the budget lasts:
 
-1. nodes: first the operator the finding points at alone (the located first diverging node, or the
-   one node a crash message names), then ddmin-style: remove chunks of nodes (halving the chunk size
-   down to single nodes); a
-   removed node's outputs that kept nodes read become graph inputs of the same type holding the
-   values the node produced (computed once per round by exposing every intermediate value of the
-   current case as an output, on the baseline), new leaves become graph outputs, unused inputs and
-   constants go;
+1. nodes: first the *suspect*, the operator the finding points at, alone (the located first
+   diverging node, or the one node a crash message names: stage "suspect"), then ddmin-style:
+   remove chunks of nodes (halving the chunk size down to single nodes); a removed node's outputs
+   that kept nodes read become graph inputs of the same type holding the values the node produced
+   (computed once per round by exposing every intermediate value of the current case as an output,
+   on the baseline), new leaves become graph outputs, unused inputs and constants go;
 2. outputs: keep only the differing output, else drop outputs one at a time (with the nodes that
    only fed them);
 3. shapes: halve dimensions (or set them to 1) of graph inputs and weights, jointly by dimension
@@ -70,9 +69,8 @@ import numpy as np
 import onnx
 
 from dlcfuzz.backends import load_backend
-from dlcfuzz.backends.base import CRASH, OK, Outcome, Test
+from dlcfuzz.backends.base import OK, Outcome, Test, Variant
 from dlcfuzz.backends.ort import model_error
-from dlcfuzz.backends.reference import ReferenceBackend
 from dlcfuzz.export.onnx import checker_error, to_bytes, to_onnx
 from dlcfuzz.ir import (
     CONST_KIND,
@@ -87,32 +85,34 @@ from dlcfuzz.ir import (
     np_dtype,
 )
 from dlcfuzz.ir.hints import random_array
-from dlcfuzz.oracle import CRASH as ORACLE_CRASH
 from dlcfuzz.oracle import (
+    CONFIRM_RUNS,
     DIFFERENTIAL,
     DISRUPTIVE,
+    FALLBACK,
     INCONSISTENT,
     METAMORPHIC,
     Finding,
     all_finite,
+    criteria_for,
+    explain,
     judge,
     judge_invalid,
-    unconfirmed,
+    run_baseline,
+    run_confirmed,
 )
-from dlcfuzz.oracle.blame import blame
-from dlcfuzz.oracle.compare import pair_tolerances
-from dlcfuzz.oracle.localize import exposed, first_divergence, localize, rounded_outputs, single_outputs
+from dlcfuzz.oracle import CRASH as ORACLE_CRASH
+from dlcfuzz.oracle.judge import baseline_chain
+from dlcfuzz.oracle.localize import exposed, first_divergence
 from dlcfuzz.run.bugreport import write_report
 from dlcfuzz.run.dedup import graph_signature, named_nodes, normalize, producer, title
-from dlcfuzz.run.worker import CONFIRM_RUNS, PhaseLimits, WorkerDied, WorkerPool
+from dlcfuzz.run.worker import PhaseLimits, WorkerDied, WorkerPool
 from dlcfuzz.solve import GenOptions
 from dlcfuzz.solve.types import input_type_vars
 from dlcfuzz.spec import REGISTRY
 from dlcfuzz.spec.dsl import Ctx, In
 from dlcfuzz.values import synthesize
 
-REFERENCE = "reference"
-FALLBACK = ("ort", "disable_all")  # the baseline where the reference evaluator is unreliable or fails
 VALIDITY = FALLBACK  # the run that confirms a candidate is a valid model (and doubles as the fallback baseline)
 FLAKY_KINDS = frozenset({"signal", "exit", "timeout", "oom", "unconfirmed"})
 ORIGINAL_ATTEMPTS = 3  # runs of the original before it counts as no longer reproducing (flaky kinds)
@@ -607,9 +607,8 @@ class _Reducer:
         except WorkerDied as e:
             raise ReduceError(f"bug {self.sig}: {str(e).splitlines()[0]}") from None
         order = [n for n, _ in variants]
-        self.reduced = {(f.backend, n) for n, o in variants if o.get("reduced_precision")}
-        self.in_float32 = {(f.backend, n) for n, o in variants if o.get("float64_in_float32")}
-        self.uncompiled = {(f.backend, n) for n, o in variants if o.get("uncompiled")}
+        # judged by what the campaign judges by: the same tolerances and the variants' traits
+        self.criteria = criteria_for({f.backend: {n: Variant(n, o) for n, o in variants}}, self.tol)
         wanted = {f.variant}
         if f.oracle in (METAMORPHIC,) or (f.oracle == DISRUPTIVE and f.kind == INCONSISTENT):
             wanted.add(f.other)
@@ -627,28 +626,17 @@ class _Reducer:
 
     # -- running a candidate -----------------------------------------------------------------------
     def _run_backend(self, test: Test, fresh: bool) -> tuple[dict[str, Outcome], list[Finding]]:
-        """The backend's outcomes; a crash is judged again in a fresh worker, as the campaign does."""
-        name = self.f.backend
+        """The backend's outcomes, confirmed as the campaign confirms them (``oracle.run_confirmed``)."""
         runs = CONFIRM_RUNS if self.f.oracle == ORACLE_CRASH else 1  # a value finding is one run's outputs
-        got = self.pool.run(name, test, self.variants, fresh=fresh, runs=runs)
-        crashed = [(v, o) for v, o in got.items() if o.status == CRASH]
-        late: list[Finding] = []
-        if crashed and not fresh:
-            got = self.pool.run(name, test, self.variants, fresh=True, runs=CONFIRM_RUNS)
-            if not any(o.status == CRASH for o in got.values()):
-                late.append(unconfirmed(name, *crashed[0]))
+        got, late, _ = run_confirmed(self.pool, self.f.backend, test, self.variants, fresh=fresh, runs=runs)
         return got, late
 
     def _baseline(self, g: Graph, test: Test, ort: Outcome | None
                   ) -> tuple[list[np.ndarray] | None, tuple[str, str] | None]:
-        """(the baseline's outputs, which baseline ran) as the campaign chooses it."""
-        if ReferenceBackend().supports({n.op for n in g.nodes}, g):
-            ref = self.pool.run(REFERENCE, test, ["default"])["default"]
-            if ref.status == OK:
-                return ref.outputs, (REFERENCE, "default")
-        if ort is None:
-            ort = self.pool.run(FALLBACK[0], test, [FALLBACK[1]])[FALLBACK[1]]
-        return (ort.outputs, FALLBACK) if ort.status == OK else (None, None)
+        """(the baseline's outputs, which baseline ran), chosen as the campaign chooses it
+        (``oracle.run_baseline``); ``ort``: ONNX Runtime's validity run, where it ran."""
+        base = run_baseline(self.pool, test, g, fallback=ort)
+        return base.outputs, base.which
 
     def check(self, g: Graph, feeds: dict[str, np.ndarray], fresh: bool = False) -> _Trial:
         """Whether the candidate gives the signature (cached by model and inputs)."""
@@ -684,19 +672,20 @@ class _Reducer:
             if baseline is None or not all_finite(baseline):
                 return _Trial(False, "baseline")
         outcomes, late = self._run_backend(test, fresh)
+        # a value finding keeps the name of what it was compared with when it was found (a disruptive
+        # model's graph breaks a rule on purpose: its outputs are not read for traits)
+        criteria = self.criteria if self.violation is not None else self.criteria.for_graph(g, self.f.other)
         if self.violation is not None:
             confirmed = checker_error(to_onnx(g)) is not None
-            verdict = judge_invalid({self.f.backend: outcomes}, self.violation, confirmed, self.tol, self.reduced)
+            verdict = judge_invalid({self.f.backend: outcomes}, self.violation, confirmed, criteria)
         else:
-            verdict = judge({self.f.backend: outcomes}, baseline, self.tol, self.reduced, self.uncompiled,
-                            self.f.other, rounded_outputs(g), single=single_outputs(g), in_float32=self.in_float32)
+            verdict = judge({self.f.backend: outcomes}, baseline, criteria)
         findings = verdict.findings + late
         if any(f.diverges and graph_signature(f, g) != self.sig for f in findings):
-            # where the divergence starts, as the campaign signed it (only needed while the diverging
-            # node is not yet the producer of the differing output)
-            localize(g, test, findings, self.pool.run, judged_by, self.tol, self.reduced, self.in_float32)
-            blame(g, test, findings, {self.f.backend: outcomes}, {self.f.backend: self.backend}, self.pool.run,
-                  self.tol)
+            # where the divergence starts and which pass causes it, as the campaign signed it (only
+            # needed while the diverging node is not yet the producer of the differing output)
+            explain(g, test, findings, {self.f.backend: outcomes}, {self.f.backend: self.backend}, self.pool,
+                    judged_by, criteria)
         for f in findings:
             if self.beside and f.diverges:
                 f.details["beside"] = self.beside
@@ -779,10 +768,7 @@ class _Reducer:
             test = Test(to_bytes(visible), visible.to_json(), feeds)
         except (ValueError, KeyError, TypeError):
             return {}
-        order = [FALLBACK]
-        if ReferenceBackend().supports({n.op for n in nodes}, visible):
-            order.insert(0, (REFERENCE, "default"))
-        for backend, variant in order:
+        for backend, variant in baseline_chain(visible):
             o = self.pool.run(backend, test, [variant])[variant]
             if o.status == OK and len(o.outputs or []) == len(names):
                 return dict(zip(names, o.outputs, strict=True))
@@ -798,10 +784,10 @@ class _Reducer:
         idx = removable(g)
         # the operator the finding points at, alone, first: most bugs need one operator, and halving
         # takes about log2(nodes) kept steps and as many refused ones (each a compile) to get there
-        culprit = self._culprit(g)
-        if culprit and len(culprit) < len(g.nodes) and self.time_left():
-            cand = _subgraph(g, culprit, feeds, inter, self.rng)
-            if self.accept(cand, "culprit"):
+        suspects = self._suspects(g)
+        if suspects and len(suspects) < len(g.nodes) and self.time_left():
+            cand = _subgraph(g, suspects, feeds, inter, self.rng)
+            if self.accept(cand, "suspect"):
                 g, feeds = cand
                 idx = removable(g)
         n = 2
@@ -823,9 +809,9 @@ class _Reducer:
                 n = min(n * 2, len(idx))
         return g, feeds
 
-    def _culprit(self, g: Graph) -> list[int]:
-        """The indices of the nodes the finding points at: the first diverging node the campaign located,
-        else the one node a crash message names (by its name, else as ``onnx.OP``), and the node a
+    def _suspects(self, g: Graph) -> list[int]:
+        """The indices of the suspects, the nodes the finding points at: the first diverging node the
+        campaign located, else the one node a crash message names (by its name, else as ``onnx.OP``), and the node a
         disruptive model breaks a rule at; [] when it points at none."""
         f = self.f
         at = {self.protect} if self.protect else set()
@@ -1047,7 +1033,7 @@ class _Reducer:
             expected = other.outputs if other is not None and other.status == OK else None
         if expected is None:
             return None
-        tol = pair_tolerances(self.tol, {(f.backend, f.variant), (f.backend, f.other)}, self.reduced, self.in_float32)
+        tol = self.criteria.pair_tolerances({(f.backend, f.variant), (f.backend, f.other)})
         return first_divergence(every, expected, actual.outputs or [], tol, feeds)
 
     def _signed(self, g: Graph) -> tuple[Finding, int] | None:

@@ -425,11 +425,9 @@ class Worker:
         self.log_path.unlink(missing_ok=True)
 
 
-CONFIRM_RUNS = 3  # runs of a crashed test in a fresh worker before the crash counts as unconfirmed
-
-
 class WorkerPool:
-    """Persistent workers per backend, replaced when they die and recycled every ``recycle`` tests."""
+    """Persistent workers per backend, replaced when they die and recycled every ``recycle`` tests.
+    The judge's ``Runner`` (``oracle/judge.py``): it runs tests through ``run``."""
 
     def __init__(self, limits: PhaseLimits, recycle: int = 200, log_dir: Path | None = None,
                  frontend_coverage: bool = False) -> None:

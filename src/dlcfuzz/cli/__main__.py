@@ -1,0 +1,7 @@
+"""``python -m dlcfuzz.cli``: the ``dlcfuzz`` command."""
+
+import sys
+
+from dlcfuzz.cli import main
+
+sys.exit(main())
