@@ -10,6 +10,14 @@ NUMERIC = FLOATS + INTS
 DTYPES = (*NUMERIC, "bool")
 
 _NP = {name: np.dtype(name) for name in DTYPES}
+# element types of torch-native programs only (spec/torch): no ONNX graph holds them
+EXTRA_DTYPES = ("bfloat16",)
+try:  # numpy has no bfloat16: ml_dtypes (an onnx dependency) gives it a numpy dtype
+    import ml_dtypes
+
+    _NP["bfloat16"] = np.dtype(ml_dtypes.bfloat16)
+except ImportError:  # pragma: no cover
+    pass
 
 # ONNX TensorProto.DataType codes (stable protobuf enum values), for attributes such as Cast.to
 ONNX_CODE = {

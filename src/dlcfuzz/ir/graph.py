@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from dlcfuzz.ir.dtypes import DTYPES, np_dtype
+from dlcfuzz.ir.dtypes import DTYPES, EXTRA_DTYPES, np_dtype
 
 # operators whose integer outputs are float results cast to the output type
 COMPUTES_IN_FLOAT = frozenset({"BlackmanWindow", "HannWindow", "HammingWindow"})
@@ -224,7 +224,7 @@ class Graph:
                 if o not in self.values or self.values[o].kind != NODE_KIND:
                     raise GraphError(f"output {o!r} of {n.op} has no type")
         for v in self.values.values():
-            if v.type.dtype not in DTYPES:
+            if v.type.dtype not in DTYPES and v.type.dtype not in EXTRA_DTYPES:
                 raise GraphError(f"value {v.name!r} has unknown dtype {v.type.dtype!r}")
             if any(d < 0 for d in v.type.shape):
                 raise GraphError(f"value {v.name!r} has a negative dimension")

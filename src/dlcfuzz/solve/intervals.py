@@ -83,9 +83,9 @@ class Num:
     def __init__(self, dtype: str) -> None:
         self.dtype = dtype
         dt = np_dtype(dtype)
-        self.kind = "b" if dtype == "bool" else dt.kind
+        self.kind = "b" if dtype == "bool" else "f" if dtype == "bfloat16" else dt.kind
         if self.kind == "f":
-            fi = np.finfo(dt)
+            fi = np.finfo(dt) if dt.kind == "f" else _bfloat16_info()
             self.fmax = float(fi.max)
             self.lo, self.hi = -self.fmax, self.fmax
             self.eps = float(fi.eps)
@@ -115,6 +115,13 @@ class Num:
     def fits(self, lo: float, hi: float) -> bool:
         """Whether integer results in [lo, hi] are representable (no wrap-around)."""
         return self.lo <= lo and hi <= self.fmax
+
+
+def _bfloat16_info():
+    """bfloat16's float facts (torch-native programs, spec/torch): numpy's finfo does not know it."""
+    import ml_dtypes
+
+    return ml_dtypes.finfo(ml_dtypes.bfloat16)
 
 
 _NUM: dict[str, Num] = {}
@@ -1623,6 +1630,79 @@ def _dynamic_quantize(c: Call) -> list[Iv]:
     return [(0.0, 255.0), (0.0, max(1.0, top)), (0.0, 255.0)]
 
 
+def _shifted(x: Iv | None, zero_point: Iv | None) -> float:
+    """max |x - zero_point| (an omitted zero point is 0)."""
+    if x is None:
+        return INF
+    z = zero_point if zero_point is not None else (0.0, 0.0)
+    return max(abs(x[0] - z[1]), abs(x[1] - z[0]))
+
+
+def _iv(c: Call, k: int) -> Iv | None:
+    return c.ivs[k] if len(c.ivs) > k else None
+
+
+def _saturate(r: Iv, zero_point: Iv | None, n: Num) -> Iv:
+    """saturate(round(r) + zero_point) in the output type (a float result within one unit of r)."""
+    z = zero_point if zero_point is not None else (0.0, 0.0)
+    lo, hi = math.floor(r[0]) - 1 + z[0], math.ceil(r[1]) + 1 + z[1]
+    return (min(max(lo, n.lo), n.hi), max(min(hi, n.hi), n.lo))
+
+
+@_reg("QuantizeLinear")
+def _quantize(c: Call) -> list[Iv]:
+    """saturate(round(x / y_scale) + y_zero_point), the scale (positive) and zero point constants; the
+    division rounds in x's type (float16 at opset 19+)."""
+    s = c.ivs[1]
+    if s is None or s[0] <= 0 or not finite(c.x):
+        return [(c.n.lo, c.n.hi)]
+    q = hull(*[x / y for x in c.x for y in s])
+    return [_saturate(widen(q, num(c.types[0].dtype), 8), _iv(c, 2), c.n)]  # type: ignore[union-attr]
+
+
+def _integer_count(c: Call, w: int, conv: bool) -> int:
+    """Terms per output of MatMulInteger / QLinearMatMul (B's inner dim) or of a convolution (C/group
+    times the kernel), input ``w`` the weights."""
+    shape = c.types[w].shape  # type: ignore[union-attr]
+    if conv:
+        return math.prod(shape[1:])
+    return shape[-2] if len(shape) >= 2 else shape[0]
+
+
+@_reg("MatMulInteger")
+def _matmul_integer(c: Call) -> list[Iv]:
+    """A sum of (a - a_zero_point) * (b - b_zero_point), exact in int32."""
+    r = _integer_count(c, 1, False) * _shifted(c.x, _iv(c, 2)) * _shifted(c.ivs[1], _iv(c, 3))
+    return [(-r, r)]
+
+
+@_reg("ConvInteger")
+def _conv_integer(c: Call) -> list[Iv]:
+    """The same over C/group times the kernel's terms; a padded term reads 0 (or the zero point)."""
+    r = _integer_count(c, 1, True) * _shifted(hull(c.x, (0.0, 0.0)), _iv(c, 2)) * _shifted(c.ivs[1], _iv(c, 3))
+    return [(-r, r)]
+
+
+def _qlinear(conv: bool) -> Transfer:
+    def t(c: Call) -> list[Iv]:
+        """saturate(round(sum((a - a_zp) * (b - b_zp)) [+ B] * a_scale * b_scale / y_scale) + y_zp)."""
+        sa, sb, sy = c.ivs[1], c.ivs[4], c.ivs[6]
+        if sa is None or sb is None or sy is None or sy[0] <= 0:
+            return [(c.n.lo, c.n.hi)]
+        a = hull(c.x, (0.0, 0.0)) if conv else c.x
+        r = _integer_count(c, 3, conv) * _shifted(a, c.ivs[2]) * _shifted(c.ivs[3], c.ivs[5])
+        if conv and _iv(c, 8) is not None:
+            r += amax(c.ivs[8])  # type: ignore[arg-type]
+        r = r * amax(sa) * amax(sb) / sy[0]
+        r = r * (1 + 1e-5) + 1e-3  # the requantization's float rounding
+        return [_saturate((-r, r), _iv(c, 7), c.n)]
+    return t
+
+
+TRANSFER["QLinearMatMul"] = _qlinear(conv=False)
+TRANSFER["QLinearConv"] = _qlinear(conv=True)
+
+
 @_reg("HannWindow", "HammingWindow", "BlackmanWindow")
 def _window(c: Call) -> list[Iv]:
     """Values in [0, 1]; ORT computes them in float32 (also for a double output)."""
@@ -1805,7 +1885,8 @@ def _d_qlinear(slot, n, numel, c, ivs):
 
 
 CONTEXTUAL = CONTEXTUAL | {"QLinearMatMul", "QLinearConv", "RNN", "GRU", "LSTM", "GroupNormalization", "Attention"}
-READS_CONSTANTS = READS_CONSTANTS | {"DequantizeLinear", "Attention"}
+READS_CONSTANTS = READS_CONSTANTS | {"DequantizeLinear", "Attention", "QuantizeLinear", "MatMulInteger", "ConvInteger",
+                                     "QLinearMatMul", "QLinearConv"}
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,0 +1,210 @@
+"""torch-native programs: Isra's generator over the torch operator specs (``spec.torch``), plus what
+a program does beyond its graph.
+
+The graph is built exactly as an ONNX graph is (``solve.Instantiator``: indegree, first input,
+attributes, other inputs, outputs; tensors reused at the picking rate, value intervals keeping outputs
+finite), with torch's element types (bfloat16 included) and operator names.  Then the program chooses:
+
+- each runtime input's *layout* (``meta["layouts"]``): contiguous, channels_last (rank 4/5), transposed
+  (a permuted storage), step-sliced (every other element of a larger storage), offset (a slice that
+  starts inside its storage), or expanded (stride 0 in its size-1 broadcast dims, never for an input the
+  program writes to);
+- which inputs the program writes in place (``meta["mutated"]``, through views or not): they are compared
+  after the run, and take no gradient;
+- the outputs never compared (``meta["ties"]``: indices chosen among ties);
+- whether backward runs (``meta["backward"]``: a cotangent per float output, gradients of the float
+  inputs and parameters), and the dims marked dynamic (``meta["dynamic"]``).
+
+A call the program cannot make is not committed (a counted retry): a write into a parameter, into a
+broadcast (stride-0) view, or a call whose float output interval is not finite.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from dlcfuzz.ir import CONST_KIND, INPUT_KIND, Graph, Node
+from dlcfuzz.solve import GenOptions, Instantiator, Stats
+from dlcfuzz.solve.intervals import finite
+from dlcfuzz.spec.dsl import EmptyDomain
+from dlcfuzz.spec.torch import TORCH_DTYPES, TORCH_REGISTRY, TorchOpSpec, mutated_slots
+from dlcfuzz.spec.torch.base import is_float
+
+MAX_TRIES = 20
+LANGUAGE = "torch"  # graph.meta["language"] of a torch-native program
+
+# torch programs: small tensors (Inductor compiles are the cost, not the data), fewer fresh inputs
+TORCH_LIMITS = GenOptions(max_rank=5, max_dim=5, max_numel=1024, picking_rate=0.9, init_rate=0.3,
+                          runtime_consts=0.3, constant_nodes=0.0, opset=17, dtypes=TORCH_DTYPES, target="onnx")
+
+LAYOUTS = ("contiguous", "channels_last", "transposed", "sliced", "offset", "expanded")
+# views through which a write reaches several elements of one memory location (eager refuses)
+BROADCAST_VIEWS = frozenset({"torch.expand", "torch.broadcast_like", "torch.as_strided"})
+
+
+@dataclass
+class ProgramOptions:
+    """What programs do beyond their graphs, as shares of programs (or of inputs, for layouts)."""
+
+    layout_rate: float = 0.6  # share of runtime inputs in a layout other than contiguous
+    backward_rate: float = 0.5
+    dynamic_rate: float = 1.0  # share of programs whose dims may be marked dynamic
+
+
+def is_program(graph: Graph) -> bool:
+    return graph.meta.get("language") == LANGUAGE
+
+
+def spec_of(node: Node) -> TorchOpSpec:
+    return TORCH_REGISTRY[node.op]
+
+
+def roots(graph: Graph, name: str) -> list[str]:
+    """The chain of values a view-produced value aliases, itself first, its base last."""
+    producer = {o: n for n in graph.nodes for o in n.outputs}
+    chain = [name]
+    while chain[-1] in producer:
+        n = producer[chain[-1]]
+        spec = TORCH_REGISTRY.get(n.op)
+        if spec is None or not (spec.view or spec.mutates is not None) or not n.inputs or not n.inputs[0]:
+            break
+        chain.append(n.inputs[0])
+    return chain
+
+
+def mutated_inputs(graph: Graph) -> list[str]:
+    """The program's runtime inputs that some call writes in place (directly or through views)."""
+    out: list[str] = []
+    for n in graph.nodes:
+        spec = TORCH_REGISTRY.get(n.op)
+        if spec is None:
+            continue
+        for k in mutated_slots(spec, n.attrs):
+            if k < len(n.inputs) and n.inputs[k]:
+                base = roots(graph, n.inputs[k])[-1]
+                v = graph.values[base]
+                if v.kind == INPUT_KIND and base not in out:
+                    out.append(base)
+    return out
+
+
+class TorchProgramGenerator:
+    """Isra's loop over torch operator specs; ``generate(seed)`` gives a program (a Graph whose
+    ``meta["language"]`` is "torch")."""
+
+    def __init__(self, specs: Sequence[TorchOpSpec] | None = None, op_range: tuple[int, int] = (1, 10),
+                 limits: GenOptions = TORCH_LIMITS, options: ProgramOptions | None = None) -> None:
+        self.specs = list(specs) if specs else list(TORCH_REGISTRY.values())
+        self.op_range = op_range
+        self.limits = limits
+        self.options = options or ProgramOptions()
+        self.stats = Stats()
+
+    def generate(self, seed: int) -> Graph:
+        rng = random.Random(seed)
+        g = Graph(opset=self.limits.opset, meta={"seed": seed, "strategy": "isra", "language": LANGUAGE})
+        inst = Instantiator(g, self.limits, rng, np.random.default_rng(seed))
+        ties: list[str] = []
+        for _ in range(rng.randint(*self.op_range)):
+            self._insert(inst, rng, ties)
+        g.set_leaf_outputs()
+        if not g.outputs and g.nodes:
+            g.outputs = list(g.nodes[-1].outputs)
+        mutated = mutated_inputs(g)
+        g.meta["ties"] = ties
+        g.meta["mutated"] = mutated
+        g.meta["layouts"] = self._layouts(g, rng, set(mutated))
+        g.meta["backward"] = rng.random() < self.options.backward_rate
+        g.meta["dynamic"] = rng.random() < self.options.dynamic_rate
+        return g
+
+    def _insert(self, inst: Instantiator, rng: random.Random, ties: list[str]) -> None:
+        stats = self.stats
+        for attempt in range(MAX_TRIES):
+            spec = self.specs[rng.randrange(len(self.specs))]
+            try:
+                p = inst.propose(spec)
+                self._check(inst, p)
+            except EmptyDomain:
+                stats.retries += 1
+                stats.failures[spec.op] = stats.failures.get(spec.op, 0) + 1
+                if attempt == 0:
+                    stats.retried_insertions += 1
+                continue
+            node = inst.commit(p)
+            for k in spec.ties:  # indices among ties: never read by a later call
+                name = node.outputs[k]
+                ties.append(name)
+                _forget(inst, name)
+            break
+        stats.insertions += 1
+
+    def _check(self, inst: Instantiator, p) -> None:
+        """Refuses a proposal the program cannot make (see the module doc)."""
+        for t, v in zip(p.outputs, p.out_ivs, strict=True):
+            if is_float(t.type.dtype) and not finite(v):
+                raise EmptyDomain(f"{p.spec.op}: a float output may not be finite")
+        slots = mutated_slots(p.spec, p.node.attrs)
+        if not slots:
+            return
+        g = inst.g
+        staged = {v.name: v for v, _ in p.staged}
+        for k in slots:
+            name = p.node.inputs[k]
+            if name in staged:
+                continue  # a new runtime input: written in place is fine
+            chain = roots(g, name)
+            base = g.values[chain[-1]]
+            if base.kind == CONST_KIND:
+                raise EmptyDomain(f"{p.spec.op}: would write into a parameter or constant")
+            producer = {o: n for n in g.nodes for o in n.outputs}
+            if any(c in producer and producer[c].op in BROADCAST_VIEWS for c in chain):
+                raise EmptyDomain(f"{p.spec.op}: would write through a broadcast view")
+            # an operand that shares the written tensor's memory (x.add_(x.t())): eager refuses partial overlap
+            for j, other in enumerate(p.node.inputs):
+                if j != k and other and other not in staged and roots(g, other)[-1] == chain[-1]:
+                    raise EmptyDomain(f"{p.spec.op}: an operand overlaps the tensor it writes")
+
+    def _layouts(self, g: Graph, rng: random.Random, mutated: set[str]) -> dict[str, dict]:
+        out: dict[str, dict] = {}
+        for v in g.inputs:
+            if v.pinned:
+                continue
+            r = v.type.rank
+            kinds = ["contiguous"]
+            if rng.random() < self.options.layout_rate and r >= 1:
+                kinds = ["sliced", "offset"]
+                if r in (4, 5):
+                    kinds += ["channels_last"] * 2
+                if r >= 2:
+                    kinds += ["transposed"] * 2
+                if v.name not in mutated and any(d > 1 for d in v.type.shape):
+                    kinds.append("expanded")
+            kind = rng.choice(kinds)
+            spec: dict = {"kind": kind}
+            if kind == "transposed":
+                perm = list(range(r))
+                while perm == list(range(r)):
+                    rng.shuffle(perm)
+                spec["perm"] = perm
+            elif kind == "sliced":
+                spec["dim"] = rng.randrange(r)
+                spec["step"] = rng.choice((2, 3))
+            elif kind == "expanded":  # stride 0 in some dims longer than 1: their elements repeat
+                wide = [i for i, d in enumerate(v.type.shape) if d > 1]
+                spec["dims"] = sorted(rng.sample(wide, rng.randint(1, len(wide))))
+            out[v.name] = spec
+        return out
+
+
+def _forget(inst: Instantiator, name: str) -> None:
+    """Takes a value out of the solver's pool of reusable tensors."""
+    pool = inst.pool
+    v = inst.g.values[name]
+    for bucket in (pool.by_rank.get((v.type.dtype, v.type.rank)), pool.by_type.get(v.type), pool.values):
+        if bucket is not None and v in bucket:
+            bucket.remove(v)
