@@ -326,3 +326,28 @@ def test_mismatch_details_for_every_path() -> None:
     # the bound itself is allowed: distance 0.5 against a bound of exactly 0.5
     assert chebyshev([a(1.0)], [a(1.5)], {"float32": 0.5}) is None
     assert chebyshev([a(1.0)], [a(1.5001)], {"float32": 0.5}) is not None
+
+
+@pytest.mark.parametrize("dtype", [f16, f32, f64])
+def test_comparing_nan_inf_and_out_of_range_values_warns_about_nothing(dtype) -> None:
+    """A campaign's console carries no numpy warnings: inf - inf, casts of NaN and inf, and values
+    beyond float16's range are compared, not warned about."""
+    import warnings
+
+    big = 1e300 if dtype is f64 else 3e38 if dtype is f32 else 6e4
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        e = np.array([np.nan, np.inf, -np.inf, big, -big, 1.0], dtype)
+        same = e.copy()
+        other = np.array([1.0, np.inf, np.inf, -big, np.nan, 2.0], dtype)
+        assert compare([e], [same]) is None
+        m = compare([e], [other])
+        # NaN against 1, -inf against inf, big against -big, -big against NaN, 1 against 2; inf = inf
+        assert m is not None and m.detail.startswith("5/6 elements differ") and m.max_abs == float("inf")
+        assert chebyshev([e], [same]) is None
+        assert chebyshev([e], [other]) is not None
+        assert compare([e], [other], single=[0]) is not None
+        # integers computed from floats, with a unit of slack, at the ends of their range
+        ints = np.array([np.iinfo(np.int64).min, np.iinfo(np.int64).max, 0], np.int64)
+        assert compare([ints], [ints], rounded=[0]) is None
+        assert all_finite([e]) is False

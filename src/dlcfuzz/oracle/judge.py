@@ -59,7 +59,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, replace
-from typing import NamedTuple, Protocol
+from typing import NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -93,6 +93,7 @@ CONFIRM_RUNS = 3  # runs of a crashed test in a fresh worker before the crash co
 Pair = tuple[str, str]  # (backend, variant)
 
 
+@runtime_checkable
 class Runner(Protocol):
     """What runs tests for the judge: ``run/worker.py``'s ``WorkerPool`` (isolated worker processes).
     ``fresh``: a new process, untouched by earlier tests, which runs the test up to ``runs`` times."""

@@ -1,0 +1,145 @@
+"""Where a divergence starts (oracle/localize.py): every intermediate value exposed as an output, the
+first diverging operator in topological order, ties broken by rounding (noise) and integer overflow
+(undefined), on tiny graphs: hand-made outputs, and real ONNX Runtime against the reference evaluator
+on cases of the labelled triage set (tests/data/triage/, README.md there)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dlcfuzz.backends.base import OK, Outcome, Test
+from dlcfuzz.export.onnx import to_bytes
+from dlcfuzz.ir import INPUT_KIND, NODE_KIND, Graph, Node, TensorType, Value
+from dlcfuzz.oracle import COMPILER, DIFFERENTIAL, NOISE, UNDEFINED, Criteria, Finding, judge, run_baseline
+from dlcfuzz.oracle.localize import DISCONTINUOUS, exposed, first_divergence, localize, overflows
+from dlcfuzz.run.worker import PhaseLimits, WorkerPool
+
+TRIAGE = Path(__file__).resolve().parent / "data" / "triage"
+
+
+def _chain() -> Graph:
+    """x + y -> a; a * y -> m; Relu(m) -> r; nodes listed consumers first."""
+    g = Graph(opset=17)
+    for name, kind in (("x", INPUT_KIND), ("y", INPUT_KIND), ("a", NODE_KIND), ("m", NODE_KIND), ("r", NODE_KIND)):
+        g.add_value(Value(name, TensorType((2,), "float32"), kind))
+    g.nodes = [Node("Relu", ["m"], ["r"], {}, "n2"), Node("Mul", ["a", "y"], ["m"], {}, "n1"),
+               Node("Add", ["x", "y"], ["a"], {}, "n0")]
+    g.outputs = ["r"]
+    return g
+
+
+def f32(*v: float) -> np.ndarray:
+    return np.array(v, np.float32)
+
+
+def test_exposing_makes_every_node_output_an_output_in_topological_order() -> None:
+    g = _chain()
+    e = exposed(g)
+    assert e.outputs == ["a", "m", "r"]
+    assert [n.name for n in e.nodes] == ["n0", "n1", "n2"]
+    assert g.outputs == ["r"] and [n.name for n in g.nodes] == ["n2", "n1", "n0"]  # the original is untouched
+
+
+def test_the_first_node_whose_output_differs_beyond_tolerance_is_the_first_diverging() -> None:
+    e = exposed(_chain())
+    expected = [f32(1, 2), f32(3, 4), f32(3, 4)]
+    # a differs by 1e-6 (within float32's rtol 1e-2): not a divergence; m by 1: the Mul
+    actual = [f32(1.000001, 2), f32(3, 5), f32(3, 5)]
+    first = first_divergence(e, expected, actual, None)
+    assert {k: first[k] for k in ("node", "op", "output", "kind", "dtype")} == {
+        "node": "n1", "op": "Mul", "output": "m", "kind": "value", "dtype": "float32"}
+    assert "tie" not in first  # Mul is continuous: its inputs' rounding does not explain a unit
+    assert first_divergence(e, expected, expected, None) is None
+    assert first_divergence(e, expected, actual[:2], None) is None  # not every intermediate came back
+
+
+def test_a_comparison_flipped_by_its_inputs_rounding_is_a_tie() -> None:
+    g = Graph(opset=17)
+    for name in ("x", "y"):
+        g.add_value(Value(name, TensorType((1,), "float32"), INPUT_KIND))
+    g.add_value(Value("a", TensorType((1,), "float32"), NODE_KIND))
+    g.add_value(Value("b", TensorType((1,), "bool"), NODE_KIND))
+    g.add_node(Node("Add", ["x", "y"], ["a"], {}, "n0"))
+    g.add_node(Node("Greater", ["a", "y"], ["b"], {}, "n1"))
+    g.outputs = ["a", "b"]
+    assert "Greater" in DISCONTINUOUS
+    nudged = first_divergence(g, [f32(2.0), np.array([False])], [f32(2.0000002), np.array([True])], None)
+    assert nudged["op"] == "Greater" and nudged["tie"] == "Greater of a, which differ by rounding only"
+    # the same flip on identical inputs is no tie: the comparison itself is wrong
+    same = first_divergence(g, [f32(2.0), np.array([False])], [f32(2.0), np.array([True])], None)
+    assert same["op"] == "Greater" and "tie" not in same
+
+
+def test_integer_overflow_is_told_from_a_wrong_product() -> None:
+    g = Graph(opset=17)
+    g.add_value(Value("x", TensorType((1,), "int32"), INPUT_KIND))
+    g.add_value(Value("p", TensorType((1,), "int32"), NODE_KIND))
+    g.add_node(Node("Mul", ["x", "x"], ["p"], {}, "n0"))
+    g.outputs = ["p"]
+    assert overflows(g, "p", {"x": np.array([70000], np.int32)}, {})  # 4.9e9 > 2**31 - 1
+    assert not overflows(g, "p", {"x": np.array([40000], np.int32)}, {})  # 1.6e9 fits
+
+
+class Refuses:
+    """A Runner that must not be asked (one node: nothing to run to locate it)."""
+
+    def run(self, backend: str, test: Test, variants: list[str], fresh: bool = False,
+            runs: int = 1) -> dict[str, Outcome]:
+        raise AssertionError(f"ran {backend} {variants}")
+
+
+def test_a_single_node_is_where_its_divergence_starts_without_running_anything() -> None:
+    g = Graph(opset=17)
+    g.add_value(Value("x", TensorType((1,), "int32"), INPUT_KIND))
+    g.add_value(Value("p", TensorType((1,), "int32"), NODE_KIND))
+    g.add_node(Node("Mul", ["x", "x"], ["p"], {}, "n0"))
+    g.outputs = ["p"]
+    test = Test(to_bytes(g), g.to_json(), {"x": np.array([70000], np.int32)})
+    f = Finding(DIFFERENTIAL, "value", "ort", "basic", "run", "1/1 differ", other="reference/default", output=0)
+    localize(g, test, [f], Refuses(), ("reference", "default"), Criteria())
+    assert f.details["first_diverging"]["node"] == "n0" and f.details["first_diverging"]["op"] == "Mul"
+    assert f.category == UNDEFINED and f.details["first_diverging"]["undefined"] == "Mul overflows int32"
+
+
+# -- real ONNX Runtime against the reference, on labelled cases ------------------------------------------
+@pytest.fixture(scope="module")
+def pool():
+    pytest.importorskip("onnxruntime")
+    p = WorkerPool(PhaseLimits())
+    yield p
+    p.close()
+
+
+def _located(name: str, pool: WorkerPool) -> list[Finding]:
+    """The case's ORT findings against its baseline, localized as the campaign localizes them."""
+    graph = Graph.from_json((TRIAGE / name / "graph.json").read_text())
+    with np.load(TRIAGE / name / "inputs.npz") as z:
+        test = Test(to_bytes(graph), graph.to_json(), {k: z[k] for k in z.files})
+    base = run_baseline(pool, test, graph)
+    assert base.which == ("reference", "default")
+    criteria = Criteria().for_graph(graph, base.name)
+    outcomes = {"ort": pool.run("ort", test, ["basic", "all"])}
+    assert all(o.status == OK for o in outcomes["ort"].values())
+    findings = [f for f in judge(outcomes, base.outputs, criteria).findings if f.oracle == DIFFERENTIAL]
+    localize(graph, test, findings, pool, base.which, criteria)
+    return findings
+
+
+@pytest.mark.parametrize(("case", "node", "op", "category"), [
+    # BatchNormalization equals Less's other input to one ulp: the comparison flips on rounding
+    ("ort-batchnorm-less-tie", "n4", "Less", NOISE),
+    # BlackmanWindow's first element 0 against 1.5e-8 (within tolerance); Sign makes it 0 against 1
+    ("ort-window-sign-tie", "n5", "Sign", NOISE),
+    # MeanVarianceNormalization over size-1 axes: ORT NaN/inf, the reference 0 (after a Squeeze and a Log)
+    ("ort-mvn-a", "n2", "MeanVarianceNormalization", COMPILER),
+])
+def test_a_real_divergence_is_located_at_its_operator(pool: WorkerPool, case: str, node: str, op: str,
+                                                      category: str) -> None:
+    findings = _located(case, pool)
+    assert findings, case
+    for f in findings:
+        first = f.details["first_diverging"]
+        assert (first["node"], first["op"], f.category) == (node, op, category), (f.variant, first)
