@@ -256,3 +256,21 @@ def test_a_pass_blamed_under_the_old_key_signs_and_titles_the_same() -> None:
     assert blamed_pass(old) == blamed_pass(new) == "QDQPropagationTransformer"
     assert graph_signature(old, g) == graph_signature(new, g)
     assert title(old) == title(new) and "caused by pass QDQPropagationTransformer" in title(new)
+
+
+def test_the_oracle_imports_no_higher_layer() -> None:
+    """``oracle`` may import ir, spec, export, values and backends, never run (it is handed a Runner)."""
+    import ast
+    from pathlib import Path
+
+    import dlcfuzz.oracle
+
+    allowed = {"oracle", "ir", "spec", "export", "values", "backends"}
+    for path in Path(dlcfuzz.oracle.__file__).parent.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            for name in names:
+                parts = name.split(".")
+                if parts[0] == "dlcfuzz" and len(parts) > 1:
+                    assert parts[1] in allowed, f"{path.name} imports {name}"
