@@ -22,8 +22,8 @@ import numpy as np
 from dlcfuzz.backends.base import Backend, Test, Variant, without
 from dlcfuzz.export.onnx import checker_error, to_onnx
 from dlcfuzz.ir import DTYPE_OF_CODE, ONNX_CODE, Graph, op_identity
+from dlcfuzz.ir.dtypes import element_type_name, onnx_type_name
 from dlcfuzz.ir.hints import feed_array
-from dlcfuzz.solve.types import element_type_name, onnx_type_name
 
 PROVIDER = "CPUExecutionProvider"
 
@@ -415,7 +415,7 @@ class OrtBackend(Backend):
         args = (imported, variant.options["level"], variant.options.get("providers", [PROVIDER]),
                 variant.options.get("disabled", ()))
         # the verbose log costs ~1.5 ms a session (a quarter of an ORT-only campaign's CPU): only the
-        # culprit search (oracle/blame.py), whose variants turn passes off, asks for it
+        # blame of a pass (oracle/blame.py), whose variants turn passes off, asks for it
         if not (self.report_fired or "disabled" in variant.options):
             return make_session(*args)
         log: list[str] = []
