@@ -72,9 +72,12 @@ def test_op_matches_onnx(op: str) -> None:
             if want is None:
                 continue
             got = _run_torch(g, feeds)
+            # GroupNormalization's stash_type 10 computes in float16 (numpy accumulates it in float16, torch
+            # in float32): float16's tolerance, as the Relax tests
+            in_half = op == "GroupNormalization" and g.nodes[0].attrs.get("stash_type") == 10
             for name, o, w in zip(g.outputs, got, want, strict=True):
                 try:
-                    _close(o, np.asarray(w), g.values[name].type.dtype)
+                    _close(o, np.asarray(w), "float16" if in_half else g.values[name].type.dtype)
                 except AssertionError as e:
                     raise AssertionError(f"{op} opset {opset} seed {seed} {g.nodes[0].attrs} output {name}: {e}") from e
             checked += 1
@@ -89,8 +92,8 @@ def test_torch_only_dtypes_are_refused() -> None:
     g.add_node(Node("Relu", ["x"], ["y"]))
     g.outputs = ["y"]
     assert "uint32" in unsupported(g)
-    g.nodes[0].op = "GroupNormalization"
-    assert "GroupNormalization" in unsupported(g)
+    g.nodes[0].op = "MaxRoiPool"  # export.torch.NO_TORCH_RULE
+    assert "MaxRoiPool" in unsupported(g)
 
 
 def test_graph_and_onnx_give_the_same_source() -> None:

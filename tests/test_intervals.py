@@ -263,3 +263,17 @@ def test_graph_values_lie_within_their_intervals() -> None:
     gen = ort_generator(list(REGISTRY.values()), op_range=(10, 30))
     for seed in range(25):
         _check_sound(gen.generate(seed), seed)
+
+
+@pytest.mark.parametrize("op", ["QuantizeLinear", "MatMulInteger", "ConvInteger", "QLinearMatMul", "QLinearConv"])
+def test_quantization_results_lie_within_their_intervals(op: str) -> None:
+    """The quantization operators' transfer functions (they once had none: their outputs were the type's
+    whole range); the integer contractions' bounds are far inside int32."""
+    spec = REGISTRY[op]
+    gen = ort_generator([spec], opset=max(17, spec.since))
+    for seed in range(20):
+        g = gen.generate(seed)
+        _check_sound(g, seed)
+        if op in ("MatMulInteger", "ConvInteger"):
+            lo, hi = analyze(g)[g.nodes[0].outputs[0]]
+            assert lo > -2.0**31 and hi < 2.0**31 - 1, (lo, hi)

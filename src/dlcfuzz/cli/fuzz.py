@@ -139,6 +139,13 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
 
         probe_and_report(campaign.unprofiled, out / "probes", specs, limits, args.probe_per_op, args.jobs, profile_path)
         campaign.load_profiles()
+    if cfg.targeted and campaign.unprobed and args.probe_per_op > 0:  # a profile admits only what was probed
+        from dlcfuzz.run.profile import profile_path
+
+        for name, unknown in sorted(campaign.unprobed.items()):
+            probe_and_report([name], out / "probes", [s for s in specs if s.op in unknown], limits, args.probe_per_op,
+                             args.jobs, profile_path)
+        campaign.load_profiles()
     print(f"campaign {out}: backends {', '.join(f'{b} {campaign.versions[b]}' for b in live)}"
           + (" (resuming)" if campaign.resumed else ""))
     display.devices = _variant_devices(campaign.variants, live)

@@ -2,7 +2,8 @@
 ``tvm.relax.op`` that compute exactly what the ONNX operator computes for the calls dlcfuzz's
 specs generate.  Each takes a ``Call`` and returns one expression per ONNX output.
 
-An operator missing here is left out of the ``tvm-relax`` backend's graphs (``relax.supported``).
+An operator missing here is left out of the ``tvm-relax`` backend's graphs (``relax.supported``), and
+must be listed with its reason in ``NO_RELAX_TRANSLATION`` (tests/test_operator_record.py checks it).
 Constant inputs (axes, shapes, pads, indices...) arrive both as expressions and as numpy arrays
 (``Call.const``), for the Relax ops that take them as static attributes.  Shapes are static, so
 whatever follows from them (Shape, Size, output lengths, SAME pads, window tables) is computed here.
@@ -1548,10 +1549,16 @@ def unsupported_call(op: str, types: list[TensorType | None], attrs: dict[str, A
 # ---------------------------------------------------------------------------------------------
 # Left out of OPS
 # ---------------------------------------------------------------------------------------------
-# No ONNX operator of the registry (dlcfuzz.spec.REGISTRY, 156 of them) is left out; the six Microsoft
-# contrib operators (spec/contrib.py, com.microsoft.*) are: ``supported`` refuses their graphs (they are
-# TVM's ONNX frontend's to convert, which the tvm backend tests).  Calls refused
-# (unsupported_call; the table raises NotImplementedError where Relax cannot express them):
+# The registry's operators (dlcfuzz.spec.REGISTRY) with no Relax translation, and why: ``supported``
+# refuses their graphs.  tests/test_operator_record.py fails on an operator neither in OPS nor here.
+NO_RELAX_TRANSLATION: dict[str, str] = {
+    "If": "its branches are subgraphs: the builder writes one straight-line function (TVM's ONNX frontend "
+          "converts If, which the tvm backend tests)",
+    **{f"com.microsoft.{op}": "a Microsoft contrib operator: TVM's ONNX frontend converts it, which the tvm "
+       "backend tests" for op in ("FastGelu", "BiasGelu", "SkipLayerNormalization", "EmbedLayerNormalization",
+                                  "MatMulInteger16", "Attention")},
+}
+# Calls refused (unsupported_call; the table raises NotImplementedError where Relax cannot express them):
 # - RoiAlign with mode=max: ONNX Runtime, whose reading the ONNX reference follows, takes the max
 #   over each sample's four weighted corner values; TVM's roi_align max mode takes the max of the
 #   interpolated samples (0.7 to 1.7 apart on generated calls).

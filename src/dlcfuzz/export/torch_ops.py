@@ -926,6 +926,24 @@ def NonMaxSuppression(boxes, scores, max_output_boxes_per_class=None, iou_thresh
     return torch.stack([sel[:, 0], sel[:, 1], order[sel[:, 0], sel[:, 1], sel[:, 2]]], 1)
 
 
+def Range(start, limit, delta):
+    """start + i * delta for i < max(ceil((limit - start) / delta), 0), in start's type.  The length is
+    read from the values: torch.compile specializes on it (the spec fixes them per graph)."""
+    first, last, step = start.item(), limit.item(), delta.item()
+    n = max(math.ceil((last - first) / step), 0)
+    return start + torch.arange(n, device=start.device).to(start.dtype) * delta
+
+
+def ConstantOfShape(input, *, value=None):
+    """A tensor of ``input``'s values as its shape, filled with ``value`` (written as [[v], dtype name];
+    omitted: a float32 zero).  The shape is read from the values, as Range's length."""
+    shape = []
+    for i in range(input.shape[0]):
+        shape.append(int(input[i]))
+    fill, dtype = (0.0, torch.float32) if value is None else (value[0][0], getattr(torch, value[1]))
+    return torch.full(shape, fill, dtype=dtype, device=input.device)
+
+
 def EyeLike(x, *, dtype=None, k=0):
     rows, cols = x.shape
     diag = (torch.arange(cols, device=x.device).reshape(1, cols)

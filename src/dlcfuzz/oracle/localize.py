@@ -51,6 +51,49 @@ WRAPPING = frozenset({"Add", "Sub", "Mul", "Neg", "Abs", "Pow", "Sum", "ReducePr
 # (int32 ReduceL2 of -52801: its square leaves int32, the reference wraps it, ORT gives 52801)
 THROUGH = {"ReduceL2": "ReduceSumSquare", "ReduceLogSum": "ReduceSum"}
 CASTS = frozenset({"Cast", "CastLike"})
+# The other operators of the registry, classified explicitly (tests/test_operator_record.py checks that
+# every operator is in DISCONTINUOUS or CONTINUOUS, and in WRAPPING or NON_WRAPPING): outputs that move
+# continuously with float inputs, and results that never leave their type's range (selections, copies,
+# float arithmetic, integer operators bounded by their inputs, saturating quantizers).
+_CONTINUOUS = """
+Abs Neg Exp Log Sqrt Reciprocal Sigmoid Tanh Relu Sin Cos Tan Asin Acos Atan Sinh Cosh Asinh Acosh Atanh Erf
+Softplus Softsign Identity HardSwish Not BitwiseNot Mish Gelu IsNaN IsInf HardSigmoid Elu Selu LeakyRelu Celu
+Clip Add Sub Mul Div Pow And Or Xor BitShift BitwiseAnd BitwiseOr BitwiseXor Where Max Min Mean Sum ReduceSum
+ReduceMean ReduceMax ReduceMin ReduceProd ReduceL1 ReduceL2 ReduceSumSquare ReduceLogSumExp ReduceLogSum Reshape
+Transpose Flatten Squeeze Unsqueeze Expand Tile DepthToSpace SpaceToDepth Shape Size Range ConstantOfShape
+EyeLike Concat Split Slice Gather GatherElements GatherND Pad CumSum Trilu ReverseSequence ScatterElements
+ScatterND OneHot Compress Conv ConvTranspose MaxPool AveragePool LpPool GlobalAveragePool GlobalMaxPool
+GlobalLpPool MaxUnpool RoiAlign MaxRoiPool BatchNormalization InstanceNormalization LayerNormalization
+LpNormalization MeanVarianceNormalization RMSNormalization GroupNormalization Gemm MatMul PRelu Softmax
+LogSoftmax Resize Dropout Einsum LRN GridSample AffineGrid Attention DequantizeLinear MatMulInteger ConvInteger
+QLinearMatMul QLinearConv RNN GRU LSTM HannWindow HammingWindow BlackmanWindow Unique NonMaxSuppression
+com.microsoft.FastGelu com.microsoft.BiasGelu com.microsoft.SkipLayerNormalization
+com.microsoft.EmbedLayerNormalization com.microsoft.MatMulInteger16 com.microsoft.Attention
+SplitToSequence+ConcatFromSequence SplitToSequence+SequenceLength SequenceConstruct+SequenceAt
+SequenceConstruct+SequenceLength SequenceConstruct+SequenceInsert+SequenceErase+ConcatFromSequence
+SequenceEmpty+SequenceInsert+SequenceAt Optional+OptionalGetElement Optional+OptionalHasElement If
+"""
+CONTINUOUS = frozenset(_CONTINUOUS.split())
+_NON_WRAPPING = """
+Ceil Floor Round Exp Log Sqrt Reciprocal Sigmoid Tanh Relu Sin Cos Tan Asin Acos Atan Sinh Cosh Asinh Acosh
+Atanh Erf Softplus Softsign Sign Identity HardSwish Not BitwiseNot Mish Gelu IsNaN IsInf HardSigmoid Elu Selu
+LeakyRelu Celu ThresholdedRelu Shrink Clip Cast CastLike Div Mod Equal Greater Less GreaterOrEqual LessOrEqual
+And Or Xor BitShift BitwiseAnd BitwiseOr BitwiseXor Where Max Min Mean ReduceMean ReduceMax ReduceMin ReduceL1
+ReduceLogSumExp ArgMax ArgMin Reshape Transpose Flatten Squeeze Unsqueeze Expand Tile DepthToSpace SpaceToDepth
+Shape Size Range ConstantOfShape EyeLike Concat Split Slice Gather GatherElements GatherND Pad Trilu
+ReverseSequence ScatterElements ScatterND TopK OneHot Compress Conv ConvTranspose MaxPool AveragePool LpPool
+GlobalAveragePool GlobalMaxPool GlobalLpPool MaxUnpool RoiAlign MaxRoiPool BatchNormalization
+InstanceNormalization LayerNormalization LpNormalization MeanVarianceNormalization RMSNormalization
+GroupNormalization PRelu Softmax LogSoftmax Hardmax Resize Dropout LRN GridSample AffineGrid Attention
+QuantizeLinear DequantizeLinear DynamicQuantizeLinear MatMulInteger ConvInteger QLinearMatMul QLinearConv RNN
+GRU LSTM HannWindow HammingWindow BlackmanWindow NonZero Unique NonMaxSuppression com.microsoft.FastGelu
+com.microsoft.BiasGelu com.microsoft.SkipLayerNormalization com.microsoft.EmbedLayerNormalization
+com.microsoft.MatMulInteger16 com.microsoft.Attention SplitToSequence+ConcatFromSequence
+SplitToSequence+SequenceLength SequenceConstruct+SequenceAt SequenceConstruct+SequenceLength
+SequenceConstruct+SequenceInsert+SequenceErase+ConcatFromSequence SequenceEmpty+SequenceInsert+SequenceAt
+Optional+OptionalGetElement Optional+OptionalHasElement If
+"""
+NON_WRAPPING = frozenset(_NON_WRAPPING.split())
 
 
 def exposed(g: Graph) -> Graph:

@@ -217,8 +217,13 @@ class Tester:
             baseline = self.profiles.get(FALLBACK[0])
             for name in self.compilers:
                 if name in self.profiles:
-                    admit = JointProfile(self.profiles[name], baseline) if baseline is not None else self.profiles[name]
-                    self.gens[name] = campaign_generator(cfg, coverage, admit)
+                    # a profile admits only what was probed; a compiler with none yet (nothing probed) gets
+                    # the calls the baseline takes: its targeted tests are its first probes
+                    probed = self.profiles[name] if self.profiles[name].counts else None
+                    admit = (JointProfile(probed, baseline) if probed is not None and baseline is not None
+                             else probed or baseline)
+                    if admit is None or any(admit.admits_op(s.op) for s in cfg.specs):
+                        self.gens[name] = campaign_generator(cfg, coverage, admit)
         self.lock = threading.Lock()
 
     @property
@@ -362,9 +367,10 @@ class Tester:
             backend = self.backends[name]
             if (invalid and not backend.checks_models) or not backend.supports(ops, graph):
                 continue
-            # a compiler expected to decline a valid graph is not run on it: that test would be wasted
+            # a compiler known to decline a valid graph is not run on it: that test would be wasted (one
+            # with keys its profile does not know yet runs: that is how the profile learns them)
             if (self.cfg.targeted and not invalid and name in self.profiles
-                    and not self.profiles[name].admits_graph(graph)):
+                    and self.profiles[name].declines_graph(graph)):
                 continue
             outcomes[name], unconfirmed, seconds = run_confirmed(self.pool, name, test, variants)
             late += unconfirmed
@@ -492,6 +498,7 @@ class Campaign(Driver):
         self._tester: Tester | None = None
         self.allocator = Allocator(cfg.seed)
         self.unprofiled: list[str] = []  # compilers without a profile for their version (to probe)
+        self.unprobed: dict[str, list[str]] = {}  # compiler -> operators its profile never saw (to probe)
         self.warnings: list[str] = []
 
     # -- set-up -------------------------------------------------------------------------------------
@@ -504,7 +511,10 @@ class Campaign(Driver):
     def load_profiles(self) -> None:
         """Each compiler's support profile for its version (and the baseline ORT's, which every targeted
         test must also suit), from the cache or dlcfuzz's package; an empty one to learn from where
-        there is none (``unprofiled``: run ``probe`` to build them)."""
+        there is none (``unprofiled``: run ``probe`` to build them).  A profile admits only what was
+        probed: ``unprobed`` lists, per compiler, the campaign's operators its profile has never seen
+        and the backend does not refuse outright (to probe before a targeted campaign, or they are
+        never generated for it)."""
         names = [b for b in self.backends if b != REFERENCE]
         versions = dict(self.versions)
         if FALLBACK[0] not in versions:
@@ -519,6 +529,10 @@ class Campaign(Driver):
             elif self.cfg.fresh_profiles:
                 got.forget({s.op for s in self.cfg.specs})
             self.profiles[name] = got
+        backends = {name: self.backends.get(name) or load_backend(name) for name in names}
+        self.unprobed = {name: ops for name in names if name not in self.unprofiled and (ops := [
+            op for op in self.profiles[name].unknown_ops([s.op for s in self.cfg.specs])
+            if backends[name].supports({op})])}
 
     def save_profiles(self) -> None:
         """Writes back what this campaign's tests taught the profiles (into the user's cache)."""

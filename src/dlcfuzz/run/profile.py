@@ -30,6 +30,14 @@ crash found while probing is a bug like any other), cached per compiler version 
 folder, and refined online by every campaign: an accepted test credits all its keys, a declined one
 debits the keys of the one node that no accepted test vouches for, when there is exactly one such node
 (among the nodes of the operator the decline names, when it names one).
+
+A profile admits only what was probed: a generator for the compiler (``admits_op``, ``admits``,
+``admits_constant``, ``admits_graph``) writes a key only where some test with it was taken (accepted, or
+failed without a decline: the compiler took it) and none declined it without one taken.  An unknown key
+(an operator, dtype, version or form no test ever carried to the compiler) is a decline until probed.
+The campaign still runs every backend on the tests targeted at the others, skipping only what a profile
+knows it declines (``declines_graph``): that is how unknown keys get probed on their first use, and an
+operator no profile of a target knows is probed before a targeted campaign starts (``unknown_ops``).
 """
 
 from __future__ import annotations
@@ -152,25 +160,47 @@ class SupportProfile:
         a, d, _ = self._seen(op, key)
         return a == 0 and d >= 1
 
+    def _taken(self, op: str, key: str) -> bool:
+        """Probed and taken: some test with the key was accepted, or failed without any decline (the
+        compiler took it: a crash is a finding, not a decline).  An unknown key is not taken."""
+        a, d, f = self._seen(op, key)
+        return a > 0 or (f > 0 and d == 0)
+
     def admits_op(self, op: str) -> bool:
-        """False when every test of the operator was declined."""
-        return not self._declined(op, "*")
+        """Whether some test of the operator was taken (an operator never probed is not admitted)."""
+        return self._taken(op, "*")
 
     def admits(self, node: Node, values: Mapping[str, Value], opset: int | None = None,
                shaped: Collection[str] = ()) -> bool:
-        """Whether the compiler is expected to take ``node`` in a model at ``opset`` (unknown keys are
-        admitted: exploring them is how the profile learns); ``shaped``: constants written as a Shape."""
-        return not any(self._declined(node.op, k) for k in node_keys(node, values, opset, shaped))
+        """Whether the compiler is known to take ``node`` in a model at ``opset``: every key of it was
+        taken in some test (an unknown key is a decline until probed); ``shaped``: constants written
+        as a Shape."""
+        return all(self._taken(node.op, k) for k in node_keys(node, values, opset, shaped))
 
     def admits_constant(self, form: str) -> bool:
         """Whether the compiler takes a constant written as a Constant node holding it in ``form``."""
-        return not self._declined(CONSTANT, "*") and not self._declined(CONSTANT, f"form={form}")
+        return self._taken(CONSTANT, "*") and self._taken(CONSTANT, f"form={form}")
 
     def admits_graph(self, graph: Graph) -> bool:
-        """Whether the compiler is expected to take the graph, and not to hang on it as on a known hang."""
+        """Whether the compiler is known to take the graph (every key of every node probed and taken),
+        and not to hang on it as on a known hang."""
         shaped = shaped_constants(graph)
         return all(self.admits(n, graph.values, graph.opset, shaped) for n in graph.nodes) and all(
             self.admits_constant(form) for form in constant_forms_of(graph)) and not self.hangs_on(graph)
+
+    def declines_graph(self, graph: Graph) -> bool:
+        """Whether the compiler is known to decline the graph (a key of it declined, never taken) or to
+        hang on it: a campaign does not run it there.  Unknown keys are not declines here: running a
+        test targeted at another compiler is how this one's profile learns them."""
+        shaped = shaped_constants(graph)
+        return any(self._declined(n.op, k) for n in graph.nodes
+                   for k in node_keys(n, graph.values, graph.opset, shaped)) or any(
+            self._declined(CONSTANT, k) for form in constant_forms_of(graph) for k in ("*", f"form={form}")
+        ) or self.hangs_on(graph)
+
+    def unknown_ops(self, ops: Collection[str]) -> list[str]:
+        """The operators among ``ops`` that no test ever carried to this compiler (to probe)."""
+        return sorted(op for op in ops if op not in self.counts or not any(self._seen(op, "*")))
 
     def hangs_on(self, graph: Graph) -> bool:
         """Whether the graph holds every node of a known hang's reduced case, each with all of its keys
@@ -227,6 +257,17 @@ class SupportProfile:
 
     def _count(self, op: str, key: str) -> list[int]:
         return self.counts.setdefault(op, {}).setdefault(key, [0, 0, 0])
+
+    def merged(self, other: SupportProfile) -> SupportProfile:
+        """This profile with ``other``'s counts added (sound for one compiler version: a key is declined
+        only where no test of either was taken), and both's hangs."""
+        counts = {op: {k: list(c) for k, c in keys.items()} for op, keys in self.counts.items()}
+        for op, keys in other.counts.items():
+            for k, c in keys.items():
+                mine = counts.setdefault(op, {}).setdefault(k, [0, 0, 0])
+                mine[:] = [a + b for a, b in zip(mine, c, strict=True)]
+        return SupportProfile(self.backend, self.version, counts,
+                              self.hangs + [h for h in other.hangs if h not in self.hangs])
 
     def forget(self, ops: set[str]) -> None:
         """Drops what is known of ``ops`` (probing them again)."""

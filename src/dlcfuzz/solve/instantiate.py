@@ -386,15 +386,16 @@ class Instantiator:
         out_ivs = output_intervals(spec.op, self._ivs, c.ins, node.attrs, outs)
         values = [Value(self._name(), t, NODE_KIND) for t in outs]
         node.outputs = [v.name for v in values]
-        if self.admit is not None and not self._admitted(node):
+        if self.admit is not None and not self._admitted(node, values):
             raise EmptyDomain(f"{spec.op}: the target compiler declines this call")
         return Proposal(spec, node, self._staged, values, out_ivs, c, self._forms, self._shapes)
 
-    def _admitted(self, node: Node) -> bool:
-        """Whether the target takes the call; where it declines the call with some constant-like
-        inputs taken at run time, the call with all of them constant is offered instead."""
+    def _admitted(self, node: Node, outputs: list[Value]) -> bool:
+        """Whether the target takes the call (its results' types too: the profile keys them); where it
+        declines the call with some constant-like inputs taken at run time, the call with all of them
+        constant is offered instead."""
         assert self.admit is not None
-        values = ChainMap({v.name: v for v, _ in self._staged}, self.g.values)
+        values = ChainMap({v.name: v for v, _ in self._staged}, {v.name: v for v in outputs}, self.g.values)
         if self.admit.admits(node, values, self.lim.opset, self._shapes):
             return True
         if self._shapes:  # declined with constants written as a Shape: offered with them as constants

@@ -1656,7 +1656,8 @@ def _quantize(c: Call) -> list[Iv]:
     s = c.ivs[1]
     if s is None or s[0] <= 0 or not finite(c.x):
         return [(c.n.lo, c.n.hi)]
-    q = hull(*[x / y for x in c.x for y in s])
+    ends = [x / y for x in c.x for y in s]
+    q = (min(ends), max(ends))
     return [_saturate(widen(q, num(c.types[0].dtype), 8), _iv(c, 2), c.n)]  # type: ignore[union-attr]
 
 
@@ -2018,3 +2019,26 @@ def _d_ms_attention(slot, n, numel, c, ivs):
 
 CONTEXTUAL = CONTEXTUAL | {MS + op for op in ("SkipLayerNormalization", "EmbedLayerNormalization", "MatMulInteger16",
                                               "Attention")}
+
+# ---------------------------------------------------------------------------------------------
+# The registry's operators, each classified (tests/test_operator_record.py checks that every one is)
+# ---------------------------------------------------------------------------------------------
+# Operators without a transfer function, and why: their outputs get the type's whole range (unknown
+# for floats, which no float slot accepts, so they would end every graph).  None today.
+NO_TRANSFER: dict[str, str] = {}
+# Operators that need no input domain: every finite input gives a finite, defined output within the
+# type (selections, comparisons, bounded or monotone-in-range functions, integer operators that cannot
+# overflow).  Float slots still require finite values.  Every operator is in DOMAINS or here.
+_NO_DOMAIN = """
+Abs Neg Ceil Floor Round Sigmoid Tanh Relu Sin Cos Tan Atan Erf Softsign Sign Identity Not BitwiseNot Mish Gelu
+IsNaN IsInf ThresholdedRelu Clip Cast CastLike Equal Greater Less GreaterOrEqual LessOrEqual And Or Xor
+BitwiseAnd BitwiseOr BitwiseXor Where Max Min ReduceMax ReduceMin ArgMax ArgMin Reshape Transpose Flatten
+Squeeze Unsqueeze Expand Tile DepthToSpace SpaceToDepth Shape Size Range ConstantOfShape EyeLike Concat Split
+Slice Gather GatherElements GatherND Pad Trilu ReverseSequence TopK OneHot Compress MaxPool GlobalMaxPool
+MaxUnpool MaxRoiPool Softmax Hardmax Dropout QuantizeLinear MatMulInteger ConvInteger HannWindow HammingWindow
+BlackmanWindow NonZero Unique NonMaxSuppression SplitToSequence+ConcatFromSequence
+SplitToSequence+SequenceLength SequenceConstruct+SequenceAt SequenceConstruct+SequenceLength
+SequenceConstruct+SequenceInsert+SequenceErase+ConcatFromSequence SequenceEmpty+SequenceInsert+SequenceAt
+Optional+OptionalGetElement Optional+OptionalHasElement If
+"""
+NO_DOMAIN = frozenset(_NO_DOMAIN.split())

@@ -1,0 +1,74 @@
+"""The share of ``dlcfuzz gen --for BACKEND`` graphs that the backend itself takes: its ``supports(ops, graph)``
+and the writer it reads (ONNX for the ONNX importers, the torch exporter for Inductor).  A profile that admits
+only what was probed gives 100% for every backend.
+
+    python benchmarks/gen_for_acceptance.py -n 100 --ops 10:10 [--backends ort,tvm,openvino,inductor,iree]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+from dlcfuzz.backends import load_backend
+from dlcfuzz.cli import main as dlcfuzz
+from dlcfuzz.ir import Graph
+
+DEFAULT = ("ort", "tvm", "openvino", "inductor", "iree")
+
+
+def refusal(backend: str, g: Graph) -> str | None:
+    """Why the backend (or the writer it reads) cannot take the graph, or None."""
+    b = load_backend(backend)
+    if not b.supports({n.op for n in g.nodes}, g):
+        if backend == "inductor":
+            from dlcfuzz.export.torch import unsupported
+
+            return unsupported(g) or "supports() is False"
+        bad = sorted(op for op in {n.op for n in g.nodes} if not b.supports({op}))
+        return f"supports() is False ({', '.join(bad) or 'a call of the graph'})"
+    from dlcfuzz.export.onnx import to_bytes
+
+    to_bytes(g)
+    if backend == "inductor":
+        from dlcfuzz.export.torch import to_torch_source
+
+        to_torch_source(g)
+    return None
+
+
+def measure(backend: str, n: int, ops: str, seed: int) -> tuple[int, Counter[str]]:
+    """(graphs taken, why the others were not) of n graphs from ``gen --for backend``."""
+    with tempfile.TemporaryDirectory() as tmp:
+        dlcfuzz(["gen", "--for", backend, "-n", str(n), "--ops", ops, "--seed", str(seed), "--out", tmp])
+        why: Counter[str] = Counter()
+        taken = 0
+        for path in sorted(Path(tmp).glob("g*.json")):
+            reason = refusal(backend, Graph.from_json(path.read_text()))
+            if reason is None:
+                taken += 1
+            else:
+                why[reason.split(" (value")[0]] += 1
+        return taken, why
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("-n", type=int, default=100)
+    p.add_argument("--ops", default="10:10")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--backends", default=",".join(DEFAULT))
+    args = p.parse_args()
+    result = {}
+    for backend in args.backends.split(","):
+        taken, why = measure(backend, args.n, args.ops, args.seed)
+        result[backend] = {"taken": taken, "of": args.n, "why_not": dict(why.most_common(8))}
+        print(f"{backend}: {taken}/{args.n} taken; {dict(why.most_common(8))}", flush=True)
+    print(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()
