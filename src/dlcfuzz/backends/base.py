@@ -122,7 +122,16 @@ class Backend:
 
     def supports(self, ops: set[str], graph: Any = None) -> bool:
         """Whether the backend can be tried on a graph with these operator types (and, when
-        given, this dlcfuzz Graph) at all."""
+        given, this dlcfuzz Graph) at all.
+
+        Without a graph the question is about the operators alone: False only when one of them is
+        refused whatever graph it is in (no translation, outside the backend's profile), so that the
+        operators a campaign generates from (the CLI's ``_supported_specs``) keep every one some graph could
+        reach the backend with.  Checks that need types, attributes or the graph's form are the
+        graph's, never a reason to refuse for want of one: ``supports(ops, g)`` implies
+        ``supports(ops)`` (``tests/test_e2e.py`` checks it for every built-in backend).  The
+        reference is the one exception: it is a baseline to trust, not a compiler under test, and
+        without the graph it refuses the operators whose features it could not check."""
         return True
 
     # Set by the worker: ``step(text)`` announces a step within the current phase (a pass), so that

@@ -126,9 +126,11 @@ class TvmRelaxBackend(Backend):
         return out
 
     def supports(self, ops: set[str], graph=None) -> bool:
-        from dlcfuzz.export.relax import supported
+        """Without the graph, whether every operator has a Relax translation (a dtype or form Relax
+        refuses is a property of a graph's call, asked when the graph is given)."""
+        from dlcfuzz.export.relax import supported, untranslated
 
-        return graph is not None and supported(graph) is None
+        return supported(graph) is None if graph is not None else not untranslated(ops)
 
     def load(self, test: Test) -> Imported:
         from dlcfuzz.export.relax import rewrite, to_relax

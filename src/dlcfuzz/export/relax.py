@@ -49,10 +49,16 @@ def random_layout(g: Graph, rng: random.Random, split_rate: float = 0.5, dataflo
     return Layout(cuts, [rng.random() < dataflow_rate for _ in range(len(cuts) + 2)])
 
 
+def untranslated(ops: set[str]) -> list[str]:
+    """The operators among ``ops`` that the table has no Relax translation for: a graph with one of
+    them is refused whatever its types and attributes."""
+    return sorted(set(ops) - OPS.keys())
+
+
 def supported(g: Graph) -> str | None:
     """Why the graph cannot be written as Relax and run by TVM (None: it can): an operator the
     table lacks, or a call it refuses (a dtype TVM has no kernel for, a form Relax cannot express)."""
-    missing = sorted({n.op for n in g.nodes} - OPS.keys())
+    missing = untranslated({n.op for n in g.nodes})
     if missing:
         return f"no Relax translation for {', '.join(missing)}"
     for n in g.nodes:

@@ -176,7 +176,9 @@ class InstanceRunner:
             onnx_model = exported if self.cfg.via_onnx and isinstance(exported, bytes) else None
         if expected is None:
             return _discarded(inst, "no library outputs", t_start)
-        under_test = [n for n in self.backends if n in self.cfg.backends]
+        # the library's own run is each torch instance's pre-check and reference, never a frontend under
+        # test: named in --backends, it runs that way (fed the ONNX export, it raised a false crash bug)
+        under_test = [n for n in self.backends if n in self.cfg.backends and n != LIBRARY]
         export = None
         if inst.library == TORCH and onnx_model is not None and any(n not in TORCH_FRONTENDS for n in under_test):
             export = self._run_export(Test(onnx_model, "", inst.inputs))
@@ -316,10 +318,10 @@ class Migration(Driver):
         return {"source": str(path), "instances": n, "operators": ops, "skipped": {}}
 
     def start_backends(self) -> None:
-        needed = list(self.cfg.backends)
+        needed = [n for n in self.cfg.backends if n != LIBRARY]
         if any(i.library == TORCH for i in self._peek()):
             needed.insert(0, LIBRARY)
-            if self.cfg.via_onnx and any(n not in TORCH_FRONTENDS for n in self.cfg.backends):
+            if self.cfg.via_onnx and any(n not in TORCH_FRONTENDS for n in needed[1:]):
                 needed += [b for b, _ in EXPORT_BASELINES if b not in needed]  # to check each export
         self._start(needed)
 
