@@ -22,8 +22,8 @@ import numpy as np
 from dlcfuzz.backends.base import Backend, Test, Variant, without
 from dlcfuzz.export.onnx import checker_error, to_onnx
 from dlcfuzz.ir import DTYPE_OF_CODE, ONNX_CODE, Graph, op_identity
+from dlcfuzz.ir.dtypes import element_type_name, onnx_type_name
 from dlcfuzz.ir.hints import feed_array
-from dlcfuzz.solve.types import element_type_name, onnx_type_name
 
 PROVIDER = "CPUExecutionProvider"
 

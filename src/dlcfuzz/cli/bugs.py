@@ -43,7 +43,7 @@ def bug_summary(folder: Path) -> str:
         per_backend = Counter(b["backend"] for b in store.bugs("compiler"))
         other = store.categories()
         merged = store.merged()
-        declines = store.db.execute("SELECT COUNT(*) FROM outcomes WHERE unsupported = 1").fetchone()[0]
+        declines = store.declines()
     finally:
         store.close()
     listed = ", ".join(f"{b} {n}" for b, n in sorted(per_backend.items())) or "none"
@@ -85,8 +85,7 @@ def _unclassified(folder: Path) -> int:
 
     store = _open_store(folder)
     try:
-        rows = store.db.execute("SELECT backend, phase, error FROM outcomes WHERE status != 'ok' AND "
-                                "status != 'skipped' AND unsupported = 0").fetchall()
+        rows = store.unclassified_errors()
     finally:
         store.close()
     counts = Counter((b, ph, normalize(e, lines=1)) for b, ph, e in rows)

@@ -19,7 +19,18 @@ import onnx.defs
 from onnx import helper, numpy_helper
 
 from dlcfuzz import __version__
-from dlcfuzz.ir import CONST_KIND, NODE_KIND, ONNX_CODE, SHAPE_FORM, Graph, TensorType, Value, op_identity
+from dlcfuzz.ir import (
+    CONST_KIND,
+    CONSTANT_FORMS,  # noqa: F401 (re-exported: the writer's readers find it here)
+    NODE_KIND,
+    ONNX_CODE,
+    SHAPE_FORM,
+    Graph,
+    TensorType,
+    Value,
+    constant_forms,
+    op_identity,
+)
 
 DEFAULT_OPSET = 17
 # ONNX Runtime 1.31 accepts IR <= 13 and opset <= 26 (with no kernel for a few opset-22 versions:
@@ -41,23 +52,6 @@ def _attr(v):
     if isinstance(v, np.ndarray):
         return numpy_helper.from_array(v)
     return v
-
-
-# the attributes a Constant node holds its value in (value_float(s) and value_int(s) since opset 12)
-CONSTANT_FORMS = ("value", "value_float", "value_floats", "value_int", "value_ints")
-
-
-def constant_forms(t: TensorType) -> tuple[str, ...]:
-    """The Constant attributes that can hold a constant of type ``t``: ``value`` (any tensor), and for
-    float32 / int64 scalars and 1-D tensors (non-empty: an empty list attribute is no value) the
-    typed forms, which hold exactly those types."""
-    forms = ["value"]
-    if t.rank == 0 or (t.rank == 1 and t.numel > 0):
-        if t.dtype == "float32":
-            forms.append("value_float" if t.rank == 0 else "value_floats")
-        elif t.dtype == "int64":
-            forms.append("value_int" if t.rank == 0 else "value_ints")
-    return tuple(forms)
 
 
 # a 1-D int64 constant that is (a slice of) the shape of a runtime tensor may be written as that tensor's

@@ -13,6 +13,7 @@ from dlcfuzz.ir.dtypes import (
 )
 from dlcfuzz.ir.graph import (
     CONST_KIND,
+    CONSTANT_FORMS,
     DEFAULT_DOMAINS,
     INPUT_KIND,
     NODE_KIND,
@@ -22,11 +23,13 @@ from dlcfuzz.ir.graph import (
     Node,
     TensorType,
     Value,
+    constant_forms,
     op_identity,
     op_name,
 )
 
 __all__ = [
+    "CONSTANT_FORMS",
     "CONST_KIND",
     "DEFAULT_DOMAINS",
     "DTYPES",
@@ -45,6 +48,7 @@ __all__ = [
     "Node",
     "TensorType",
     "Value",
+    "constant_forms",
     "np_dtype",
     "op_identity",
     "op_name",

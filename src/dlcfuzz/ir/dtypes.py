@@ -27,6 +27,29 @@ ONNX_CODE = {
 DTYPE_OF_CODE = {v: k for k, v in ONNX_CODE.items()}
 
 
+_ONNX_TO_NP = {
+    "float": "float32", "double": "float64", "float16": "float16", "int8": "int8", "int16": "int16",
+    "int32": "int32", "int64": "int64", "uint8": "uint8", "uint16": "uint16", "uint32": "uint32",
+    "uint64": "uint64", "bool": "bool",
+}
+
+
+def onnx_type_name(type_str: str) -> str | None:
+    """An ONNX schema's type string as an element type name: 'tensor(float)' -> 'float32'; None for types
+    dlcfuzz does not generate."""
+    if type_str.startswith("tensor(") and type_str.endswith(")"):
+        return _ONNX_TO_NP.get(type_str[7:-1])
+    return None
+
+
+def element_type_name(type_str: str) -> str | None:
+    """The element type of a tensor, sequence or optional type: 'seq(tensor(float))' -> 'float32'."""
+    for wrapper in ("optional(", "seq("):
+        if type_str.startswith(wrapper) and type_str.endswith(")"):
+            type_str = type_str[len(wrapper):-1]
+    return onnx_type_name(type_str)
+
+
 def np_dtype(name: str) -> np.dtype:
     """The numpy dtype of an element type name."""
     try:

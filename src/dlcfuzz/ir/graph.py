@@ -89,6 +89,21 @@ INPUT_KIND, CONST_KIND, NODE_KIND = "input", "const", "node"
 # how a constant is written in the model besides an initializer (``meta["constant_nodes"]``): a Constant
 # node's attribute, or this form, the Shape of the tensor ``meta["shape_of"]`` names (export/onnx.py)
 SHAPE_FORM = "shape"
+# the attributes a Constant node holds its value in (value_float(s) and value_int(s) since opset 12)
+CONSTANT_FORMS = ("value", "value_float", "value_floats", "value_int", "value_ints")
+
+
+def constant_forms(t: TensorType) -> tuple[str, ...]:
+    """The Constant attributes that can hold a constant of type ``t``: ``value`` (any tensor), and for
+    float32 / int64 scalars and 1-D tensors (non-empty: an empty list attribute is no value) the
+    typed forms, which hold exactly those types."""
+    forms = ["value"]
+    if t.rank == 0 or (t.rank == 1 and t.numel > 0):
+        if t.dtype == "float32":
+            forms.append("value_float" if t.rank == 0 else "value_floats")
+        elif t.dtype == "int64":
+            forms.append("value_int" if t.rank == 0 else "value_ints")
+    return tuple(forms)
 
 
 @dataclass(slots=True)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import math
-import sqlite3
 import statistics
 import time
 from collections.abc import Sequence
@@ -21,6 +20,7 @@ from pathlib import Path
 
 from dlcfuzz.migrate.instances import Instance
 from dlcfuzz.migrate.prioritize import COVERAGE_STRATEGIES, STRATEGIES, prioritize
+from dlcfuzz.run.store import StoreReader
 
 ALL = "all"  # the column of every backend's bugs together
 REPEATED = ("random", "fast")  # the strategies whose order depends on the seed
@@ -76,10 +76,6 @@ class Campaign:
     coverage_backends: list[str] = field(default_factory=list)
 
 
-def _columns(db: sqlite3.Connection, table: str) -> set[str]:
-    return {r[1] for r in db.execute(f"PRAGMA table_info({table})")}
-
-
 def load_campaign(folder: Path, library: str | None = None) -> Campaign:
     """Reads ``folder/campaign.sqlite``: tables ``instances`` (as in instances.SCHEMA), ``tests`` (id =
     instance id, seconds, valid), ``findings`` (test_id, signature, backend, ...), ``bugs`` and, if
@@ -89,30 +85,21 @@ def load_campaign(folder: Path, library: str | None = None) -> Campaign:
     path = Path(folder) / "campaign.sqlite"
     if not path.is_file():
         raise FileNotFoundError(f"no campaign database at {path}")
-    db = sqlite3.connect(path)
+    store = StoreReader(Path(folder))
     try:
-        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        missing = {"instances", "tests", "findings"} - tables
+        missing = {"instances", "tests", "findings"} - store.tables
         if missing:
             raise ValueError(f"{path} is not a migration campaign (missing tables: {', '.join(sorted(missing))})")
-        cols = _columns(db, "tests")
-        secs = "seconds" if "seconds" in cols else "0.0"
-        valid = "valid" if "valid" in cols else "1"
         seconds: dict[int, float] = {}
         valids: dict[int, bool] = {}
-        for tid, s, v in db.execute(f"SELECT id, {secs}, {valid} FROM tests"):
+        for tid, s, v in store.test_times():
             seconds[int(tid)] = float(s or 0.0)
             valids[int(tid)] = bool(v)
         instances = [Instance(r[1], r[2], r[3], r[4], json.loads(r[5]), json.loads(r[6]), b"", id=int(r[0]))
-                     for r in db.execute("SELECT id, library, op, source, provenance, params, tensors FROM instances "
-                                         "WHERE id IN (SELECT id FROM tests) ORDER BY id")]
-        backends: set[str] = set()
-        for table in ("bugs", "outcomes"):
-            if table in tables and "backend" in _columns(db, table):
-                backends.update(r[0] for r in db.execute(f"SELECT DISTINCT backend FROM {table}"))
+                     for r in store.executed_instances()]
+        backends = store.backends_seen()
         detects: dict[str, dict[int, set[str]]] = {ALL: {}}
-        for tid, sig, backend in db.execute("SELECT test_id, signature, backend FROM findings "
-                                            "WHERE test_id IN (SELECT id FROM tests)"):
+        for tid, sig, backend in store.executed_findings():
             backends.add(backend)
             detects.setdefault(backend, {}).setdefault(int(tid), set()).add(sig)
             detects[ALL].setdefault(int(tid), set()).add(f"{backend}/{sig}")
@@ -120,13 +107,11 @@ def load_campaign(folder: Path, library: str | None = None) -> Campaign:
             detects.setdefault(b, {})
         coverage: dict[int, set[str]] = {}
         cov_backends: set[str] = set()
-        if "frontend_coverage" in tables:
-            for tid, backend, lines in db.execute("SELECT test_id, backend, lines FROM frontend_coverage "
-                                                  "WHERE test_id IN (SELECT id FROM tests)"):
-                cov_backends.add(backend)
-                coverage.setdefault(int(tid), set()).update(x for x in (lines or "").split("\n") if x)
+        for tid, backend, lines in store.executed_frontend_coverage():
+            cov_backends.add(backend)
+            coverage.setdefault(int(tid), set()).update(x for x in (lines or "").split("\n") if x)
     finally:
-        db.close()
+        store.close()
     if library is not None:
         instances = [i for i in instances if i.library == library]
         keep = {i.id for i in instances}

@@ -301,8 +301,7 @@ class Migration(Driver):
     def _forget(self, source: str) -> None:
         """Drops the instances a cut-short harvest of ``source`` left (none of them has run yet)."""
         tag = "pytest" if Path(source).suffix == ".sqlite" else source
-        self.instances.db.execute("DELETE FROM instances WHERE source = ? AND id NOT IN (SELECT id FROM tests)",
-                                  (tag,))
+        self.instances.forget_unrun(tag)
 
     def _copy_recorded(self, path: Path) -> dict:
         if not path.is_file():
@@ -346,8 +345,7 @@ class Migration(Driver):
                              "give --coverage-from CAMPAIGN (a migration run with --measure-coverage)")
         other = Store(folder)
         try:
-            rows = other.db.execute("SELECT i.source, i.provenance, c.lines FROM frontend_coverage c "
-                                    "JOIN instances i ON i.id = c.test_id").fetchall()
+            rows = other.migrated_frontend_coverage()
         finally:
             other.close()
         by_key: dict[tuple[str, str], set[str]] = {}
@@ -441,7 +439,7 @@ class Migration(Driver):
         cfg = self.cfg
         if not self.backends:
             self.start_backends()
-        done = {r[0] for r in self.store.db.execute("SELECT id FROM tests")}
+        done = self.store.test_ids()
         todo = [i for i in (self.order() if order is None else order) if i not in done]
         if cfg.max_tests is not None:
             todo = todo[:max(0, cfg.max_tests - len(done))]
@@ -530,22 +528,18 @@ def migrated_title(f: Finding, op: str, conversion: str) -> str:
 def summary(folder: Path) -> dict:
     """What a migration campaign harvested, ran and found (for the CLI and the closing notes)."""
     store = Store(folder)
+    instances = InstanceSet(folder / "campaign.sqlite")
     try:
-        q = store.db.execute
         harvested = store.get_meta("harvest") or {}
-        discarded = dict(q("SELECT substr(baseline, 12), COUNT(*) FROM tests WHERE valid = 0 GROUP BY 1 "
-                           "ORDER BY 2 DESC").fetchall())
-        # every category, as listed: a bug merged into another's root cause is not counted
-        per_backend = dict(q("SELECT backend, COUNT(*) FROM bugs WHERE same_as = '' GROUP BY backend").fetchall())
-        unsupported = dict(q("SELECT backend, COUNT(*) FROM outcomes WHERE unsupported = 1 GROUP BY backend"))
-        return {"harvested": harvested, "instances": q("SELECT COUNT(*) FROM instances").fetchone()[0],
-                "operators": q("SELECT COUNT(DISTINCT op) FROM instances").fetchone()[0],
-                "tests": q("SELECT COUNT(*) FROM tests WHERE valid = 1").fetchone()[0],
+        discarded = store.discarded_by_reason()
+        return {"harvested": harvested, "instances": len(instances), "operators": instances.operators(),
+                "tests": store.valid_tests(),
                 "discarded": sum(discarded.values()), "discarded_reasons": discarded,
-                "unsupported": unsupported, "bugs": per_backend,
-                "known_upstream": q("SELECT COUNT(*) FROM findings WHERE signature NOT IN "
-                                    "(SELECT signature FROM bugs)").fetchone()[0]}
+                # every category, as listed: a bug merged into another's root cause is not counted
+                "unsupported": store.declines_per_backend(), "bugs": store.listed_bugs_per_backend(),
+                "known_upstream": store.known_upstream_findings()}
     finally:
+        instances.close()
         store.close()
 
 

@@ -120,6 +120,15 @@ class InstanceSet:
             raise
         return n
 
+    def forget_unrun(self, source: str) -> None:
+        """Drops the instances of ``source`` that no test ran (in a campaign's store, whose ``tests``
+        table lies beside them): what a cut-short harvest left."""
+        self.db.execute("DELETE FROM instances WHERE source = ? AND id NOT IN (SELECT id FROM tests)", (source,))
+
+    def operators(self) -> int:
+        """How many distinct operators the instances cover."""
+        return self.db.execute("SELECT COUNT(DISTINCT op) FROM instances").fetchone()[0]
+
     def __len__(self) -> int:
         return self.db.execute("SELECT COUNT(*) FROM instances").fetchone()[0]
 

@@ -1,19 +1,20 @@
 """Everything the report shows, read from a campaign folder without writing to it.
 
-The store is opened read-only (``mode=ro``), so a report can be made while the campaign runs
-and never creates or migrates anything in the folder; tables a campaign of an older or other
+The store is opened read-only (``run.store.StoreReader``), so a report can be made while the campaign
+runs and never creates or migrates anything in the folder; tables a campaign of an older or other
 kind lacks read as empty.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import sqlite3
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from dlcfuzz.run.store import StoreError, StoreReader
 
 
 class ReportError(Exception):
@@ -93,91 +94,50 @@ def _read_json(path: Path) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else {"note": str(value)}
 
 
-def connect(folder: Path) -> sqlite3.Connection:
-    db_path = folder / "campaign.sqlite"
-    if not db_path.is_file():
-        raise ReportError(f"{folder} is not a campaign folder (no campaign.sqlite)")
-    uri = db_path.resolve().as_uri()
-    try:
-        return _open(f"{uri}?mode=ro")
-    except sqlite3.Error as e:
-        first = e
-    try:  # a WAL database in a folder we may not write (an archived campaign): read it as it is on disk
-        return _open(f"{uri}?mode=ro&immutable=1")
-    except sqlite3.Error:
-        raise ReportError(f"cannot read {db_path}: {first}") from None
-
-
-def _open(uri: str) -> sqlite3.Connection:
-    db = sqlite3.connect(uri, uri=True)
-    try:
-        db.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
-    except sqlite3.Error:
-        db.close()
-        raise
-    return db
-
-
 def load(folder: Path) -> CampaignData:
-    db = connect(folder)
     try:
-        return _load(folder, db)
+        store = StoreReader(folder)
+    except StoreError as e:
+        raise ReportError(str(e)) from None
+    try:
+        return _load(folder, store)
     except sqlite3.Error as e:
         raise ReportError(f"cannot read {folder / 'campaign.sqlite'}: {e}") from None
     finally:
-        db.close()
+        store.close()
 
 
-def _load(folder: Path, db: sqlite3.Connection) -> CampaignData:
-    tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    q = db.execute
-    meta = {k: _json(v) for k, v in q("SELECT key, value FROM meta")} if "meta" in tables else {}
+def _load(folder: Path, store: StoreReader) -> CampaignData:
+    meta = {k: _json(v) for k, v in store.meta().items()}
     config = meta.pop("config", {})
     if not isinstance(config, dict):
         config = {}
-    tests = []
-    if "tests" in tables:
-        for id_, ops, baseline, finite, valid, finished, seconds in q(
-                "SELECT id, ops, baseline, finite, valid, finished, seconds FROM tests ORDER BY id"):
-            tests.append(TestRow(id_, [o for o in ops.split(",") if o], baseline, bool(finite), bool(valid),
-                                 finished, seconds))
+    tests = [TestRow(id_, [o for o in ops.split(",") if o], baseline, bool(finite), bool(valid), finished, seconds)
+             for id_, ops, baseline, finite, valid, finished, seconds in store.tests()]
     bugs = []
-    if "bugs" in tables:
-        db.row_factory = sqlite3.Row
-        rows = list(q("SELECT * FROM bugs ORDER BY first_seen, signature"))
-        db.row_factory = None
-        for r in rows:
-            keys = r.keys()
-            if "same_as" in keys and r["same_as"]:  # merged into another bug's root cause
-                continue
-            b = BugRow(r["signature"], r["oracle"], r["kind"], r["backend"], r["variant"], r["phase"], r["title"],
-                       _category(r), r["first_test"], r["hits"], r["dir"] or f"bugs/{r['signature']}",
-                       r["first_seen"])
-            bundle = folder / b.dir
-            b.known = _read_json(bundle / "known.json")
-            if b.known is None and "known" in keys and r["known"]:
-                b.known = _json(r["known"]) if isinstance(r["known"], str) else {}
-                if not isinstance(b.known, dict):
-                    b.known = {"note": str(b.known)}
-            b.reduction = _read_json(bundle / "reduction.json")
-            bugs.append(b)
+    for r in store.bug_rows():
+        keys = r.keys()
+        if "same_as" in keys and r["same_as"]:  # merged into another bug's root cause
+            continue
+        b = BugRow(r["signature"], r["oracle"], r["kind"], r["backend"], r["variant"], r["phase"], r["title"],
+                   _category(r), r["first_test"], r["hits"], r["dir"] or f"bugs/{r['signature']}",
+                   r["first_seen"])
+        bundle = folder / b.dir
+        b.known = _read_json(bundle / "known.json")
+        if b.known is None and "known" in keys and r["known"]:
+            b.known = _json(r["known"]) if isinstance(r["known"], str) else {}
+            if not isinstance(b.known, dict):
+                b.known = {"note": str(b.known)}
+        b.reduction = _read_json(bundle / "reduction.json")
+        bugs.append(b)
     coverage: dict[str, list[int]] = {}
-    if "coverage" in tables:
-        for criterion, test_id in q("SELECT criterion, test_id FROM coverage ORDER BY test_id"):
-            coverage.setdefault(criterion, []).append(test_id)
+    for criterion, test_id in store.first_coverage():
+        coverage.setdefault(criterion, []).append(test_id)
     outcomes: dict[str, Counter] = {}
-    if "outcomes" in tables:
-        for backend, status, unsupported, n in q(
-                "SELECT backend, status, unsupported, COUNT(*) FROM outcomes GROUP BY 1, 2, 3"):
-            outcomes.setdefault(backend, Counter())["unsupported" if unsupported else status] += n
-    known_findings: Counter = Counter()
-    if "findings" in tables and "bugs" in tables:
-        known_findings.update(dict(q("SELECT backend, COUNT(*) FROM findings WHERE signature NOT IN "
-                                     "(SELECT signature FROM bugs) GROUP BY backend")))
-    instances = None
-    if "instances" in tables:
-        with contextlib.suppress(sqlite3.Error):
-            instances = q("SELECT COUNT(*), COUNT(DISTINCT op) FROM instances").fetchone()
+    for backend, status, unsupported, n in store.outcome_counts():
+        outcomes.setdefault(backend, Counter())["unsupported" if unsupported else status] += n
+    known_findings: Counter = Counter(store.known_upstream_findings_per_backend())
+    instances = store.instance_counts()
     data = CampaignData(folder, config, meta, tests, bugs, coverage, outcomes, known_findings, instances)
     data.versions = _versions(data)
     return data

@@ -707,7 +707,7 @@ class Campaign(Driver):
 
     def _ids(self):
         """Tests not yet committed: gaps left by a killed run first, then new ones."""
-        have = {r[0] for r in self.store.db.execute("SELECT id FROM tests")}
+        have = self.store.test_ids()
         top = max(have, default=-1)
         gaps = [i for i in range(top + 1) if i not in have]
         limit = self.cfg.max_tests
@@ -767,5 +767,3 @@ def campaign_generator(cfg: CampaignConfig, coverage: Coverage | None, admit: Ad
 def _checker_error(g: Graph) -> str | None:
     """The driver's validity check (the ONNX checker only: ONNX Runtime could crash the driver)."""
     return checker_error(to_onnx(g))
-
-

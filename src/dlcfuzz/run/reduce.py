@@ -106,6 +106,7 @@ from dlcfuzz.oracle.judge import baseline_chain
 from dlcfuzz.oracle.localize import exposed, first_divergence
 from dlcfuzz.run.bugreport import write_report
 from dlcfuzz.run.dedup import graph_signature, named_nodes, normalize, producer, title
+from dlcfuzz.run.store import StoreError, StoreReader
 from dlcfuzz.run.worker import PhaseLimits, WorkerDied, WorkerPool
 from dlcfuzz.solve import GenOptions
 from dlcfuzz.solve.types import input_type_vars
@@ -263,18 +264,18 @@ def write_reduction(folder: Path, result: ReductionResult) -> None:
 
 def _campaign_tolerances(folder: Path) -> dict[str, tuple[float, float]]:
     """The tolerances of the campaign a bundle came from (``<campaign>/bugs/<sig>``), if readable."""
-    db = folder.parent.parent / "campaign.sqlite"
-    if not db.is_file():
+    campaign = folder.parent.parent
+    if not (campaign / "campaign.sqlite").is_file():
         return {}
     try:
-        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        store = StoreReader(campaign)
         try:
-            row = con.execute("SELECT value FROM meta WHERE key='config'").fetchone()
+            config = store.meta_value("config")
         finally:
-            con.close()
-        tol = json.loads(row[0]).get("tolerances", {}) if row else {}
+            store.close()
+        tol = json.loads(config).get("tolerances", {}) if config else {}
         return {k: tuple(v) for k, v in tol.items()}
-    except (sqlite3.Error, ValueError, TypeError, AttributeError):
+    except (StoreError, sqlite3.Error, ValueError, TypeError, AttributeError):
         return {}
 
 

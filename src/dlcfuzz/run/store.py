@@ -197,6 +197,49 @@ class Store:
         """Bugs merged into another's root cause."""
         return self.db.execute("SELECT COUNT(*) FROM bugs WHERE same_as != ''").fetchone()[0]
 
+    def test_ids(self) -> set[int]:
+        """The ids of the committed tests (a resumed campaign runs the others)."""
+        return {r[0] for r in self.db.execute("SELECT id FROM tests")}
+
+    def valid_tests(self) -> int:
+        """Committed tests that were valid (a migration's instance its library's own run kept)."""
+        return self.db.execute("SELECT COUNT(*) FROM tests WHERE valid = 1").fetchone()[0]
+
+    def discarded_by_reason(self) -> dict[str, int]:
+        """Invalid tests per reason, most frequent first: a migration's discarded instances, whose
+        ``baseline`` reads "discarded: REASON"."""
+        return dict(self.db.execute("SELECT substr(baseline, 12), COUNT(*) FROM tests WHERE valid = 0 GROUP BY 1 "
+                                    "ORDER BY 2 DESC").fetchall())
+
+    def listed_bugs_per_backend(self) -> dict[str, int]:
+        """Distinct bugs per backend, every category, those merged into another's root cause not counted."""
+        return dict(self.db.execute("SELECT backend, COUNT(*) FROM bugs WHERE same_as = '' GROUP BY backend")
+                    .fetchall())
+
+    def declines(self) -> int:
+        """Outcomes that were declines (unsupported, not bugs)."""
+        return self.db.execute("SELECT COUNT(*) FROM outcomes WHERE unsupported = 1").fetchone()[0]
+
+    def declines_per_backend(self) -> dict[str, int]:
+        return dict(self.db.execute("SELECT backend, COUNT(*) FROM outcomes WHERE unsupported = 1 GROUP BY backend"))
+
+    def known_upstream_findings(self) -> int:
+        """Findings of bugs known upstream: counted, with no bug row (not re-reported)."""
+        return self.db.execute("SELECT COUNT(*) FROM findings WHERE signature NOT IN "
+                               "(SELECT signature FROM bugs)").fetchone()[0]
+
+    def unclassified_errors(self) -> list[tuple[str, str, str]]:
+        """(backend, phase, error) of every failed outcome that no unsupported rule matched (so it was
+        judged as a crash)."""
+        return self.db.execute("SELECT backend, phase, error FROM outcomes WHERE status != 'ok' AND "
+                               "status != 'skipped' AND unsupported = 0").fetchall()
+
+    def migrated_frontend_coverage(self) -> list[tuple[str, str, str]]:
+        """(source, provenance, newline-joined "file:line") of each migrated instance's measured frontend
+        coverage (a migration campaign's store also holds its ``instances``)."""
+        return self.db.execute("SELECT i.source, i.provenance, c.lines FROM frontend_coverage c "
+                               "JOIN instances i ON i.id = c.test_id").fetchall()
+
     def summary(self) -> dict[str, Any]:
         q = self.db.execute
         n, valid, finite, secs = q("SELECT COUNT(*), SUM(valid), SUM(finite), SUM(seconds) FROM tests").fetchone()
@@ -205,6 +248,141 @@ class Store:
             "bugs": q("SELECT COUNT(*) FROM bugs").fetchone()[0],
             "findings": q("SELECT COUNT(*) FROM findings").fetchone()[0],
         }
+
+    def close(self) -> None:
+        self.db.close()
+
+
+class StoreReader:
+    """A campaign store read without writing to it: opened read-only (``mode=ro``), so a campaign can be
+    read while it runs and nothing is created or migrated in its folder; a WAL database in a folder that
+    cannot be written (an archived campaign) is read as it is on disk.  The readers return what the
+    tables hold; a table that a campaign of an older or other kind lacks reads as empty."""
+
+    def __init__(self, folder: Path) -> None:
+        path = folder / "campaign.sqlite"
+        if not path.is_file():
+            raise StoreError(f"{folder} is not a campaign folder (no campaign.sqlite)")
+        uri = path.resolve().as_uri()
+        try:
+            self.db = self._open(f"{uri}?mode=ro")
+        except sqlite3.Error as e:
+            try:
+                self.db = self._open(f"{uri}?mode=ro&immutable=1")
+            except sqlite3.Error:
+                raise StoreError(f"cannot read {path}: {e}") from None
+        self.path = path
+        self.tables = {r[0] for r in self.db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+
+    @staticmethod
+    def _open(uri: str) -> sqlite3.Connection:
+        db = sqlite3.connect(uri, uri=True)
+        try:
+            db.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+        except sqlite3.Error:
+            db.close()
+            raise
+        return db
+
+    def columns(self, table: str) -> set[str]:
+        """The columns of ``table`` (none if the campaign has no such table)."""
+        if table not in self.tables:
+            return set()
+        return {r[1] for r in self.db.execute(f"PRAGMA table_info({table})")}
+
+    def meta(self) -> dict[str, str]:
+        """Every meta entry as stored (JSON text)."""
+        return dict(self.db.execute("SELECT key, value FROM meta")) if "meta" in self.tables else {}
+
+    def meta_value(self, key: str) -> str | None:
+        """One meta entry as stored (JSON text), or None."""
+        if "meta" not in self.tables:
+            return None
+        row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else row[0]
+
+    def tests(self) -> list[tuple[int, str, str, int, int, float, float]]:
+        """(id, ops, baseline, finite, valid, finished, seconds) of every test, by id."""
+        if "tests" not in self.tables:
+            return []
+        return self.db.execute("SELECT id, ops, baseline, finite, valid, finished, seconds FROM tests "
+                               "ORDER BY id").fetchall()
+
+    def test_times(self) -> list[tuple[int, float, int]]:
+        """(id, seconds, valid) of every test; a campaign that stored no seconds or validity reads as
+        0.0 seconds and valid."""
+        columns = self.columns("tests")
+        if not columns:
+            return []
+        seconds = "seconds" if "seconds" in columns else "0.0"
+        valid = "valid" if "valid" in columns else "1"
+        return self.db.execute(f"SELECT id, {seconds}, {valid} FROM tests").fetchall()
+
+    def bug_rows(self) -> list[sqlite3.Row]:
+        """Every bug row as stored (whatever columns its campaign's version had), in the order found."""
+        if "bugs" not in self.tables:
+            return []
+        self.db.row_factory = sqlite3.Row
+        try:
+            return self.db.execute("SELECT * FROM bugs ORDER BY first_seen, signature").fetchall()
+        finally:
+            self.db.row_factory = None
+
+    def first_coverage(self) -> list[tuple[str, int]]:
+        """(criterion, test id) of every generation-coverage key, by the test that covered it first."""
+        if "coverage" not in self.tables:
+            return []
+        return self.db.execute("SELECT criterion, test_id FROM coverage ORDER BY test_id").fetchall()
+
+    def outcome_counts(self) -> list[tuple[str, str, int, int]]:
+        """(backend, status, unsupported, count) over every outcome."""
+        if "outcomes" not in self.tables:
+            return []
+        return self.db.execute("SELECT backend, status, unsupported, COUNT(*) FROM outcomes "
+                               "GROUP BY 1, 2, 3").fetchall()
+
+    def known_upstream_findings_per_backend(self) -> dict[str, int]:
+        """Per backend, the findings with no bug row: bugs known upstream, counted, not re-reported."""
+        if not {"findings", "bugs"} <= self.tables:
+            return {}
+        return dict(self.db.execute("SELECT backend, COUNT(*) FROM findings WHERE signature NOT IN "
+                                    "(SELECT signature FROM bugs) GROUP BY backend"))
+
+    def backends_seen(self) -> set[str]:
+        """The backends named by the bugs and outcomes (of tables that have a backend column)."""
+        seen: set[str] = set()
+        for table in ("bugs", "outcomes"):
+            if "backend" in self.columns(table):
+                seen.update(r[0] for r in self.db.execute(f"SELECT DISTINCT backend FROM {table}"))
+        return seen
+
+    # -- a migration campaign's instances (instances.SCHEMA in migrate/), joined with its tests ----------
+    def instance_counts(self) -> tuple[int, int] | None:
+        """(instances, operators) a migration harvested; None for a campaign without instances."""
+        if "instances" not in self.tables:
+            return None
+        try:
+            return self.db.execute("SELECT COUNT(*), COUNT(DISTINCT op) FROM instances").fetchone()
+        except sqlite3.Error:
+            return None
+
+    def executed_instances(self) -> list[tuple[int, str, str, str, str, str, str]]:
+        """(id, library, op, source, provenance, params, tensors) of every instance that has a test row
+        (params and tensors as JSON text), by id."""
+        return self.db.execute("SELECT id, library, op, source, provenance, params, tensors FROM instances "
+                               "WHERE id IN (SELECT id FROM tests) ORDER BY id").fetchall()
+
+    def executed_findings(self) -> list[tuple[int, str, str]]:
+        """(test id, signature, backend) of every finding of a test that has a test row."""
+        return self.db.execute("SELECT test_id, signature, backend FROM findings "
+                               "WHERE test_id IN (SELECT id FROM tests)").fetchall()
+
+    def executed_frontend_coverage(self) -> list[tuple[int, str, str]]:
+        """(test id, backend, newline-joined "file:line") of the frontend coverage measured per test."""
+        if "frontend_coverage" not in self.tables:
+            return []
+        return self.db.execute("SELECT test_id, backend, lines FROM frontend_coverage "
+                               "WHERE test_id IN (SELECT id FROM tests)").fetchall()
 
     def close(self) -> None:
         self.db.close()

@@ -418,7 +418,7 @@ class Instantiator:
         rate = self.lim.constant_nodes
         if rate <= 0:  # no draw at rate 0
             return
-        from dlcfuzz.export.onnx import constant_forms
+        from dlcfuzz.ir import constant_forms
 
         sources = self._shape_sources(v)
         if sources and self._form_rng.random() < 0.5:  # whether the target takes it: its consumer's key
