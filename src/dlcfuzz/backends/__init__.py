@@ -21,6 +21,8 @@ BUILTIN = {
     "tvm-torch": "dlcfuzz.backends.tvm:TvmTorchBackend",
     "openvino-torch": "dlcfuzz.backends.openvino:OpenVinoTorchBackend",
     "inductor-torch": "dlcfuzz.backends.inductor:InductorTorchBackend",
+    # torch-native programs (views, in-place writes, layouts, dynamic shapes, backward) through torch.compile
+    "inductor-program": "dlcfuzz.backends.torch_program:TorchProgramBackend",
     "torch-library": "dlcfuzz.backends.torch_library:TorchLibraryBackend",
 }
 # what a campaign runs when no backend is named (tvm-relax, HirGen's high-level IR testing of

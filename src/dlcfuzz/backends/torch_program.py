@@ -245,7 +245,10 @@ class TorchProgramBackend(Backend):
         if opts.get("backward"):
             if "grads" not in p.cache:
                 m = ns["Model"]()
-                p.cache["grads"] = grads_of(ns, m, m, ns["make_inputs"]())[1]
+                try:
+                    p.cache["grads"] = grads_of(ns, m, m, ns["make_inputs"]())[1]
+                except Exception as e:  # e.g. a tensor saved for backward written in place afterwards
+                    raise EagerRejects(f"eager torch rejects the program's backward: {type(e).__name__}: {e}") from e
                 m64 = copy.deepcopy(ns["Model"]()).double()
                 try:
                     p.cache["grads64"] = grads_of(ns, m64, m64, tuple(_to64(a) for a in ns["make_inputs"]()))[1]
@@ -365,51 +368,88 @@ def _numpy(o: Any) -> np.ndarray:
 _REPRO = '''
 
 # ---- dlcfuzz: {title}
-# Reproduces: compiled (torch.compile, {variant}) against eager; exits 1 while the bug is present.
+# torch.compile ({variant}: {options!r}) against eager, float64 eager as the tie-breaker.
+# Exits 1 while the bug is present, 0 once it is gone.
 import sys
+from collections import Counter
+
+import torch._dynamo.utils
+import torch._inductor.config
+from torch._prims_common import check_significant_strides
 
 OPTIONS = {options!r}
 
 
-def check():
-    import torch._dynamo.utils
-    from torch._inductor import config as inductor_config
+def run(fn, model, args, backward):
+    """(outputs, inputs after the run, gradients of the float inputs not written in place and the parameters)"""
+    if not backward:
+        with torch.no_grad():
+            outs = fn(*args)
+        return [o.detach().clone() for o in outs], [a.detach().clone() for a in args], []
+    args = [a.detach().requires_grad_(True) if a.dtype.is_floating_point and i not in MUTATED else a
+            for i, a in enumerate(args)]
+    leaves = [a for a in args if a.requires_grad] + [p for p in model.parameters()]
+    outs = fn(*args)
+    g = torch.Generator().manual_seed(1234)
+    terms = [(o.double() * (torch.rand(o.shape, generator=g, dtype=torch.float64) * 2 - 1)).sum()
+             for o in outs if o.requires_grad and o.dtype.is_floating_point]
+    grads = torch.autograd.grad(sum(terms), leaves, allow_unused=True) if terms else []
+    return [o.detach() for o in outs], [a.detach() for a in args], [x for x in grads]
 
+
+def differs(ref, res, ref64, skip=()):
+    for i, (a, b, c) in enumerate(zip(ref, res, ref64)):
+        if i in skip or a is None or b is None:
+            continue
+        if a.shape != b.shape or a.dtype != b.dtype:
+            return f"{{i}}: {{b.dtype}}{{tuple(b.shape)}}, eager {{a.dtype}}{{tuple(a.shape)}}"
+        tol = {{torch.float16: 1e-3, torch.bfloat16: 1e-2}}.get(a.dtype, 1e-4)
+        if a.dtype.is_floating_point and not torch._dynamo.utils.same(a, b, c, tol=tol, equal_nan=True):
+            gap = (a.double() - b.double()).abs().max().item()
+            return f"{{i}}: values differ, max |eager - compiled| = {{gap:.4g}}"
+        if not a.dtype.is_floating_point and not bool((a == b).all()) and not bool((b == c.to(b.dtype)).all()):
+            return f"{{i}}: {{int((a != b).sum())}} elements differ"
+        if a.numel() > 1 and not check_significant_strides(a, b, only_cuda=False)[0]:
+            return f"{{i}}: strides {{b.stride()}}, eager {{a.stride()}}"
+    return None
+
+
+def check():
     torch.set_num_threads(OPTIONS.get("threads", 1))
-    inductor_config.emulate_precision_casts = True
+    torch._inductor.config.emulate_precision_casts = True
     torch._dynamo.config.capture_scalar_outputs = True
     torch._dynamo.config.capture_dynamic_output_shape_ops = True
-    with torch.no_grad():
-        ref = Model()(*make_inputs())
+    backward, dynamic = OPTIONS.get("backward", False), OPTIONS.get("dynamic", False)
     model = Model()
-    fn = torch.compile(model, backend=OPTIONS.get("backend", "inductor"), fullgraph=True,
-                       dynamic=True if OPTIONS.get("dynamic") else None)
-    if OPTIONS.get("backward"):
-        print("see the backward check below")
-    args = make_inputs()
-    try:
-        with torch.no_grad():
-            res = fn(*args)
-    except Exception as e:
-        print(f"reproduced: {{type(e).__name__}}: {{e}}"[:500])
-        return 1
-    with torch.no_grad():
-        ref64 = Model().double()(*[a.double() if a.dtype.is_floating_point else a for a in make_inputs()])
-    for i, (a, b, c) in enumerate(zip(ref, res, ref64)):
-        if i in NOT_COMPARED:
+    fn = torch.compile(model, backend=OPTIONS.get("backend", "inductor"), fullgraph=True, dynamic=dynamic or None)
+    calls = [(0, None)]
+    if dynamic:  # a second call: the most common dim length of the inputs, one longer everywhere
+        old = Counter(d for a in make_inputs() for d in a.shape if d > 1).most_common(1)
+        calls += [(1, {{old[0][0]: old[0][0] + 1}})] if old else []
+    for seed, sizes in calls:
+        try:
+            ref = run(Model(), Model(), make_inputs(seed, sizes), backward)
+        except Exception as e:
+            print(f"eager rejects the call at sizes {{sizes}}: {{type(e).__name__}}")
             continue
-        if a.dtype.is_floating_point:
-            same = torch._dynamo.utils.same(a, b, c, tol=1e-4 if a.dtype == torch.float32 else 1e-2, equal_nan=True)
-        else:
-            same = a.shape == b.shape and bool((a == b).all())
-        if not same or a.shape != b.shape or a.dtype != b.dtype:
-            print(f"reproduced: output {{i}} differs: eager {{a}} compiled {{b}}")
+        m64 = Model().double()
+        args64 = [a.double() if a.dtype.is_floating_point else a for a in make_inputs(seed, sizes)]
+        ref64 = run(m64, m64, args64, backward)
+        args = make_inputs(seed, sizes)
+        if dynamic:
+            for a in args:
+                torch._dynamo.maybe_mark_dynamic(a, list(range(a.dim())))
+        try:
+            res = run(fn, model, args, backward)
+        except Exception as e:
+            print(f"reproduced: {{type(e).__name__}}: {{e}}"[:600])
             return 1
-        if a.numel() > 1 and not torch._prims_common.check_significant_strides(a, b, only_cuda=False)[0]:
-            print(f"reproduced: output {{i}} strides {{b.stride()}}, eager {{a.stride()}}")
-            return 1
-    print("not reproduced on the forward outputs (a divergence of inputs after the run, of a second call at "
-          "other sizes or of gradients is checked by dlcfuzz's worker: see finding.json)")
+        for what, k, skip in (("output", 0, NOT_COMPARED), ("input after the run", 1, ()), ("gradient", 2, ())):
+            diff = differs(ref[k], res[k], ref64[k], skip)
+            if diff:
+                print(f"reproduced at sizes {{sizes}}: {{what}} {{diff}}")
+                return 1
+    print("not reproduced")
     return 0
 
 

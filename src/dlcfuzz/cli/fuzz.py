@@ -105,6 +105,12 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
 
     limits = gen_options(args)
     backends = backend_names(args.backends)
+    from dlcfuzz.run.torch_campaign import wants_programs
+
+    if wants_programs(backends):  # Inductor alone: torch-native programs (cli/torch_programs.py)
+        from dlcfuzz.cli.torch_programs import cmd_fuzz_programs
+
+        return cmd_fuzz_programs(args)
     specs = _supported_specs(resolve_op_set(split_names(args.op_set) if args.op_set else None), backends)
     if args.jobs < 1:
         raise UsageError("--jobs must be at least 1")

@@ -86,6 +86,10 @@ def _target_profile(name: str):
 def cmd_gen(args: argparse.Namespace) -> int:
     from dlcfuzz.export.onnx import to_bytes
 
+    if getattr(args, "for_backend", None) in ("inductor", "inductor-program"):  # standalone torch programs
+        from dlcfuzz.cli.torch_programs import cmd_gen_programs
+
+        return cmd_gen_programs(args)
     limits = gen_options(args)
     specs = resolve_op_set(split_names(args.op_set) if args.op_set else None)
     gen = _generator(args, limits, specs)

@@ -1,0 +1,96 @@
+"""torch-native programs on the command line: ``dlcfuzz gen --for inductor`` writes standalone programs
+(``gNNNNN.py``: ``Model`` and ``make_inputs()``), and ``dlcfuzz fuzz --backends inductor`` runs a
+campaign of them (``run/torch_campaign.py``).  ``--op-set`` then names torch operators (``narrow``,
+``torch.index_put_``)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+from dlcfuzz.cli.options import UsageError, split_names
+
+PROGRAM_TARGETS = ("inductor", "inductor-program")
+
+
+def resolve_torch_op_set(text: str | None) -> list:
+    """The torch operators named in ``--op-set`` (all when absent); an unknown one is a usage error."""
+    from dlcfuzz.spec.torch import TORCH_REGISTRY, UnknownTorchOperator, get_torch, resolve_torch_ops
+
+    names = split_names(text) if text else None
+    unknown = []
+    for n in names or []:
+        try:
+            get_torch(n)
+        except UnknownTorchOperator:
+            unknown.append(n)
+    if unknown:
+        raise UsageError(f"unknown torch operator(s) in --op-set: {', '.join(unknown)} (known: {len(TORCH_REGISTRY)} "
+                         f"torch operators, e.g. {', '.join(sorted(TORCH_REGISTRY)[:4])}, ...)")
+    return resolve_torch_ops(names)
+
+
+def cmd_gen_programs(args: argparse.Namespace) -> int:
+    """``gen --for inductor``: n standalone torch programs, each runnable without dlcfuzz."""
+    from dlcfuzz.export.torch_program import to_program_source
+    from dlcfuzz.gen.torch_program import TorchProgramGenerator
+    from dlcfuzz.seeds import derive_seed
+
+    specs = resolve_torch_op_set(args.op_set)
+    gen = TorchProgramGenerator(specs, args.ops)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    ops: Counter[str] = Counter()
+    start = time.perf_counter()
+    for i in range(args.n):
+        g = gen.generate(derive_seed(args.seed, i))
+        ops.update(n.op for n in g.nodes)
+        (out / f"g{i:05d}.py").write_text(to_program_source(g))
+    st = gen.stats
+    (out / "summary.json").write_text(json.dumps({
+        "programs": args.n, "language": "torch", "seed": args.seed, "ops": list(args.ops),
+        "insertions": st.insertions, "retries": st.retries, "operators": dict(sorted(ops.items()))}, indent=1))
+    print(f"wrote {args.n} torch programs ({st.insertions} calls, {len(ops)} operators, {st.retries} retries) "
+          f"to {out} in {time.perf_counter() - start:.1f}s; run one with: python {out}/g00000.py")
+    return 0
+
+
+def cmd_fuzz_programs(args: argparse.Namespace) -> int:
+    """``fuzz --backends inductor``: a torch-program campaign against torch.compile."""
+    from dlcfuzz.cli.bugs import bug_summary
+    from dlcfuzz.cli.display import Display
+    from dlcfuzz.cli.options import known_bug_files, phase_limits
+    from dlcfuzz.gen.torch_program import TORCH_LIMITS
+    from dlcfuzz.run.campaign import CampaignConfig
+    from dlcfuzz.run.store import StoreError
+    from dlcfuzz.run.torch_campaign import BACKEND, TorchProgramCampaign
+
+    specs = resolve_torch_op_set(args.op_set)
+    if args.jobs < 1:
+        raise UsageError("--jobs must be at least 1")
+    out = Path(args.out)
+    cfg = CampaignConfig(out, [BACKEND], specs, args.budget, args.max_tests, args.jobs, args.seed, args.ops,
+                         TORCH_LIMITS, phase_limits(args), strategy="isra", known_bugs=known_bug_files(args),
+                         reduce_seconds=args.reduce_budget, targeted=False)
+    display = Display()
+    try:
+        campaign = TorchProgramCampaign(cfg, display.update, specs)
+    except StoreError as e:
+        raise UsageError(str(e)) from None
+    campaign.start_backends()
+    for why in campaign.disabled.values():
+        print(f"disabled: {why}", file=sys.stderr)
+    if BACKEND not in campaign.backends:
+        raise UsageError("torch.compile could not start (see the reason above)")
+    print(f"campaign {out}: torch-native programs ({len(specs)} torch operators) on {BACKEND} "
+          f"{campaign.versions[BACKEND]}" + (" (resuming)" if campaign.resumed else ""))
+    display.devices = f"variants: {', '.join(campaign.variants[BACKEND])}"
+    with display:
+        progress = campaign.run()
+    display.final(progress)
+    print(f"{bug_summary(out)}; list them with: dlcfuzz bugs {out}")
+    return 0

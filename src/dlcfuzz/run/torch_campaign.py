@@ -1,0 +1,197 @@
+"""A fuzzing campaign of torch-native programs against torch.compile (``dlcfuzz fuzz --backends
+inductor``): the campaign's driver (store, dedup, bundles, progress, allocation's yields) with an execute
+half of its own.
+
+Each test is a program of ``gen/torch_program.py`` run by the backend ``inductor-program``
+(``backends/torch_program.py``) on some of its variants (always one plain or backward compile; the
+dynamic-shape one for half the programs, the multi-threaded one for a few), judged by
+``oracle/torch_program.judge_outcomes``.  A new distinct bug's bundle holds ``program.py`` (the
+standalone program) and a ``repro.py`` that is the program plus a few lines comparing the compiled
+variant with eager; the reduction drops calls while the same signature shows, and rewrites both.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from dlcfuzz.backends.base import Test, Variant
+from dlcfuzz.export.torch_program import to_program_source
+from dlcfuzz.gen.torch_program import TorchProgramGenerator, mutated_inputs
+from dlcfuzz.ir import Graph
+from dlcfuzz.oracle import COMPILER, Finding, Verdict
+from dlcfuzz.oracle.torch_program import judge_outcomes
+from dlcfuzz.run.campaign import Campaign, CampaignConfig, Executed, Progress
+from dlcfuzz.run.dedup import graph_signature
+from dlcfuzz.run.store import TestRecord
+from dlcfuzz.seeds import derive_seed
+from dlcfuzz.spec.torch import TorchOpSpec
+
+BACKEND = "inductor-program"
+# `--backends inductor` alone runs torch-native programs on this backend
+PROGRAM_BACKENDS = {"inductor": BACKEND, BACKEND: BACKEND}
+
+
+def wants_programs(backends: list[str]) -> bool:
+    """Whether a campaign over these backends is a torch-program campaign (Inductor alone)."""
+    return len(backends) == 1 and backends[0] in PROGRAM_BACKENDS
+
+
+def plan(graph: Graph, rng: random.Random) -> list[str]:
+    """The variants one program runs on: its forward (with backward where the program asks for it),
+    the dynamic-shape compile for half the programs that may be dynamic, the threaded one for a few."""
+    out = ["inductor-backward" if graph.meta.get("backward") else "inductor"]
+    if graph.meta.get("dynamic") and rng.random() < 0.5:
+        out.append("inductor-dynamic")
+    if rng.random() < 0.15:
+        out.append("inductor-threads")
+    return out
+
+
+def ops_index(graph: Graph) -> tuple[dict[int, str], dict[int, str]]:
+    """(output index -> the operator that made it, input index -> the first operator that reads it)."""
+    made = {o: n.op for n in graph.nodes for o in n.outputs}
+    outs = {i: made.get(o, "") for i, o in enumerate(graph.outputs)}
+    first: dict[str, str] = {}
+    for n in graph.nodes:
+        for x in n.inputs:
+            first.setdefault(x, n.op)
+    ins = {i: first.get(v.name, "") for i, v in enumerate(graph.inputs)}
+    return outs, ins
+
+
+def judge_program(graph: Graph, outcomes) -> Verdict:
+    outs, ins = ops_index(graph)
+    return judge_outcomes(BACKEND, outcomes, outs, ins)
+
+
+class TorchProgramTester:
+    """The execute half of a torch-program test (test id -> ``Executed``)."""
+
+    def __init__(self, cfg: CampaignConfig, gen: TorchProgramGenerator, pool) -> None:
+        self.cfg, self.gen, self.pool = cfg, gen, pool
+        self.compilers = [BACKEND]
+
+    def execute(self, test_id: int, payload: None = None) -> Executed:
+        t_start = time.perf_counter()
+        seed = derive_seed(self.cfg.seed, test_id)
+        graph = self.gen.generate(seed)
+        graph.meta["target"] = BACKEND
+        test = Test(b"", graph.to_json(), {})
+        t_generate = time.perf_counter() - t_start
+        variants = plan(graph, random.Random(seed))
+        got = self.pool.run(BACKEND, test, variants)
+        compiler_s = sum(sum(o.seconds.values()) for o in got.values())
+        t0 = time.perf_counter()
+        verdict = judge_program(graph, got)
+        oracle_s = time.perf_counter() - t0
+        eager_ok = not any(o.error_type == "EagerRejects" for o in got.values())
+        record = TestRecord(test_id, seed, sorted({n.op for n in graph.nodes}), "eager" if eager_ok else "none",
+                            eager_ok, 1, eager_ok, time.perf_counter() - t_start, t_generate, 0.0, compiler_s,
+                            oracle_s)
+        return Executed(record, graph, test, {BACKEND: got}, verdict, None, None, [])
+
+    def close(self) -> None:
+        self.pool.close()
+
+
+class TorchProgramCampaign(Campaign):
+    """``Campaign`` with torch-native programs: no ONNX reference, no support profiles to probe (the
+    generator makes only what eager torch runs; what it does not is counted as eager's decline)."""
+
+    def __init__(self, cfg: CampaignConfig, on_progress: Callable[[Progress], None] | None = None,
+                 specs: list[TorchOpSpec] | None = None) -> None:
+        super().__init__(cfg, on_progress)
+        self.program_gen = TorchProgramGenerator(specs, cfg.ops)
+
+    def start_backends(self) -> None:
+        self._start([BACKEND])
+
+    def load_profiles(self) -> None:
+        self.unprofiled, self.unprobed = [], {}
+
+    @property
+    def tester(self) -> TorchProgramTester:  # type: ignore[override]
+        if self._tester is None:
+            self._tester = TorchProgramTester(self.cfg, self.program_gen, self.pool)  # type: ignore[assignment]
+        return self._tester  # type: ignore[return-value]
+
+    def record(self, ex: Executed) -> None:
+        new = [f for f in ex.verdict.findings
+               if not (self.cfg.out / "bugs" / graph_signature(f, ex.graph) / "program.py").exists()]
+        reduce_seconds, self.cfg.reduce_seconds = self.cfg.reduce_seconds, 0.0  # the ONNX reducer: not for programs
+        try:
+            super().record(ex)
+        finally:
+            self.cfg.reduce_seconds = reduce_seconds
+        for f in new:
+            folder = self.cfg.out / "bugs" / graph_signature(f, ex.graph)
+            if folder.is_dir() and not (folder / "program.py").exists():
+                write_program_bundle(folder, ex.graph, f, self.variants[BACKEND][f.variant])
+                if reduce_seconds and f.category == COMPILER:
+                    t0 = time.monotonic()
+                    reduced = reduce_program(ex.graph, f, self.pool, reduce_seconds)
+                    if reduced is not None:
+                        write_program_bundle(folder, reduced, f, self.variants[BACKEND][f.variant], "reduced")
+                        with self.lock:
+                            self.progress.reduced += 1
+                    with self.lock:
+                        self.progress.reduce_seconds += time.monotonic() - t0
+
+
+def write_program_bundle(folder: Path, graph: Graph, f: Finding, variant: Variant, label: str = "") -> None:
+    """program.py (the standalone program) and repro.py (it, plus the check of ``variant`` against eager);
+    a reduced program replaces both and keeps the original as original_program.py."""
+    from dlcfuzz.backends.torch_program import repro_script
+    from dlcfuzz.oracle.torch_program import title
+
+    source = to_program_source(graph)
+    if label and (folder / "program.py").exists():
+        (folder / "original_program.py").write_text((folder / "program.py").read_text())
+    (folder / "program.py").write_text(source)
+    (folder / "repro.py").write_text(repro_script(source, variant, title(f)))
+    model = folder / "model.onnx"
+    if model.exists() and model.stat().st_size == 0:
+        model.unlink()  # a torch program has no ONNX model
+
+
+def _without(graph: Graph, drop: set[int]) -> Graph:
+    """The program without the calls ``drop`` and those that read their outputs (transitively)."""
+    g = Graph.from_json(graph.to_json())
+    gone: set[str] = set()
+    keep = []
+    for i, n in enumerate(g.nodes):
+        if i in drop or any(x in gone for x in n.inputs if x):
+            gone.update(n.outputs)
+            continue
+        keep.append(n)
+    g.nodes = keep
+    for name in gone:
+        g.values.pop(name, None)
+    used = {x for n in keep for x in n.inputs if x}
+    for name in [v.name for v in g.values.values() if v.kind != "node" and v.name not in used]:
+        g.values.pop(name)
+    g.set_leaf_outputs()
+    g.meta["ties"] = [t for t in graph.meta.get("ties", []) if t in g.values]
+    g.meta["mutated"] = mutated_inputs(g)
+    g.meta["layouts"] = {k: v for k, v in graph.meta.get("layouts", {}).items() if k in g.values}
+    return g
+
+
+def reduce_program(graph: Graph, f: Finding, pool, budget: float) -> Graph | None:
+    """Drops calls (each with what reads it) while the finding's signature still shows on its variant;
+    None where nothing could be dropped within ``budget`` seconds."""
+    sig = graph_signature(f, graph)
+    deadline = time.monotonic() + budget
+    current, changed = graph, False
+    i = len(current.nodes) - 1
+    while i >= 0 and time.monotonic() < deadline:
+        cand = _without(current, {i})
+        if cand.nodes and cand.outputs:
+            got = pool.run(BACKEND, Test(b"", cand.to_json(), {}), [f.variant])
+            if any(graph_signature(x, cand) == sig for x in judge_program(cand, got).findings):
+                current, changed = cand, True
+        i = min(i - 1, len(current.nodes) - 1)
+    return current if changed else None
