@@ -14,7 +14,6 @@ from dlcfuzz.backends.base import ERROR, OK, Outcome, Test
 from dlcfuzz.export.onnx import to_bytes
 from dlcfuzz.gen import make_generator
 from dlcfuzz.ir import CONST_KIND, INPUT_KIND, Graph, Node, TensorType, Value
-from dlcfuzz.run.allocate import Allocator
 from dlcfuzz.run.campaign import Campaign, CampaignConfig
 from dlcfuzz.run.probe import probe
 from dlcfuzz.run.profile import (
@@ -234,36 +233,6 @@ def test_graphs_generated_for_a_backend_are_all_taken_by_it(name: str, tmp_path:
             from dlcfuzz.export.torch import to_torch_source, unsupported
 
             assert unsupported(g) is None and to_torch_source(g)
-
-
-def test_thompson_allocation_follows_yield():
-    a = Allocator(seed=1, floor=0.1)
-    for _ in range(50):
-        a.credit("rich", 10.0, 2)
-        a.credit("poor", 10.0, 0)
-    targets = [a.choose(["rich", "poor"])[0] for _ in range(200)]
-    assert targets.count("rich") > 190
-    runs = [a.choose(["rich", "poor"])[1]["poor"] for _ in range(400)]
-    assert sum(runs) / 400 < 0.05  # equal CPU so far: above its floor, the poor arm runs by its draws alone
-
-
-def test_the_floor_is_a_share_of_cpu_not_of_tests():
-    """A compiler that takes 10 s a test and finds nothing (Inductor, measured: 9 s a test, no bug in a
-    15-minute campaign) keeps about floor / arms of the CPU, not a quarter of the tests (which made it
-    77 % of the campaign's CPU)."""
-    a, rng = Allocator(seed=2, floor=0.2), random.Random(2)
-    pulls = {"fast": 0, "slow": 0}
-    for _ in range(20000):
-        _, runs = a.choose(["fast", "slow"])
-        if runs["fast"]:
-            pulls["fast"] += 1
-            a.credit("fast", 0.1, int(rng.random() < 0.05))
-        if runs["slow"]:
-            pulls["slow"] += 1
-            a.credit("slow", 10.0, 0)
-    slow, fast = a.arms["slow"].seconds, a.arms["fast"].seconds
-    assert 0.08 < slow / (slow + fast) < 0.2  # floor / arms = 0.1 of the CPU, plus the prior's exploration
-    assert pulls["slow"] < 0.02 * pulls["fast"]
 
 
 def test_allocation_shifts_cpu_toward_a_planted_high_yield_backend(tmp_path: Path):
