@@ -14,11 +14,13 @@ from __future__ import annotations
 import argparse
 import os
 import resource
-import sqlite3
 import subprocess
 import sys
 import tempfile
+from collections import Counter
 from pathlib import Path
+
+from dlcfuzz.run.store import StoreReader
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -38,24 +40,18 @@ def run_campaign(src: Path, out: Path, budget: str, jobs: int, extra: list[str])
 
 def summary(out: Path) -> dict:
     """Per backend: compiler bugs, tests, CPU seconds inside it, useful tests (not all declines)."""
-    db = sqlite3.connect(out / "campaign.sqlite")
-    cols = {r[1] for r in db.execute("PRAGMA table_info(bugs)")}
-    where = "WHERE category = 'compiler'" if "category" in cols else ""
-    if "same_as" in cols:  # a bug merged into another's root cause is not listed
-        where += " AND same_as = ''"
-    bugs = dict(db.execute(f"SELECT backend, COUNT(*) FROM bugs {where} GROUP BY backend").fetchall())
+    store = StoreReader(out)
+    bugs = Counter(b["backend"] for b in store.listed_bugs("compiler"))  # merged into a root cause: not listed
     per = {}
-    rows = db.execute("SELECT backend, test_id, MIN(unsupported), SUM(seconds), "
-                      "SUM(status = 'error' AND unsupported = 1), COUNT(*) FROM outcomes GROUP BY backend, test_id")
-    for backend, _, _, seconds, declined, n in rows:
+    for backend, _, _, seconds, declined, n in store.backend_test_totals():
         b = per.setdefault(backend, {"tests": 0, "useful": 0, "seconds": 0.0, "bugs": 0})
         b["tests"] += 1
         b["useful"] += declined < n  # some variant took it (ran, or failed in a way that is a finding)
         b["seconds"] += seconds
     for backend, n in bugs.items():
         per.setdefault(backend, {"tests": 0, "useful": 0, "seconds": 0.0, "bugs": 0})["bugs"] = n
-    tests = db.execute("SELECT COUNT(*) FROM tests").fetchone()[0]
-    db.close()
+    tests = store.time_split()[0]
+    store.close()
     return {"tests": tests, "backends": per, "bugs": sum(bugs.values())}
 
 

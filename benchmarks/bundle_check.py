@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import onnx
+
+from dlcfuzz.run.store import StoreReader
 
 
 def run_ort(model: Path, feeds: dict[str, np.ndarray]) -> tuple[list[np.ndarray] | None, str]:
@@ -59,9 +60,10 @@ def main() -> None:
     p.add_argument("campaign", type=Path)
     p.add_argument("--backend", default="iree")
     a = p.parse_args()
-    db = sqlite3.connect(a.campaign / "campaign.sqlite")
-    rows = db.execute("SELECT signature, oracle, variant, hits, title, dir FROM bugs WHERE backend = ? "
-                      "ORDER BY first_test", (a.backend,)).fetchall()
+    store = StoreReader(a.campaign)
+    rows = [(b["signature"], b["oracle"], b["variant"], b["hits"], b["title"], b["dir"])
+            for b in sorted(store.bug_rows(), key=lambda b: b["first_test"]) if b["backend"] == a.backend]
+    store.close()
     for sig, oracle, variant, hits, title, folder in rows:
         bundle = a.campaign / folder
         case = bundle / "reduced" if (bundle / "reduced" / "model.onnx").is_file() else bundle

@@ -10,12 +10,12 @@ reference evaluator, oracles, the store, worker start-up and IPC.  Target: under
 from __future__ import annotations
 
 import argparse
-import sqlite3
 import tempfile
 import time
 from pathlib import Path
 
 from dlcfuzz.cli import main as dlcfuzz
+from dlcfuzz.run.store import StoreReader
 
 
 def main() -> None:
@@ -31,10 +31,9 @@ def main() -> None:
         dlcfuzz(["fuzz", "--backends", a.backends, "--budget", a.budget, "--jobs", a.jobs, "--ops", a.ops,
                  "--out", str(out)])
         wall = time.perf_counter() - t0
-        with sqlite3.connect(out / "campaign.sqlite") as db:
-            n, test_s, gen, inp, comp, orc = db.execute(
-                "SELECT COUNT(*), SUM(seconds), SUM(t_generate), SUM(t_inputs), SUM(t_compilers), SUM(t_oracle) "
-                "FROM tests").fetchone()
+        store = StoreReader(out)
+        n, test_s, gen, inp, comp, orc = store.time_split()
+        store.close()
     jobs = int(a.jobs)
     capacity = wall * jobs  # worker-seconds available
     print(f"{n} tests in {wall:.1f}s wall ({n / wall:.2f} tests/s) with {jobs} job(s), backends {a.backends}")

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sqlite3
 import sys
 import tempfile
 from collections import Counter, defaultdict
@@ -31,6 +30,7 @@ from dlcfuzz.backends.base import OK, Test
 from dlcfuzz.backends.devices import cuda_gpus, device_of
 from dlcfuzz.cli import main as dlcfuzz
 from dlcfuzz.oracle.compare import TOLERANCES
+from dlcfuzz.run.store import StoreReader
 from dlcfuzz.run.worker import PhaseLimits, WorkerDied, WorkerPool
 
 
@@ -63,11 +63,11 @@ def campaign(backends: list[str], budget: str, out: Path) -> None:
     if code:
         print(f"the campaign failed (exit {code})")
         return
-    with sqlite3.connect(out / "campaign.sqlite") as db:
-        rows = db.execute("SELECT backend, variant, status, unsupported, COUNT(*) FROM outcomes "
-                          "GROUP BY backend, variant, status, unsupported ORDER BY backend, variant").fetchall()
-        bugs = db.execute("SELECT backend, variant, oracle, kind, title, dir FROM bugs ORDER BY backend, variant")
-        bugs = bugs.fetchall()
+    store = StoreReader(out)
+    rows = store.outcome_counts_per_variant()
+    bugs = [(b["backend"], b["variant"], b["oracle"], b["kind"], b["title"], b["dir"])
+            for b in sorted(store.bug_rows(), key=lambda b: (b["backend"], b["variant"]))]
+    store.close()
     per: dict[tuple[str, str], Counter] = defaultdict(Counter)
     for b, v, status, unsupported, n in rows:
         per[(b, v)]["unsupported" if unsupported else status] += n

@@ -11,15 +11,10 @@ followed through the test that first showed it.
 from __future__ import annotations
 
 import argparse
-import sqlite3
 from collections import Counter
 from pathlib import Path
 
-
-def _db(folder: Path) -> sqlite3.Connection:
-    db = sqlite3.connect(folder / "campaign.sqlite")
-    db.row_factory = sqlite3.Row
-    return db
+from dlcfuzz.run.store import StoreReader
 
 
 def main() -> None:
@@ -27,23 +22,21 @@ def main() -> None:
     p.add_argument("before", type=Path)
     p.add_argument("after", type=Path)
     a = p.parse_args()
-    before, after = _db(a.before), _db(a.after)
-    columns = {r[1] for r in after.execute("PRAGMA table_info(bugs)")}
-    category = "category" if "category" in columns else "'compiler'"
-    listed = {r["signature"]: r for r in after.execute(f"SELECT *, {category} AS cat FROM bugs")}
+    before, after = StoreReader(a.before), StoreReader(a.after)
+    columns = after.columns("bugs")
+    listed = {r["signature"]: r for r in after.bug_rows()}
     fates: Counter = Counter()
-    for bug in before.execute("SELECT * FROM bugs ORDER BY first_seen"):
+    for bug in before.bug_rows():
         test, backend = bug["first_test"], bug["backend"]
-        if after.execute("SELECT 1 FROM tests WHERE id = ?", (test,)).fetchone() is None:
+        if not after.has_test(test):
             fate = "test not run in AFTER"
         else:
-            sigs = {r[0] for r in after.execute("SELECT signature FROM findings WHERE test_id = ? AND backend = ?",
-                                                (test, backend))}
+            sigs = after.finding_signatures(test, backend)
             rows = [listed[s] for s in sigs if s in listed]
-            declined = after.execute("SELECT COUNT(*) FROM outcomes WHERE test_id = ? AND backend = ? AND "
-                                     "unsupported = 1", (test, backend)).fetchone()[0]
+            declined = after.declines_of(test, backend)
             if rows:
-                fate = "; ".join(sorted({f"{r['cat']} {r['signature']} ({r['title'][:70]})"
+                fate = "; ".join(sorted({f"{r['category'] if 'category' in columns else 'compiler'} "
+                                         f"{r['signature']} ({r['title'][:70]})"
                                          + ("" if r["first_test"] == test else f" [merged: first seen in test "
                                             f"{r['first_test']}]")
                                          + (f" [same root cause as {r['same_as']}]" if "same_as" in columns
@@ -52,8 +45,7 @@ def main() -> None:
                 fate = "declined"
             elif sigs:
                 fate = "finding of a known upstream bug"
-            elif after.execute("SELECT 1 FROM findings WHERE test_id = ? AND backend = 'torch.onnx.export'",
-                               (test,)).fetchone():
+            elif after.finding_signatures(test, "torch.onnx.export"):
                 fate = "exporter: torch.onnx.export's finding on that test (the ONNX frontends read its export)"
             else:
                 fate = "gone (no finding on that test)"

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sqlite3
 import tempfile
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -33,6 +32,7 @@ from dlcfuzz.ir import Graph
 from dlcfuzz.oracle import run_baseline
 from dlcfuzz.oracle.compare import compare
 from dlcfuzz.run.dedup import normalize
+from dlcfuzz.run.store import StoreReader
 from dlcfuzz.run.worker import PhaseLimits, WorkerPool
 
 
@@ -102,14 +102,9 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=0)
     a = p.parse_args()
     folder = Path(a.campaign)
-    db = sqlite3.connect(folder / "campaign.sqlite")
-    db.row_factory = sqlite3.Row
-    columns = {r[1] for r in db.execute("PRAGMA table_info(bugs)")}
-    where = "WHERE category = ?" if "category" in columns else "WHERE ? = ?"
-    if "same_as" in columns:  # a bug merged into another's root cause is not listed
-        where += " AND same_as = ''"
-    args = (a.category,) if "category" in columns else (1, 1)
-    bugs = list(db.execute(f"SELECT * FROM bugs {where} ORDER BY first_seen", args))
+    store = StoreReader(folder)
+    bugs = store.listed_bugs(a.category)  # a bug merged into another's root cause is not listed
+    store.close()
     if a.sample:
         bugs = stratified(bugs, a.sample, a.seed)
     installed = [b for b in a.backends.split(",") if load_backend(b).available()[0]]

@@ -16,7 +16,6 @@ import glob
 import inspect
 import json
 import random
-import sqlite3
 import time
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -25,17 +24,16 @@ import numpy as np
 
 from dlcfuzz.ir import Graph
 from dlcfuzz.run.reduce import Case, ReduceError, reduce_case
+from dlcfuzz.run.store import StoreReader
 from dlcfuzz.run.worker import PhaseLimits, WorkerPool
 
 STEPS = ("check", "intermediates", "first_diverging", "calibrate", "verify", "_baseline", "isolate", "downstream")
 
 
 def campaign_split(out: Path) -> None:
-    db = sqlite3.connect(out / "campaign.sqlite")
-    n, total, gen, inputs, compilers, oracle = db.execute(
-        "SELECT COUNT(*), SUM(seconds), SUM(t_generate), SUM(t_inputs), SUM(t_compilers), SUM(t_oracle) FROM tests"
-    ).fetchone()
-    db.close()
+    store = StoreReader(out)
+    n, total, gen, inputs, compilers, oracle = store.time_split()
+    store.close()
     print(f"{n} tests, {total:.0f} thread s: generation {gen:.0f}, inputs and baseline {inputs:.0f}, "
           f"compilers {compilers:.0f}, oracle {oracle:.0f}")
     done = [json.loads(Path(p).read_text()) for p in glob.glob(str(out / "bugs" / "*" / "reduction.json"))]
@@ -47,11 +45,9 @@ def campaign_split(out: Path) -> None:
 
 
 def profile(out: Path, sample: int, seed: int) -> None:
-    db = sqlite3.connect(out / "campaign.sqlite")
-    cols = {r[1] for r in db.execute("PRAGMA table_info(bugs)")}
-    where = "category = 'compiler'" + (" AND same_as = ''" if "same_as" in cols else "")
-    dirs = [out / d for (d,) in db.execute(f"SELECT dir FROM bugs WHERE {where} ORDER BY first_seen")]
-    db.close()
+    store = StoreReader(out)
+    dirs = [out / b["dir"] for b in store.listed_bugs("compiler")]
+    store.close()
     dirs = random.Random(seed).sample(dirs, min(sample, len(dirs)))
     spent: dict[tuple, float] = defaultdict(float)
     calls: Counter = Counter()

@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import sqlite3
 import sys
 import tempfile
 from collections import Counter, defaultdict
@@ -30,6 +29,7 @@ from dlcfuzz.backends import load_backend
 from dlcfuzz.oracle import COMPILER
 from dlcfuzz.run.campaign import Campaign, CampaignConfig
 from dlcfuzz.run.dedup import graph_root_cause, graph_signature
+from dlcfuzz.run.store import StoreReader
 from dlcfuzz.run.worker import PhaseLimits
 from dlcfuzz.spec import REGISTRY
 
@@ -54,16 +54,10 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--backend", help="judge only the bugs listed for this backend")
     a = p.parse_args()
-    db = sqlite3.connect(a.campaign / "campaign.sqlite")
-    db.row_factory = sqlite3.Row
-    cols = {r[1] for r in db.execute("PRAGMA table_info(bugs)")}
-    where = "WHERE category = 'compiler'" if "category" in cols else ""
-    if "same_as" in cols:
-        where += " AND same_as = ''"
-    bugs = [b for b in db.execute(f"SELECT * FROM bugs {where} ORDER BY first_seen")
-            if a.backend in (None, b["backend"])]
-    config = json.loads(db.execute("SELECT value FROM meta WHERE key = 'config'").fetchone()[0])
-    db.close()
+    store = StoreReader(a.campaign)
+    bugs = [b for b in store.listed_bugs("compiler") if a.backend in (None, b["backend"])]
+    config = json.loads(store.meta_value("config"))
+    store.close()
     if a.limit and a.limit < len(bugs):
         bugs = random.Random(a.seed).sample(bugs, a.limit)
     backends = [b for b in config.get("backends", []) if load_backend(b).available()[0]]

@@ -157,6 +157,14 @@ def test_no_sql_outside_the_two_stores() -> None:
     assert not found, f"SQL belongs in {' or '.join(sorted(STORES))}:\n" + "\n".join(found)
 
 
+def test_the_benchmarks_read_campaigns_through_the_store() -> None:
+    benchmarks = Path(__file__).resolve().parent.parent / "benchmarks"
+    if not benchmarks.is_dir():
+        pytest.skip(f"no benchmarks/ beside {Path(__file__).parent} (an installed copy of the tests)")
+    found = sql_outside_the_stores(benchmarks)
+    assert not found, "a benchmark reads a campaign with run.store.StoreReader:\n" + "\n".join(found)
+
+
 @pytest.mark.parametrize("text, is_sql", [
     ("SELECT id FROM tests", True),
     ("INSERT OR IGNORE INTO coverage VALUES (?,?,?)", True),

@@ -328,6 +328,53 @@ class StoreReader:
         finally:
             self.db.row_factory = None
 
+    def listed_bugs(self, category: str = "compiler") -> list[sqlite3.Row]:
+        """The bugs listed in ``category`` (every bug, for a campaign stored before categories), those
+        merged into another's root cause left out, in the order found."""
+        columns = self.columns("bugs")
+        if not columns:
+            return []
+        where, args = ("category = ?", (category,)) if "category" in columns else ("1", ())
+        if "same_as" in columns:
+            where += " AND same_as = ''"
+        self.db.row_factory = sqlite3.Row
+        try:
+            return self.db.execute(f"SELECT * FROM bugs WHERE {where} ORDER BY first_seen", args).fetchall()
+        finally:
+            self.db.row_factory = None
+
+    def time_split(self) -> tuple[int, float, float, float, float, float]:
+        """(tests, their seconds, and of those: generation, inputs and baseline, inside the compilers,
+        oracle)."""
+        n, *sums = self.db.execute("SELECT COUNT(*), SUM(seconds), SUM(t_generate), SUM(t_inputs), "
+                                   "SUM(t_compilers), SUM(t_oracle) FROM tests").fetchone()
+        return (n, *(s or 0.0 for s in sums))
+
+    def has_test(self, test_id: int) -> bool:
+        return self.db.execute("SELECT 1 FROM tests WHERE id = ?", (test_id,)).fetchone() is not None
+
+    def finding_signatures(self, test_id: int, backend: str) -> set[str]:
+        """The signatures of one test's findings on one backend."""
+        return {r[0] for r in self.db.execute("SELECT signature FROM findings WHERE test_id = ? AND backend = ?",
+                                              (test_id, backend))}
+
+    def declines_of(self, test_id: int, backend: str) -> int:
+        """How many of one backend's outcomes on one test were declines."""
+        return self.db.execute("SELECT COUNT(*) FROM outcomes WHERE test_id = ? AND backend = ? AND "
+                               "unsupported = 1", (test_id, backend)).fetchone()[0]
+
+    def outcome_counts_per_variant(self) -> list[tuple[str, str, str, int, int]]:
+        """(backend, variant, status, unsupported, count) over every outcome, by backend and variant."""
+        return self.db.execute("SELECT backend, variant, status, unsupported, COUNT(*) FROM outcomes GROUP BY "
+                               "backend, variant, status, unsupported ORDER BY backend, variant").fetchall()
+
+    def backend_test_totals(self) -> list[tuple[str, int, int, float, int, int]]:
+        """Per (backend, test): (backend, test id, whether every variant declined (the least
+        ``unsupported``), seconds, declined errors, variants run)."""
+        return self.db.execute("SELECT backend, test_id, MIN(unsupported), SUM(seconds), "
+                               "SUM(status = 'error' AND unsupported = 1), COUNT(*) FROM outcomes "
+                               "GROUP BY backend, test_id").fetchall()
+
     def first_coverage(self) -> list[tuple[str, int]]:
         """(criterion, test id) of every generation-coverage key, by the test that covered it first."""
         if "coverage" not in self.tables:
