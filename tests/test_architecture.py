@@ -49,8 +49,6 @@ EXEMPT: dict[tuple[str, str], str] = {
     ("backends/torch_program.py", "oracle"): "the torch-program backend compares its eager and compiled "
                                              "runs inside the worker with oracle/torch_program's rule "
                                              "(compare_tensors) and names the diverging layer there",
-    ("backends/torch_program.py", "gen"): "supports() asks gen.torch_program.is_program whether a graph is a "
-                                          "torch-native program (graph.meta['language'])",
 }
 
 # the two stores: every SQL statement of dlcfuzz lives in them

@@ -182,9 +182,9 @@ class TorchProgramBackend(Backend):
         return [Variant(n, dict(o)) for n, o in VARIANTS.items()]
 
     def supports(self, ops: set[str], graph: Any = None) -> bool:
-        from dlcfuzz.gen.torch_program import is_program
+        from dlcfuzz.ir.graph import is_torch_program
 
-        return graph is None or is_program(graph)
+        return graph is None or is_torch_program(graph)
 
     # -- import: the program, and its eager runs ------------------------------------------------
     def load(self, test: Test) -> Program:

@@ -351,3 +351,12 @@ def _decode(a: Any) -> Any:
     if isinstance(a, dict) and "tensor" in a:
         return _array_from_dict(a["tensor"])
     return a
+
+
+# graph.meta["language"] of a torch-native program (gen/torch_program.py); an ONNX graph has none
+TORCH_LANGUAGE = "torch"
+
+
+def is_torch_program(graph: Graph) -> bool:
+    """Whether ``graph`` is a torch-native program (torch operators, spec/torch) rather than an ONNX graph."""
+    return graph.meta.get("language") == TORCH_LANGUAGE
