@@ -182,7 +182,7 @@ def judge_outcomes(backend: str, outcomes: Mapping[str, Outcome], ops_of_output:
             on_input = "input" in where
             op = ((ops_of_input or {}).get(index, "") if on_input else (ops_of_output or {}).get(index, ""))
             f = Finding(METAMORPHIC, kind, backend, variant, o.phase, o.message, o.error_type, o.traceback,
-                        other="eager", output=-1 if on_input else index, category=COMPILER,
+                        other="", output=-1 if on_input else index, category=COMPILER,
                         details={"first_diverging": {"op": op, "kind": f"{kind}:{layer}", "dtype": d.get("dtype", "")},
                                  "layer": layer, "where": where})
             findings.append(f)

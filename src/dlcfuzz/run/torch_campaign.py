@@ -19,7 +19,7 @@ from pathlib import Path
 
 from dlcfuzz.backends.base import Test, Variant
 from dlcfuzz.export.torch_program import to_program_source
-from dlcfuzz.gen.torch_program import TorchProgramGenerator, mutated_inputs
+from dlcfuzz.gen.torch_program import ProgramOptions, TorchProgramGenerator, mutated_inputs
 from dlcfuzz.ir import Graph
 from dlcfuzz.oracle import COMPILER, Finding, Verdict
 from dlcfuzz.oracle.torch_program import judge_outcomes
@@ -30,6 +30,7 @@ from dlcfuzz.seeds import derive_seed
 from dlcfuzz.spec.torch import TorchOpSpec
 
 BACKEND = "inductor-program"
+VARIANT_NAMES = ("inductor", "inductor-dynamic", "inductor-threads", "inductor-backward")
 # `--backends inductor` alone runs torch-native programs on this backend
 PROGRAM_BACKENDS = {"inductor": BACKEND, BACKEND: BACKEND}
 
@@ -39,14 +40,17 @@ def wants_programs(backends: list[str]) -> bool:
     return len(backends) == 1 and backends[0] in PROGRAM_BACKENDS
 
 
-def plan(graph: Graph, rng: random.Random) -> list[str]:
+def plan(graph: Graph, rng: random.Random, known: list[str] | None = None) -> list[str]:
     """The variants one program runs on: its forward (with backward where the program asks for it),
-    the dynamic-shape compile for half the programs that may be dynamic, the threaded one for a few."""
+    the dynamic-shape compile for half the programs that may be dynamic, the threaded one for a few
+    (of the ``known`` variants of the backend, where given)."""
     out = ["inductor-backward" if graph.meta.get("backward") else "inductor"]
     if graph.meta.get("dynamic") and rng.random() < 0.5:
         out.append("inductor-dynamic")
     if rng.random() < 0.15:
         out.append("inductor-threads")
+    if known is not None:
+        out = [v for v in out if v in known] or known[:1]
     return out
 
 
@@ -62,36 +66,43 @@ def ops_index(graph: Graph) -> tuple[dict[int, str], dict[int, str]]:
     return outs, ins
 
 
-def judge_program(graph: Graph, outcomes) -> Verdict:
+def judge_program(graph: Graph, outcomes, backend: str = BACKEND) -> Verdict:
+    """The torch-program rule of the judge on one backend's outcomes of ``graph``."""
     outs, ins = ops_index(graph)
-    return judge_outcomes(BACKEND, outcomes, outs, ins)
+    return judge_outcomes(backend, outcomes, outs, ins)
 
 
 class TorchProgramTester:
     """The execute half of a torch-program test (test id -> ``Executed``)."""
 
-    def __init__(self, cfg: CampaignConfig, gen: TorchProgramGenerator, pool) -> None:
-        self.cfg, self.gen, self.pool = cfg, gen, pool
-        self.compilers = [BACKEND]
+    def __init__(self, cfg: CampaignConfig, gen: TorchProgramGenerator, pool, backend: str = BACKEND) -> None:
+        self.cfg, self.gen, self.pool, self.backend = cfg, gen, pool, backend
+        self.compilers = [backend]
 
     def execute(self, test_id: int, payload: None = None) -> Executed:
         t_start = time.perf_counter()
         seed = derive_seed(self.cfg.seed, test_id)
         graph = self.gen.generate(seed)
-        graph.meta["target"] = BACKEND
+        graph.meta["target"] = self.backend
         test = Test(b"", graph.to_json(), {})
         t_generate = time.perf_counter() - t_start
-        variants = plan(graph, random.Random(seed))
-        got = self.pool.run(BACKEND, test, variants)
+        variants = plan(graph, random.Random(seed), self.variants)
+        got = self.pool.run(self.backend, test, variants)
         compiler_s = sum(sum(o.seconds.values()) for o in got.values())
         t0 = time.perf_counter()
-        verdict = judge_program(graph, got)
+        verdict = judge_program(graph, got, self.backend)
         oracle_s = time.perf_counter() - t0
         eager_ok = not any(o.error_type == "EagerRejects" for o in got.values())
         record = TestRecord(test_id, seed, sorted({n.op for n in graph.nodes}), "eager" if eager_ok else "none",
                             eager_ok, 1, eager_ok, time.perf_counter() - t_start, t_generate, 0.0, compiler_s,
                             oracle_s)
-        return Executed(record, graph, test, {BACKEND: got}, verdict, None, None, [])
+        return Executed(record, graph, test, {self.backend: got}, verdict, None, None, [])
+
+    @property
+    def variants(self) -> list[str]:
+        return list(self._variants) if self._variants is not None else list(VARIANT_NAMES)
+
+    _variants: list[str] | None = None
 
     def close(self) -> None:
         self.pool.close()
@@ -102,12 +113,16 @@ class TorchProgramCampaign(Campaign):
     generator makes only what eager torch runs; what it does not is counted as eager's decline)."""
 
     def __init__(self, cfg: CampaignConfig, on_progress: Callable[[Progress], None] | None = None,
-                 specs: list[TorchOpSpec] | None = None) -> None:
+                 specs: list[TorchOpSpec] | None = None, options: ProgramOptions | None = None) -> None:
         super().__init__(cfg, on_progress)
-        self.program_gen = TorchProgramGenerator(specs, cfg.ops)
+        self.program_gen = TorchProgramGenerator(specs, cfg.ops, options=options)
+
+    @property
+    def backend(self) -> str:
+        return self.cfg.backends[0] if self.cfg.backends else BACKEND
 
     def start_backends(self) -> None:
-        self._start([BACKEND])
+        self._start([self.backend])
 
     def load_profiles(self) -> None:
         self.unprofiled, self.unprobed = [], {}
@@ -115,7 +130,9 @@ class TorchProgramCampaign(Campaign):
     @property
     def tester(self) -> TorchProgramTester:  # type: ignore[override]
         if self._tester is None:
-            self._tester = TorchProgramTester(self.cfg, self.program_gen, self.pool)  # type: ignore[assignment]
+            tester = TorchProgramTester(self.cfg, self.program_gen, self.pool, self.backend)
+            tester._variants = list(self.variants.get(self.backend, {})) or None
+            self._tester = tester  # type: ignore[assignment]
         return self._tester  # type: ignore[return-value]
 
     def record(self, ex: Executed) -> None:
@@ -129,12 +146,12 @@ class TorchProgramCampaign(Campaign):
         for f in new:
             folder = self.cfg.out / "bugs" / graph_signature(f, ex.graph)
             if folder.is_dir() and not (folder / "program.py").exists():
-                write_program_bundle(folder, ex.graph, f, self.variants[BACKEND][f.variant])
+                write_program_bundle(folder, ex.graph, f, self.variants[f.backend][f.variant])
                 if reduce_seconds and f.category == COMPILER:
                     t0 = time.monotonic()
                     reduced = reduce_program(ex.graph, f, self.pool, reduce_seconds)
                     if reduced is not None:
-                        write_program_bundle(folder, reduced, f, self.variants[BACKEND][f.variant], "reduced")
+                        write_program_bundle(folder, reduced, f, self.variants[f.backend][f.variant], "reduced")
                         with self.lock:
                             self.progress.reduced += 1
                     with self.lock:
@@ -190,8 +207,8 @@ def reduce_program(graph: Graph, f: Finding, pool, budget: float) -> Graph | Non
     while i >= 0 and time.monotonic() < deadline:
         cand = _without(current, {i})
         if cand.nodes and cand.outputs:
-            got = pool.run(BACKEND, Test(b"", cand.to_json(), {}), [f.variant])
-            if any(graph_signature(x, cand) == sig for x in judge_program(cand, got).findings):
+            got = pool.run(f.backend, Test(b"", cand.to_json(), {}), [f.variant])
+            if any(graph_signature(x, cand) == sig for x in judge_program(cand, got, f.backend).findings):
                 current, changed = cand, True
         i = min(i - 1, len(current.nodes) - 1)
     return current if changed else None
