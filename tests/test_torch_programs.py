@@ -211,9 +211,10 @@ def test_declines_and_the_layer_in_findings():
     assert is_decline("Unsupported", "Dynamo does not know how to trace")
     assert is_decline("EagerRejects", "eager torch rejects the program")
     assert not is_decline("RuntimeError", "CppCompileError: C++ compile error")
+    verdict = ('{"divergence": {"kind": "value", "where": "output 1", "index": 1, "dtype": "float16", '
+               '"layer": "dynamo/aot_autograd"}}')
     div = Outcome("error", "run", error_type="ProgramDivergence", message="value mismatch",
-                  artifacts={"verdict-inductor.json": '{"divergence": {"kind": "value", "where": "output 1", '
-                                                      '"index": 1, "dtype": "float16", "layer": "dynamo/aot_autograd"}}'})
+                  artifacts={"verdict-inductor.json": verdict})
     crash = Outcome("error", "compile", error_type="CppCompileError", message="C++ compile error",
                     artifacts={"verdict-inductor-dynamic.json": '{"layer": "inductor"}'})
     declined = Outcome("error", "import", error_type="EagerRejects", message="eager torch rejects the program")
