@@ -2,7 +2,9 @@
 and the writer it reads (ONNX for the ONNX importers, the torch exporter for Inductor).  A profile that admits
 only what was probed gives 100% for every backend.
 
-    python benchmarks/gen_for_acceptance.py -n 100 --ops 10:10 [--backends ort,tvm,openvino,inductor,iree]
+    python benchmarks/gen_for_acceptance.py -n 100 --ops 10:10 [--opset 17] [--backends ort,tvm,openvino,inductor,iree]
+
+Prints, per backend, the graphs taken, why the others were not, and how many operator types the graphs hold.
 """
 
 from __future__ import annotations
@@ -40,19 +42,23 @@ def refusal(backend: str, g: Graph) -> str | None:
     return None
 
 
-def measure(backend: str, n: int, ops: str, seed: int) -> tuple[int, Counter[str]]:
-    """(graphs taken, why the others were not) of n graphs from ``gen --for backend``."""
+def measure(backend: str, n: int, ops: str, seed: int, opset: str = "17") -> tuple[int, Counter[str], int]:
+    """(graphs taken, why the others were not, operator types) of n graphs from ``gen --for backend``."""
     with tempfile.TemporaryDirectory() as tmp:
-        dlcfuzz(["gen", "--for", backend, "-n", str(n), "--ops", ops, "--seed", str(seed), "--out", tmp])
+        dlcfuzz(["gen", "--for", backend, "-n", str(n), "--ops", ops, "--seed", str(seed), "--opset", opset,
+                 "--out", tmp])
         why: Counter[str] = Counter()
         taken = 0
+        types: set[str] = set()
         for path in sorted(Path(tmp).glob("g*.json")):
-            reason = refusal(backend, Graph.from_json(path.read_text()))
+            g = Graph.from_json(path.read_text())
+            types |= {node.op for node in g.nodes}
+            reason = refusal(backend, g)
             if reason is None:
                 taken += 1
             else:
                 why[reason.split(" (value")[0]] += 1
-        return taken, why
+        return taken, why, len(types)
 
 
 def main() -> None:
@@ -60,13 +66,14 @@ def main() -> None:
     p.add_argument("-n", type=int, default=100)
     p.add_argument("--ops", default="10:10")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--opset", default="17", help="an opset, or a range such as 13-23 (the campaign's default)")
     p.add_argument("--backends", default=",".join(DEFAULT))
     args = p.parse_args()
     result = {}
     for backend in args.backends.split(","):
-        taken, why = measure(backend, args.n, args.ops, args.seed)
-        result[backend] = {"taken": taken, "of": args.n, "why_not": dict(why.most_common(8))}
-        print(f"{backend}: {taken}/{args.n} taken; {dict(why.most_common(8))}", flush=True)
+        taken, why, types = measure(backend, args.n, args.ops, args.seed, args.opset)
+        result[backend] = {"taken": taken, "of": args.n, "operator_types": types, "why_not": dict(why.most_common(8))}
+        print(f"{backend}: {taken}/{args.n} taken, {types} operator types; {dict(why.most_common(8))}", flush=True)
     print(json.dumps(result, indent=1))
 
 

@@ -124,7 +124,7 @@ def test_module_takes_inputs_in_order_and_holds_initializers() -> None:
 
 def test_export_errors() -> None:
     with pytest.raises(ExportError, match="no torch rule"):
-        module_source(["x"], {}, [("GroupNormalization", ["x"], ["y"], {})], ["y"])
+        module_source(["x"], {}, [("MaxRoiPool", ["x"], ["y"], {})], ["y"])
     with pytest.raises(ExportError, match="must be a constant"):
         module_source(["x", "s"], {}, [("Reshape", ["x", "s"], ["y"], {})], ["y"])
 

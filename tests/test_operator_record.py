@@ -14,7 +14,7 @@ from dlcfuzz.spec import REGISTRY
 
 def test_every_operator_declares_or_exempts_every_facet():
     missing = gaps()
-    assert not missing, f"{len(missing)} facets declared nowhere:\n" + "\n".join(missing)
+    assert not missing, f"{len(missing)} (operator, facet) pairs declared nowhere:\n" + "\n".join(missing)
 
 
 def test_no_table_names_an_operator_the_registry_lacks():

@@ -201,6 +201,11 @@ def test_an_unknown_key_is_a_decline_until_probed_and_is_run_to_learn_it():
     assert not p.admits(fp16.nodes[0], fp16.values) and not p.admits_graph(fp16) and not p.declines_graph(fp16)
     assert p.learn(topk(0), declined()) == DECLINED
     assert p.declines_graph(topk(0)) and not p.admits_graph(topk(0))
+    given = topk(1)  # a number or list attribute given: judged by its declines alone (see SupportProfile._taken)
+    given.nodes[0].attrs["axis"] = 1
+    given.nodes[0].attrs["largest"] = 1
+    given.nodes[0].attrs["k_hint"] = [2, 3]
+    assert "k_hint=given" in node_keys(given.nodes[0], given.values) and p.admits(given.nodes[0], given.values)
     crashed = SupportProfile("tvm", "0.27")  # a crash is a compiler taking the test (a finding), not a decline
     crashed.learn(topk(1), {"a": Outcome(ERROR, "compile", error_type="RuntimeError", message="segfault")})
     assert crashed.admits_graph(topk(1))

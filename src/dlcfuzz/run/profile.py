@@ -55,6 +55,7 @@ from dlcfuzz.solve.types import schema
 from dlcfuzz.spec import REGISTRY, onnx_ops
 
 CONSTANT = "Constant"  # the pseudo-operator of constants written as Constant nodes
+GIVEN = "=given"  # the key of a number or list attribute given (not left to its default)
 
 ACCEPTED, DECLINED, FAILED = "accepted", "declined", "failed"
 STATUSES = (ACCEPTED, DECLINED, FAILED)
@@ -162,8 +163,13 @@ class SupportProfile:
 
     def _taken(self, op: str, key: str) -> bool:
         """Probed and taken: some test with the key was accepted, or failed without any decline (the
-        compiler took it: a crash is a finding, not a decline).  An unknown key is not taken."""
+        compiler took it: a crash is a finding, not a decline).  An unknown key is not taken, but for a
+        ``=given`` key (a number or list attribute not left to its default): those keys came after the
+        packaged profiles were probed, which hold none for most operators (Conv's kernel_shape), so they
+        are judged by their declines alone until the profiles are probed again."""
         a, d, f = self._seen(op, key)
+        if key.endswith(GIVEN) and a == d == f == 0:
+            return True
         return a > 0 or (f > 0 and d == 0)
 
     def admits_op(self, op: str) -> bool:
