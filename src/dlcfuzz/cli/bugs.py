@@ -6,8 +6,12 @@ from __future__ import annotations
 import argparse
 from collections import Counter
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dlcfuzz.cli.options import UsageError
+
+if TYPE_CHECKING:
+    from dlcfuzz.run.store import Store
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -27,7 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     b.set_defaults(func=cmd_bugs)
 
 
-def _open_store(folder: Path):
+def _open_store(folder: Path) -> Store:
     from dlcfuzz.run.store import Store
 
     if not (folder / "campaign.sqlite").is_file():

@@ -6,9 +6,16 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, TypeVar
+
+if TYPE_CHECKING:
+    from dlcfuzz.run.campaign import Driver, Progress
+
+T = TypeVar("T")
 
 
-def ray_summary(args: argparse.Namespace, campaign, what: str) -> None:
+def ray_summary(args: argparse.Namespace, campaign: Driver, what: str) -> None:
     if args.executor == "ray":
         ex = campaign.executor
         print(f"ray: {args.jobs} actors, {ex.replaced} replaced after dying, {ex.lost} {what} lost")
@@ -23,7 +30,7 @@ class Display:
         self.last = 0.0
         self.devices = ""  # which devices the variants run on, shown under the live table
 
-    def __enter__(self):
+    def __enter__(self) -> Display:
         if self.tty:
             from rich.live import Live
 
@@ -36,14 +43,14 @@ class Display:
             self.live.__exit__(*exc)
 
     @staticmethod
-    def line(p) -> str:
+    def line(p: Progress) -> str:
         n = max(1, p.tests)
         kinds = ", ".join(f"{b}/{o}: {c} ({p.bugs[(b, o)]} distinct)" for (b, o), c in sorted(p.findings.items()))
         known = f"; known upstream (not re-reported): {sum(p.known.values())}" if p.known else ""
         return (f"{p.tests} tests, {p.rate:.2f} tests/s, valid {100 * p.valid / n:.1f}%, "
                 f"finite {100 * p.finite / n:.1f}%; findings: {kinds or 'none'}{known}")
 
-    def update(self, p) -> None:
+    def update(self, p: Progress) -> None:
         now = time.monotonic()
         if self.live is not None:
             from rich.table import Table
@@ -63,13 +70,13 @@ class Display:
             self.last = now
             print(self.line(p), flush=True)
 
-    def final(self, p) -> None:
+    def final(self, p: Progress) -> None:
         print(self.line(p))
         for line in backend_lines(p):
             print(line)
 
 
-def backend_lines(p) -> list[str]:
+def backend_lines(p: Progress) -> list[str]:
     """Per backend: tests it ran (and was the target of), CPU seconds inside it, useful-test rate and new
     compiler bugs; then the tests without a baseline."""
     lines = [f"  {b:<10} {s.tests:>6} tests ({s.targeted} targeted), {s.seconds:8.1f} s CPU, "
@@ -81,7 +88,7 @@ def backend_lines(p) -> list[str]:
     return lines
 
 
-def progress(items, label: str, total: int):
+def progress(items: Iterable[T], label: str, total: int) -> Iterable[T]:
     if not sys.stderr.isatty():
         return items
     from rich.progress import track

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dlcfuzz.cli.bugs import bug_summary
 from dlcfuzz.cli.display import Display, ray_summary
@@ -28,6 +29,10 @@ from dlcfuzz.cli.options import (
 )
 from dlcfuzz.cli.probe import probe_and_report
 from dlcfuzz.gen import FUZZ_STRATEGIES
+
+if TYPE_CHECKING:
+    from dlcfuzz.backends.base import Variant
+    from dlcfuzz.spec import OpSpec
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -71,7 +76,7 @@ def _found_devices() -> str:
     return "devices found: cpu" + (f" (cuda: {cuda})" if cuda.startswith("none") else f", cuda ({cuda})")
 
 
-def _variant_devices(variants: dict, live: list[str]) -> str:
+def _variant_devices(variants: dict[str, dict[str, Variant]], live: list[str]) -> str:
     """"variants by device: cpu: ort 4, tvm 4; cuda: tvm 1" for the backends under test."""
     from dlcfuzz.backends.devices import DEVICES, device_of
 
@@ -83,7 +88,7 @@ def _variant_devices(variants: dict, live: list[str]) -> str:
     return "variants by device: " + "; ".join(parts)
 
 
-def _supported_specs(specs: list, backends: list[str]) -> list:
+def _supported_specs(specs: list[OpSpec], backends: list[str]) -> list[OpSpec]:
     """The operators at least one backend under test can be tried on (backends with a support
     profile, e.g. inductor or iree, decline the rest), so that no test is generated for nobody."""
     from dlcfuzz.backends import load_backend

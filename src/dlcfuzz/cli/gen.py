@@ -8,6 +8,7 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dlcfuzz.cli.display import progress
 from dlcfuzz.cli.options import (
@@ -22,6 +23,12 @@ from dlcfuzz.cli.options import (
 from dlcfuzz.gen import STRATEGIES
 from dlcfuzz.seeds import derive_seed
 
+if TYPE_CHECKING:
+    from dlcfuzz.gen.guided import Coverage
+    from dlcfuzz.run.profile import JointProfile
+    from dlcfuzz.solve import GenOptions
+    from dlcfuzz.spec import OpSpec
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     g = sub.add_parser("gen", help="generate valid computation graphs as ONNX models")
@@ -33,7 +40,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.set_defaults(func=cmd_gen)
 
 
-def _generator(args: argparse.Namespace, limits, specs, coverage=None):
+def _generator(args: argparse.Namespace, limits: GenOptions, specs: list[OpSpec], coverage: Coverage | None = None):
     from dataclasses import replace
 
     from dlcfuzz.gen import make_generator
@@ -61,7 +68,7 @@ def _generator(args: argparse.Namespace, limits, specs, coverage=None):
         raise UsageError(str(e)) from None
 
 
-def _target_profile(name: str):
+def _target_profile(name: str) -> JointProfile:
     """``gen --for NAME``: what that compiler (its installed version) and the baseline ORT both take."""
     from dlcfuzz.backends import BUILTIN, load_backend
     from dlcfuzz.run.profile import JointProfile, find_profile

@@ -8,8 +8,14 @@ import argparse
 import re
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dlcfuzz.ir import DTYPES
+
+if TYPE_CHECKING:  # the modules behind them load late: a command imports only what it runs
+    from dlcfuzz.run.worker import PhaseLimits
+    from dlcfuzz.solve import GenOptions
+    from dlcfuzz.spec import OpSpec
 
 
 class UsageError(Exception):
@@ -39,7 +45,7 @@ def split_names(text: str) -> list[str]:
     return [n.strip() for n in text.replace("\n", ",").split(",") if n.strip()]
 
 
-def resolve_op_set(names: list[str] | None):
+def resolve_op_set(names: list[str] | None) -> list[OpSpec]:
     from dlcfuzz.spec import REGISTRY, UnknownOperator, get, resolve_ops
 
     unknown = []
@@ -65,7 +71,7 @@ def opsets_of(args: argparse.Namespace) -> tuple[int, ...]:
         raise UsageError(f"--opset: {e}; e.g. --opset 17 or --opset {MIN_OPSET}-{MAX_OPSET}") from None
 
 
-def gen_options(args: argparse.Namespace):  # -> GenOptions (imported late)
+def gen_options(args: argparse.Namespace) -> GenOptions:
     """The generator's options (limits, rates, opset, dtypes, target) from the command line, checked."""
     from dlcfuzz.solve import GenOptions
 
@@ -188,7 +194,7 @@ def phase_options(p: argparse.ArgumentParser, compile_timeout: float) -> None:
                         "a run is a hang at 4x the slowest of them (at least 20 s, at most the limit)")
 
 
-def phase_limits(args: argparse.Namespace):  # -> PhaseLimits (imported late: the worker module is not light)
+def phase_limits(args: argparse.Namespace) -> PhaseLimits:  # imported late: the worker module is not light
     from dlcfuzz.run.worker import PhaseLimits
 
     if args.compile_timeout <= 0 or args.run_timeout <= 0 or args.memory_mb <= 0:

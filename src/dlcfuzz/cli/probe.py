@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dlcfuzz.cli.bugs import bug_summary
 from dlcfuzz.cli.options import UsageError, backend_names, resolve_op_set, split_names
+
+if TYPE_CHECKING:
+    from dlcfuzz.solve import GenOptions
+    from dlcfuzz.spec import OpSpec
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -32,7 +38,8 @@ def cmd_probe(args: argparse.Namespace) -> int:
     return probe_and_report(backends, Path(args.out), specs, GenOptions(), args.per_op, args.jobs, profile_path)
 
 
-def probe_and_report(backends: list[str], out: Path, specs: list, limits, per_op: int, jobs: int, where) -> int:
+def probe_and_report(backends: list[str], out: Path, specs: list[OpSpec], limits: GenOptions, per_op: int, jobs: int,
+                     where: Callable[[str, str], Path]) -> int:
     """Probes ``backends`` and prints, per compiler, what its profile declines and where it is cached."""
     from dlcfuzz.run.probe import probe
 
