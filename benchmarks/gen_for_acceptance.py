@@ -42,23 +42,42 @@ def refusal(backend: str, g: Graph) -> str | None:
     return None
 
 
+def campaign_graphs(backend: str, n: int, ops: str, seed: int, opset: str) -> list[Graph]:
+    """n graphs of the campaign's targeted generator for ``backend`` (``JointProfile(target, ORT)``)."""
+    from dlcfuzz.gen.opsets import parse_opsets
+    from dlcfuzz.run.campaign import CampaignConfig, campaign_generator
+    from dlcfuzz.run.profile import JointProfile, find_profile
+    from dlcfuzz.seeds import derive_seed
+    from dlcfuzz.spec import REGISTRY
+
+    lo, hi = (int(x) for x in ops.split(":"))
+    profiles = [find_profile(b, load_backend(b).version()) for b in (backend, "ort")]
+    cfg = CampaignConfig(Path(tempfile.mkdtemp()), [backend], list(REGISTRY.values()), budget_seconds=None,
+                         max_tests=n, ops=(lo, hi), opsets=tuple(parse_opsets(opset, 7, 23)))
+    gen = campaign_generator(cfg, None, JointProfile(*profiles))  # type: ignore[arg-type]
+    return [gen.generate(derive_seed(seed, i)) for i in range(n)]
+
+
 def measure(backend: str, n: int, ops: str, seed: int, opset: str = "17") -> tuple[int, Counter[str], int]:
-    """(graphs taken, why the others were not, operator types) of n graphs from ``gen --for backend``."""
+    """(graphs taken, why the others were not, operator types) of n graphs from ``gen --for backend``; for
+    Inductor, whose ``gen --for`` writes torch programs, the campaign's ONNX graphs targeted at it."""
     with tempfile.TemporaryDirectory() as tmp:
         dlcfuzz(["gen", "--for", backend, "-n", str(n), "--ops", ops, "--seed", str(seed), "--opset", opset,
                  "--out", tmp])
-        why: Counter[str] = Counter()
-        taken = 0
-        types: set[str] = set()
-        for path in sorted(Path(tmp).glob("g*.json")):
-            g = Graph.from_json(path.read_text())
-            types |= {node.op for node in g.nodes}
-            reason = refusal(backend, g)
-            if reason is None:
-                taken += 1
-            else:
-                why[reason.split(" (value")[0]] += 1
-        return taken, why, len(types)
+        graphs = [Graph.from_json(path.read_text()) for path in sorted(Path(tmp).glob("g*.json"))]
+    if not graphs:  # gen --for inductor: torch-native programs, not graphs
+        graphs = campaign_graphs(backend, n, ops, seed, opset)
+    why: Counter[str] = Counter()
+    taken = 0
+    types: set[str] = set()
+    for g in graphs:
+        types |= {node.op for node in g.nodes}
+        reason = refusal(backend, g)
+        if reason is None:
+            taken += 1
+        else:
+            why[reason.split(" (value")[0]] += 1
+    return taken, why, len(types)
 
 
 def main() -> None:

@@ -214,23 +214,12 @@ def test_an_unknown_key_is_a_decline_until_probed_and_is_run_to_learn_it():
 PROFILED = ("ort", "tvm", "openvino", "inductor", "iree")  # the backends with a packaged profile
 
 
-@pytest.mark.parametrize("name", PROFILED)
-def test_graphs_generated_for_a_backend_are_all_taken_by_it(name: str, tmp_path: Path, monkeypatch):
-    """``dlcfuzz gen --for NAME``: every graph passes the backend's own ``supports()`` and the writer it
-    reads (ONNX; the torch exporter for Inductor).  Before profiles admitted only what was probed, 40 of
-    100 graphs for Inductor and 22 of 100 for IREE were refused (contrib operators, If, MaxRoiPool,
-    unsigned types)."""
+def _taken_by(name: str, graphs: list[Graph]) -> None:
+    """Every graph passes the backend's own ``supports()`` and the writer it reads (ONNX; the torch
+    exporter for Inductor)."""
     from dlcfuzz.backends import load_backend
-    from dlcfuzz.cli import main
 
     backend = load_backend(name)
-    ok, why = backend.available()
-    if not ok:
-        pytest.skip(why)
-    monkeypatch.setenv("DLCFUZZ_CACHE", str(tmp_path / "cache"))  # the packaged profile, not this machine's
-    assert main(["gen", "--for", name, "-n", "30", "--ops", "10:10", "--seed", "1", "--out", str(tmp_path)]) == 0
-    graphs = [Graph.from_json(f.read_text()) for f in sorted(tmp_path.glob("g*.json"))]
-    assert len(graphs) == 30
     for i, g in enumerate(graphs):
         assert backend.supports({n.op for n in g.nodes}, g), f"graph {i}: {sorted({n.op for n in g.nodes})}"
         assert to_bytes(g)
@@ -238,6 +227,48 @@ def test_graphs_generated_for_a_backend_are_all_taken_by_it(name: str, tmp_path:
             from dlcfuzz.export.torch import to_torch_source, unsupported
 
             assert unsupported(g) is None and to_torch_source(g)
+
+
+def _available(name: str) -> None:
+    from dlcfuzz.backends import load_backend
+
+    ok, why = load_backend(name).available()
+    if not ok:
+        pytest.skip(why)
+
+
+@pytest.mark.parametrize("name", [b for b in PROFILED if b != "inductor"])  # gen --for inductor: torch programs
+def test_graphs_generated_for_a_backend_are_all_taken_by_it(name: str, tmp_path: Path, monkeypatch):
+    """``dlcfuzz gen --for NAME`` writes only graphs the backend takes.  Before profiles admitted only what
+    was probed, 22 of 100 graphs for IREE were refused (contrib operators, If, sequences, NonZero ...)."""
+    from dlcfuzz.cli import main
+
+    _available(name)
+    monkeypatch.setenv("DLCFUZZ_CACHE", str(tmp_path / "cache"))  # the packaged profile, not this machine's
+    assert main(["gen", "--for", name, "-n", "30", "--ops", "10:10", "--seed", "1", "--out", str(tmp_path)]) == 0
+    graphs = [Graph.from_json(f.read_text()) for f in sorted(tmp_path.glob("g*.json"))]
+    assert len(graphs) == 30
+    _taken_by(name, graphs)
+
+
+@pytest.mark.parametrize("name", PROFILED)
+def test_a_campaigns_targeted_graphs_are_all_taken_by_their_target(name: str, tmp_path: Path, monkeypatch):
+    """The campaign's targeted generation (``campaign_generator`` with ``JointProfile(target, ORT)``, over
+    the default opsets 13-23) writes only graphs the target takes.  Before, 40 of 100 ONNX graphs targeted
+    at Inductor were refused (contrib operators, If, MaxRoiPool, unsigned types)."""
+    from dlcfuzz.backends import load_backend
+    from dlcfuzz.run.campaign import campaign_generator
+    from dlcfuzz.run.profile import JointProfile
+
+    _available(name)
+    monkeypatch.setenv("DLCFUZZ_CACHE", str(tmp_path / "cache"))  # the packaged profiles
+    target = find_profile(name, load_backend(name).version())
+    baseline = find_profile("ort", load_backend("ort").version())
+    assert target is not None and baseline is not None
+    cfg = CampaignConfig(tmp_path / "c", [name], list(REGISTRY.values()), budget_seconds=None, max_tests=1,
+                         ops=(10, 10), opsets=tuple(range(13, 24)))
+    gen = campaign_generator(cfg, None, JointProfile(target, baseline))
+    _taken_by(name, [gen.generate(seed) for seed in range(30)])
 
 
 def test_allocation_shifts_cpu_toward_a_planted_high_yield_backend(tmp_path: Path):
