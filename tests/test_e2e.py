@@ -5,12 +5,14 @@ that ran on that backend), not by the exit code alone.
 Where each command and backend is covered end to end (``COVERED``; a test below checks that the map
 names every command and every listed backend):
 
-- ``fuzz``: ort, tvm, openvino, inductor, tvm-relax here; iree in ``test_backend_iree.py``;
+- ``fuzz``: ort, tvm, openvino, inductor (ONNX graphs, beside ort), inductor alone (torch-native programs, the
+  ``inductor-program`` backend), tvm-relax here; iree in ``test_backend_iree.py``;
 - ``migrate``: the torch frontends (tvm-torch, openvino-torch, inductor-torch), the library's own run
   (torch-library) and the ONNX frontends of the export, here; ``migrate record`` with tvm-torch in
   ``test_migrate_campaign.py``;
 - ``reduce``, ``report``, ``bugs``: on one tvm-relax campaign here (``relax_campaign``);
-- ``gen --for``, ``probe``, ``backends`` here; ``gen`` (every strategy) and ``metrics`` in ``test_cli.py``.
+- ``gen --for``, ``probe``, ``backends`` here (``gen --for inductor``, torch programs, in ``test_torch_programs.py``);
+  ``gen`` (every strategy) and ``metrics`` in ``test_cli.py``.
 """
 
 from __future__ import annotations
@@ -30,9 +32,13 @@ from dlcfuzz.cli import main
 # a profile (the packaged profiles apply), a bounded number of small tests
 SHORT = ["--budget", "120s", "--reduce-budget", "0", "--probe-per-op", "0", "--seed", "1"]
 FUZZED = ("ort", "tvm", "openvino", "inductor", "tvm-relax")
+# --backends as given -> the backend whose tests the store must show: Inductor alone runs torch-native programs
+# (run/torch_campaign.py), so its ONNX backend runs beside ort
+FUZZ_RUNS = {"ort": "ort", "tvm": "tvm", "openvino": "openvino", "inductor,ort": "inductor",
+             "inductor": "inductor-program"}
 MIGRATED = ("tvm-torch", "openvino-torch", "inductor-torch", "torch-library")
 COVERED = {
-    "fuzz": [*(f"test_e2e.py::test_fuzz_runs_tests_on_the_backend[{b}]" for b in FUZZED if b != "tvm-relax"),
+    "fuzz": [*(f"test_e2e.py::test_fuzz_runs_tests_on_the_backend[{b}]" for b in FUZZ_RUNS),
              "test_e2e.py::test_fuzz_runs_tests_on_tvm_relax",
              "test_backend_iree.py::test_campaign_draws_only_operators_iree_lowers"],
     "migrate": ["test_e2e.py::test_migrate_runs_torch_calls_through_every_frontend"],
@@ -41,12 +47,14 @@ COVERED = {
     "reduce": ["test_e2e.py::test_reduce_shrinks_the_bug_and_keeps_its_signature"],
     "report": ["test_e2e.py::test_report_lists_the_bug"],
     "bugs": ["test_e2e.py::test_bugs_lists_the_campaigns_bug"],
-    "gen": ["test_e2e.py::test_gen_for_a_backend_writes_valid_models", "test_cli.py::test_gen_every_strategy"],
+    "gen": ["test_e2e.py::test_gen_for_a_backend_writes_valid_models", "test_cli.py::test_gen_every_strategy",
+            "test_torch_programs.py::test_gen_for_inductor_writes_programs_that_run_without_dlcfuzz"],
     "metrics": ["test_cli.py::test_metrics_json"],
     "probe": ["test_e2e.py::test_probe_writes_a_profile_of_what_it_ran"],
     "backends": ["test_e2e.py::test_backends_lists_every_backend_and_each_is_covered"],
 }
-BACKEND_COVERED = {**{b: "fuzz" for b in FUZZED}, "iree": "fuzz", **{b: "migrate" for b in MIGRATED}}
+BACKEND_COVERED = {**{b: "fuzz" for b in FUZZED}, "iree": "fuzz", "inductor-program": "fuzz",
+                   **{b: "migrate" for b in MIGRATED}}
 
 
 def cli(capsys, *args: str) -> tuple[int, str, str]:
@@ -100,17 +108,20 @@ def test_supports_without_a_graph_follows_from_supports_with_one() -> None:
 
 # -- fuzz ---------------------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("backend", [b for b in FUZZED if b != "tvm-relax"])
-def test_fuzz_runs_tests_on_the_backend(backend: str, tmp_path: Path, capsys) -> None:
-    need(backend)
+@pytest.mark.parametrize("backends", list(FUZZ_RUNS))
+def test_fuzz_runs_tests_on_the_backend(backends: str, tmp_path: Path, capsys) -> None:
+    backend = FUZZ_RUNS[backends]
+    for name in backends.split(","):
+        need(name)
+    tests = 1 if "inductor" in backends else 2  # Inductor compiles for seconds: one test
     out = tmp_path / "c"
-    rc, stdout, err = cli(capsys, "fuzz", "--backends", backend, "--max-tests", "2", "--ops", "2:3", *SHORT,
-                          "--out", str(out))
+    rc, stdout, err = cli(capsys, "fuzz", "--backends", backends, "--max-tests", str(tests), "--ops", "2:3",
+                          "--no-allocation", *SHORT, "--out", str(out))  # every backend on every test
     assert rc == 0, err[-3000:]
-    assert len(rows(out, "SELECT id FROM tests")) == 2
-    assert ran_on(out, backend), rows(out, "SELECT * FROM outcomes")
-    assert {b for (b,) in rows(out, "SELECT DISTINCT backend FROM outcomes")} == {backend}
-    assert re.search(rf"^\s+{re.escape(backend)}\s+\d+ tests", stdout, re.M), stdout  # its line of the summary
+    assert len(rows(out, "SELECT id FROM tests")) == tests
+    assert len(ran_on(out, backend)) == tests, rows(out, "SELECT * FROM outcomes")
+    assert {b for (b,) in rows(out, "SELECT DISTINCT backend FROM outcomes")} == {backend, *backends.split(",")[1:]}
+    assert re.search(rf"{re.escape(backend)}\s+\d+ tests", stdout), stdout  # its line of the summary
 
 
 # one tvm-relax campaign, shared by the fuzz, bugs, report and reduce tests: operators whose modules TVM
@@ -220,7 +231,7 @@ def test_migrate_runs_torch_calls_through_every_frontend(tmp_path: Path, capsys)
 
 # -- gen --for, probe, backends -----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("backend", ["ort", "tvm", "openvino", "inductor", "iree", "tvm-relax"])
+@pytest.mark.parametrize("backend", ["ort", "tvm", "openvino", "iree", "tvm-relax"])
 def test_gen_for_a_backend_writes_valid_models(backend: str, tmp_path: Path, capsys) -> None:
     """Every backend with a packaged support profile; tvm-relax has none (it runs what its campaign
     generates): asked for, it says how to build one, in one line."""
