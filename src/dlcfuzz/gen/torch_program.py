@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dlcfuzz.ir import CONST_KIND, INPUT_KIND, Graph, Node
+from dlcfuzz.ir.graph import TORCH_LANGUAGE, is_torch_program
 from dlcfuzz.solve import GenOptions, Instantiator, Stats
 from dlcfuzz.solve.intervals import finite
 from dlcfuzz.spec.dsl import EmptyDomain
@@ -35,7 +36,7 @@ from dlcfuzz.spec.torch import TORCH_DTYPES, TORCH_REGISTRY, TorchOpSpec, mutate
 from dlcfuzz.spec.torch.base import is_float
 
 MAX_TRIES = 20
-LANGUAGE = "torch"  # graph.meta["language"] of a torch-native program
+LANGUAGE = TORCH_LANGUAGE  # graph.meta["language"] of a torch-native program
 
 # torch programs: small tensors (Inductor compiles are the cost, not the data), fewer fresh inputs
 TORCH_LIMITS = GenOptions(max_rank=5, max_dim=5, max_numel=1024, picking_rate=0.9, init_rate=0.3,
@@ -56,7 +57,7 @@ class ProgramOptions:
 
 
 def is_program(graph: Graph) -> bool:
-    return graph.meta.get("language") == LANGUAGE
+    return is_torch_program(graph)
 
 
 def spec_of(node: Node) -> TorchOpSpec:
