@@ -144,18 +144,39 @@ class TorchProgramCampaign(Campaign):
         finally:
             self.cfg.reduce_seconds = reduce_seconds
         for f in new:
-            folder = self.cfg.out / "bugs" / graph_signature(f, ex.graph)
+            sig = graph_signature(f, ex.graph)
+            folder = self.cfg.out / "bugs" / sig
             if folder.is_dir() and not (folder / "program.py").exists():
                 write_program_bundle(folder, ex.graph, f, self.variants[f.backend][f.variant])
+                smallest = ex.graph
                 if reduce_seconds and f.category == COMPILER:
                     t0 = time.monotonic()
                     reduced = reduce_program(ex.graph, f, self.pool, reduce_seconds)
                     if reduced is not None:
+                        smallest = reduced
                         write_program_bundle(folder, reduced, f, self.variants[f.backend][f.variant], "reduced")
                         with self.lock:
                             self.progress.reduced += 1
                     with self.lock:
                         self.progress.reduce_seconds += time.monotonic() - t0
+                with self.lock:  # bugs whose smallest programs call the same operators the same way are one
+                    self.store.merge_root(sig, program_root(f, smallest), program_title(f))
+
+
+def program_root(f: Finding, graph: Graph) -> str:
+    """The root cause a program bug merges by: its kind and layer (and crash type), and the operators
+    its smallest program still calls."""
+    import hashlib
+
+    parts = [f.backend, f.oracle, f.kind, f.details.get("layer", ""), f.error_type,
+             *sorted({n.op for n in graph.nodes})]
+    return "program:" + hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:16]
+
+
+def program_title(f: Finding) -> str:
+    from dlcfuzz.oracle.torch_program import title
+
+    return title(f)
 
 
 def write_program_bundle(folder: Path, graph: Graph, f: Finding, variant: Variant, label: str = "") -> None:
