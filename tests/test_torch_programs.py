@@ -211,6 +211,10 @@ def test_declines_and_the_layer_in_findings():
     assert is_decline("Unsupported", "Dynamo does not know how to trace")
     assert is_decline("EagerRejects", "eager torch rejects the program")
     assert not is_decline("RuntimeError", "CppCompileError: C++ compile error")
+    from dlcfuzz.oracle.unsupported import is_unsupported  # the store's outcome rows count them as declines
+
+    assert is_unsupported("inductor-program", "import", "EagerRejects", "eager torch rejects the program")
+    assert not is_unsupported("inductor-program", "compile", "CppCompileError", "C++ compile error")
     verdict = ('{"divergence": {"kind": "value", "where": "output 1", "index": 1, "dtype": "float16", '
                '"layer": "dynamo/aot_autograd"}}')
     div = Outcome("error", "run", error_type="ProgramDivergence", message="value mismatch",

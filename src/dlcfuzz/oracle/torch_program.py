@@ -79,6 +79,20 @@ class ProgramDivergence(Exception):
     """Raised in the worker when a compiled run diverges from eager (the outcome's error type)."""
 
 
+def _register_declines(backend: str = "inductor-program") -> None:
+    """The same declines as ``is_decline``, as a rule of ``oracle.unsupported`` (which the store's outcome
+    rows and the support profiles read), for the torch-program backend."""
+    import re
+
+    from dlcfuzz.oracle.unsupported import RULES
+
+    types = "|".join(sorted(DECLINE_TYPES))
+    text = "|".join(re.escape(t) for t in DECLINE_TEXT)
+    rule = (backend, "*", rf"(?i)^(?:(?:{types}):|.*(?:{text}))")
+    if rule not in RULES:
+        RULES.append(rule)
+
+
 def is_decline(error_type: str, message: str) -> bool:
     """A graph break under fullgraph=True, an explicit "not supported", or eager's own refusal."""
     if error_type in DECLINE_TYPES:
@@ -211,3 +225,6 @@ def title(f: Finding) -> str:
     op = (f.details.get("first_diverging") or {}).get("op", "")
     return f"{who}: {f.kind} mismatch against eager at {f.details.get('where', '')}{f' ({op})' if op else ''} " \
            f"under {f.variant}"[:200]
+
+
+_register_declines()
