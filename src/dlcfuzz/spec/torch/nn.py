@@ -261,8 +261,9 @@ BATCH_NORM = TorchOpSpec(
      In("weight", T="T", shape=lambda c: (c.s[1],), optional=True, weight=True),
      In("bias", T="T", shape=lambda c: (c.s[1],), optional=True, weight=True)],
     lambda c: [c.x], attrs={"training": BOOL, "momentum": Choice((0.1, 0.5))}, types={"T": F32},
-    # training mode updates the running statistics in place (program inputs: compared after the run)
-    mutates=lambda attrs: (1, 2) if attrs.get("training") else (),
+    # training mode updates the running statistics in place (program inputs: compared after the run); in
+    # either mode they take no gradient (batch_norm is not differentiable in them): marked written always
+    mutates=lambda attrs: (1, 2),
     emit=lambda a, k: f"F.batch_norm({a[0]}, {a[1]}, {a[2]}, {_opt_arg(a, 3)}, {_opt_arg(a, 4)}, "
                       f"training={bool(k['training'])}, momentum={k['momentum']})",
     transfer=_bn_iv, vdomain=small_domain(16.0))
