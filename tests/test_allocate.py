@@ -9,8 +9,6 @@ import pytest
 
 from dlcfuzz.run.allocate import Allocator
 
-pytestmark = pytest.mark.fast
-
 
 def test_rate_is_the_posterior_mean_of_bugs_per_cpu_second() -> None:
     a = Allocator()

@@ -18,8 +18,6 @@ from dlcfuzz.oracle import CRASH, DIFFERENTIAL, Finding
 from dlcfuzz.run.bundle import write_bundle
 from tests.helpers import make_model
 
-pytestmark = pytest.mark.fast
-
 X = np.array([[-1.0, 0.5, 2.0]], np.float32)
 RELU = make_model([helper.make_node("Relu", ["x"], ["y"])], [("x", TensorProto.FLOAT, [1, 3])],
                   [("y", TensorProto.FLOAT, [1, 3])])

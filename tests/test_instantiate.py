@@ -12,8 +12,6 @@ from dlcfuzz.ir import INPUT_KIND, Graph, TensorType, Value
 from dlcfuzz.solve.instantiate import GenOptions, Instantiator, Pool
 from dlcfuzz.spec import REGISTRY
 
-pytestmark = pytest.mark.fast
-
 
 def instantiator(seed: int = 0, **options) -> Instantiator:
     return Instantiator(Graph(opset=17), GenOptions(dtypes=("float32",), **options), random.Random(seed),

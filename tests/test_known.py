@@ -9,8 +9,6 @@ import pytest
 
 from dlcfuzz.run.known import KNOWN, NEW, SEEN, KnownBug, KnownBugs, KnownBugsError, Reporting, packaged
 
-pytestmark = pytest.mark.fast
-
 ENTRY = '''[[bug]]
 signature = "{sig}"
 backend = "{backend}"
