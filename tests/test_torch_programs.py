@@ -312,3 +312,37 @@ def test_planted_compiler_that_writes_through_copies_is_caught_as_a_mutation(tmp
                      ("torch.narrow", "torch.add_", "torch.mul_", "torch.select"), tests=4)
     kinds = {json.loads((d / "finding.json").read_text())["kind"] for d in bugs.iterdir()}
     assert MUTATION in kinds
+
+
+MAXPOOL = '''import torch
+import torch.nn.functional as F
+
+NOT_COMPARED = []
+MUTATED = []
+BACKWARD = True
+DYNAMIC = False
+
+
+class Model(torch.nn.Module):
+    def forward(self, x):
+        return (F.max_pool1d(x, [3], [3], [1]),)
+
+
+def make_inputs(seed=0, sizes=None):
+    g = torch.Generator().manual_seed(seed)
+    return (torch.rand(3, 5, 3, generator=g).permute(0, 2, 1),)
+'''
+
+
+def test_outputs_are_compared_with_eager_in_the_same_grad_mode():
+    """Eager max_pool1d on a transposed input lays its output out one way under no_grad and another with
+    grad; aot_eager takes the grad-mode layout always.  The backward variant compares with eager under
+    grad (no finding); the forward one, under no_grad, shows AOTAutograd's stride divergence."""
+    from dlcfuzz.backends.base import Variant
+    from dlcfuzz.backends.torch_program import TorchProgramBackend
+
+    b = TorchProgramBackend()
+    p = b.load(Test(MAXPOOL.encode(), "", {}))
+    assert b.compile(p, Variant("b", {"backend": "aot_eager", "backward": True})).divergence is None
+    d = b.compile(p, Variant("f", {"backend": "aot_eager"})).divergence
+    assert d is not None and d.kind == STRIDE
