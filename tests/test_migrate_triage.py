@@ -45,22 +45,48 @@ def run_migration(tmp_path: Path, instances: list[Instance], backends: list[str]
     return out
 
 
+@pytest.fixture(scope="module")
+def ort_openvino(tmp_path_factory) -> tuple[Path, dict[str, int]]:
+    """One migration on ORT and OpenVINO, shared by the tests of its instances (each test reads its own
+    test's rows): (campaign folder, provenance -> test id).  Each instance alone had its own migration,
+    and its own workers to start."""
+    if not HAS_OPENVINO:
+        pytest.skip("openvino is not installed")
+    instances = []
+    if HAS_TORCH:
+        import torch
+
+        instances.append(torch_instance("torch.nn.functional.softplus", (torch.tensor([[-1.0, 0.5, 2.0, 3.0]]),),
+                                        {"threshold": 1.0}, "softplus_threshold"))
+        lce = (torch.tensor([0.5, -1.0, 2.0]), torch.arange(12, dtype=torch.float32).reshape(4, 3) / 10,
+               torch.tensor(2))
+        instances.append(torch_instance("torch.nn.functional.linear_cross_entropy", lce, {}, "lce"))
+    x = np.array([[-1.0, 2.0, 3.0]], np.float32)
+    relu = onnx_instance("Relu", {"x": x}, 17, "relu_wrong_expect")
+    relu.expected = [-np.maximum(x, 0)]
+    instances.append(relu)
+    out = run_migration(tmp_path_factory.mktemp("ort_openvino"), instances, ["ort", "openvino"])
+    db = sqlite3.connect(out / "campaign.sqlite")
+    ids = dict(db.execute("SELECT i.provenance, t.id FROM tests t JOIN instances i ON i.id = t.id").fetchall())
+    db.close()
+    return out, ids
+
+
 @needs_torch
-def test_a_wrong_export_is_one_exporter_finding_not_a_bug_of_each_onnx_frontend(tmp_path: Path, capsys):
+def test_a_wrong_export_is_one_exporter_finding_not_a_bug_of_each_onnx_frontend(ort_openvino, capsys):
     """softplus(x, threshold=1) returns x where x > 1; torch.onnx.export drops the threshold (ONNX
     Softplus has none), so every ONNX frontend computes log(1 + exp(x)) there.  Judged against torch,
     that was one bug per ONNX frontend; it is one exporter finding, and the frontends, judged against
     the reference run of the export, have none."""
-    import torch
-
-    x = torch.tensor([[-1.0, 0.5, 2.0, 3.0]])
-    out = run_migration(tmp_path, [torch_instance("torch.nn.functional.softplus", (x,), {"threshold": 1.0},
-                                                  "softplus_threshold")], ["ort", "openvino"])
+    out, ids = ort_openvino
+    test = ids["softplus_threshold"]
     db = sqlite3.connect(out / "campaign.sqlite")
-    findings = db.execute("SELECT backend, oracle, kind FROM findings").fetchall()
+    findings = db.execute("SELECT backend, oracle, kind FROM findings WHERE test_id = ?", (test,)).fetchall()
     assert findings == [(EXPORT, DIFFERENTIAL, "value")], findings
-    bugs = db.execute("SELECT backend, category, dir FROM bugs").fetchall()
+    bugs = db.execute("SELECT backend, category, dir FROM bugs WHERE first_test = ?", (test,)).fetchall()
     assert [b[:2] for b in bugs] == [(EXPORT, "exporter")]
+    exporter = db.execute("SELECT COUNT(*) FROM bugs WHERE category = 'exporter'").fetchone()[0]
+    assert exporter == 2  # this one and linear_cross_entropy's, the other torch instance of the migration
     bundle = out / bugs[0][2]
     # torch's own outputs, by softplus' definition: x where x > threshold, log1p(exp(x)) elsewhere
     xs = np.array([[-1.0, 0.5, 2.0, 3.0]], np.float32)
@@ -73,28 +99,26 @@ def test_a_wrong_export_is_one_exporter_finding_not_a_bug_of_each_onnx_frontend(
     capsys.readouterr()
     assert main(["bugs", str(out)]) == 0
     listed = capsys.readouterr().out
-    assert "compiler bugs: 0" in listed and "exporter issues: 1" in listed
+    assert "compiler bugs: 0" in listed and f"exporter issues: {exporter}" in listed
     assert main(["bugs", str(out), "--exporter"]) == 0
     assert EXPORT in capsys.readouterr().out
 
 
 @needs_torch
-def test_an_export_no_onnx_baseline_runs_is_one_exporter_finding(tmp_path: Path):
+def test_an_export_no_onnx_baseline_runs_is_one_exporter_finding(ort_openvino):
     """Unbatched linear_cross_entropy exports to a Reshape that neither the reference evaluator nor ORT
     can run (and OpenVINO rejects): one exporter finding, not a crash of each ONNX frontend."""
-    import torch
-
-    args = (torch.tensor([0.5, -1.0, 2.0]), torch.arange(12, dtype=torch.float32).reshape(4, 3) / 10,
-            torch.tensor(2))
-    out = run_migration(tmp_path, [torch_instance("torch.nn.functional.linear_cross_entropy", args, {}, "lce")],
-                        ["ort", "openvino"])
+    out, ids = ort_openvino
+    test = ids["lce"]
     db = sqlite3.connect(out / "campaign.sqlite")
-    failed = db.execute("SELECT backend FROM outcomes WHERE status != 'ok'").fetchall()
+    failed = db.execute("SELECT backend FROM outcomes WHERE status != 'ok' AND test_id = ?", (test,)).fetchall()
     assert sorted(failed) == [("openvino",), ("ort",)], failed  # both frontends did reject the export
-    findings = db.execute("SELECT backend, oracle, phase, message FROM findings").fetchall()
+    findings = db.execute("SELECT backend, oracle, phase, message FROM findings WHERE test_id = ?",
+                          (test,)).fetchall()
     assert [f[:3] for f in findings] == [(EXPORT, CRASH, "export")], findings
     assert "reference: " in findings[0][3] and "ort:" in findings[0][3]
-    assert db.execute("SELECT backend, category FROM bugs").fetchall() == [(EXPORT, "exporter")]
+    assert db.execute("SELECT backend, category FROM bugs WHERE first_test = ?", (test,)).fetchall() == \
+        [(EXPORT, "exporter")]
 
 
 @needs_torch
@@ -276,17 +300,14 @@ def test_bundle_titles_name_the_baseline_used():
     assert "ort vs reference on Softplus" in migrated_title(f, "Softplus", "")
 
 
-@pytest.mark.skipif(not HAS_OPENVINO, reason="openvino is not installed")
-def test_two_frontends_against_the_expected_outputs_is_a_baseline_issue_listed_apart(tmp_path: Path, capsys):
+def test_two_frontends_against_the_expected_outputs_is_a_baseline_issue_listed_apart(ort_openvino, capsys):
     """A node test whose expected outputs are wrong (here: Relu's, negated on purpose): ORT and
     OpenVINO agree with each other against it, so it is one baseline issue, not two compiler bugs."""
-    x = np.array([[-1.0, 2.0, 3.0]], np.float32)
-    inst = onnx_instance("Relu", {"x": x}, 17, "relu_wrong_expect")
-    inst.expected = [-np.maximum(x, 0)]
-    out = run_migration(tmp_path, [inst], ["ort", "openvino"])
+    out, ids = ort_openvino
+    test = ids["relu_wrong_expect"]
     db = sqlite3.connect(out / "campaign.sqlite")
-    assert db.execute("SELECT COUNT(*) FROM findings").fetchone()[0] == 2
-    bugs = db.execute("SELECT category, title FROM bugs").fetchall()
+    assert db.execute("SELECT COUNT(*) FROM findings WHERE test_id = ?", (test,)).fetchone()[0] == 2
+    bugs = db.execute("SELECT category, title FROM bugs WHERE first_test = ?", (test,)).fetchall()
     assert len(bugs) == 1 and bugs[0][0] == "baseline", bugs
     assert bugs[0][1].startswith("onnx-expect disagrees with"), bugs
     capsys.readouterr()
