@@ -7,9 +7,9 @@ names every command and every listed backend):
 
 - ``fuzz``: ort, tvm, openvino, inductor (ONNX graphs, beside ort), inductor alone (torch-native programs, the
   ``inductor-program`` backend), tvm-relax here; iree in ``test_backend_iree.py``;
-- ``migrate``: the torch frontends (tvm-torch, openvino-torch, inductor-torch), the library's own run
-  (torch-library) and the ONNX frontends of the export, here; ``migrate record`` with tvm-torch in
-  ``test_migrate_campaign.py``;
+- ``migrate``: the torch frontends (tvm-torch, openvino-torch, inductor-torch) and the library's own run
+  (torch-library) here, with ``migrate apfd``; the export's path to the ONNX frontends in
+  ``test_migrate_triage.py``; ``migrate record`` with tvm-torch in ``test_migrate_campaign.py``;
 - ``reduce``, ``report``, ``bugs``: on one tvm-relax campaign here (``relax_campaign``);
 - ``gen --for``, ``probe``, ``backends`` here (``gen --for inductor``, torch programs, in ``test_torch_programs.py``);
   ``gen`` (every strategy) and ``metrics`` in ``test_cli.py``.
