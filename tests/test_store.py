@@ -127,7 +127,7 @@ def test_unusable_folder_is_a_store_error(tmp_path: Path) -> None:
         Store(blocker / "sub")
     (tmp_path / "c").mkdir()
     (tmp_path / "c" / "campaign.sqlite").write_text("not a database" * 100)
-    with pytest.raises(StoreError, match="cannot use campaign folder"):
+    with pytest.raises(StoreError, match=r"damaged \(not an SQLite database.*dlcfuzz store rebuild"):
         Store(tmp_path / "c")
 
 

@@ -32,11 +32,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _open_store(folder: Path) -> Store:
-    from dlcfuzz.run.store import Store
+    from dlcfuzz.run.store import Store, bundle_folders
 
-    if not (folder / "campaign.sqlite").is_file():
+    if not (folder / "campaign.sqlite").is_file() and not bundle_folders(folder):
         raise UsageError(f"{folder} is not a campaign folder (no campaign.sqlite)")
-    return Store(folder)
+    return Store(folder)  # a damaged store (or bug bundles without one): StoreDamaged, one line
 
 
 def bug_summary(folder: Path) -> str:

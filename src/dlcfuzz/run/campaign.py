@@ -436,7 +436,7 @@ class Driver:
 
     def __init__(self, out: Path, identity: dict, pool: WorkerPool, known_bugs: list[Path],
                  on_progress: Callable[[Progress], None] | None) -> None:
-        self.store = Store(out)
+        self.store = Store(out, lock=True)  # the only writer: a second campaign on the folder is refused
         self.resumed = self.store.bind(identity)
         self.pool = pool
         self.progress = Progress()

@@ -106,7 +106,7 @@ from dlcfuzz.oracle.judge import baseline_chain
 from dlcfuzz.oracle.localize import exposed, first_divergence
 from dlcfuzz.run.bugreport import write_report
 from dlcfuzz.run.dedup import graph_signature, named_nodes, normalize, producer, title
-from dlcfuzz.run.store import StoreError, StoreReader
+from dlcfuzz.run.store import StoreDamaged, StoreError, StoreReader
 from dlcfuzz.run.worker import PhaseLimits, WorkerDied, WorkerPool
 from dlcfuzz.solve import GenOptions
 from dlcfuzz.solve.types import input_type_vars
@@ -275,6 +275,8 @@ def _campaign_tolerances(folder: Path) -> dict[str, tuple[float, float]]:
             store.close()
         tol = json.loads(config).get("tolerances", {}) if config else {}
         return {k: tuple(v) for k, v in tol.items()}
+    except StoreDamaged:  # said in one line, with the command that rebuilds it
+        raise
     except (StoreError, sqlite3.Error, ValueError, TypeError, AttributeError):
         return {}
 

@@ -8,11 +8,14 @@ the test in flight, and rerunning the same command resumes after the last commit
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from dlcfuzz import __version__
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -56,33 +59,165 @@ class TestRecord:
     t_oracle: float
 
 
+# the store's layout: 1 is every store written before the version was recorded (``meta`` has no
+# "schema"), upgraded in place by ``Store._upgrade``; a store of a later schema than this is refused
+SCHEMA_VERSION = 2
+STORE_FILE = "campaign.sqlite"
+BUNDLE_INDEX = "store.json"  # in each bug bundle: what the store lists about the bug (to rebuild it)
+_HEADER = b"SQLite format 3\x00"
+_REQUIRED = ("meta", "tests", "bugs", "findings")
+
+
 class StoreError(Exception):
     pass
 
 
+class StoreDamaged(StoreError):
+    """The store cannot be trusted (damaged, not SQLite, or missing beside bug bundles): one line that
+    says what is wrong and names the command that rebuilds it."""
+
+    def __init__(self, folder: Path, what: str) -> None:
+        self.folder, self.what = folder, what
+        super().__init__(f"the campaign store {folder / STORE_FILE} is damaged ({what}); rebuild it from what is "
+                         f"readable and the bug bundles with: dlcfuzz store rebuild {folder}")
+
+
+def bundle_folders(folder: Path) -> list[Path]:
+    """The bug bundles of a campaign folder (``bugs/<signature>/finding.json``)."""
+    bugs = folder / "bugs"
+    return sorted(p.parent for p in bugs.glob("*/finding.json")) if bugs.is_dir() else []
+
+
+def _connect_ro(path: Path) -> sqlite3.Connection:
+    """``path`` opened read-only (``immutable`` where its folder cannot be written), its schema read."""
+    uri = path.resolve().as_uri()
+    try:
+        return _probe(sqlite3.connect(f"{uri}?mode=ro", uri=True))
+    except sqlite3.Error:
+        return _probe(sqlite3.connect(f"{uri}?mode=ro&immutable=1", uri=True))
+
+
+def _probe(db: sqlite3.Connection) -> sqlite3.Connection:
+    try:
+        db.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+    except sqlite3.Error:
+        db.close()
+        raise
+    return db
+
+
+def store_problem(folder: Path, thorough: bool = False) -> str | None:
+    """What is wrong with the store of ``folder`` (None: sound, or a folder with neither a store nor
+    bug bundles, where a campaign starts).  ``thorough``: SQLite's ``integrity_check`` rather than its
+    ``quick_check`` (which skips the index contents)."""
+    path = folder / STORE_FILE
+    if not path.exists():
+        n = len(bundle_folders(folder))
+        return f"there is no {STORE_FILE}, but {n} bug bundle(s) in {folder / 'bugs'}" if n else None
+    try:
+        with open(path, "rb") as f:
+            head = f.read(len(_HEADER))
+    except OSError as e:
+        return f"cannot read it: {e.strerror or e}"
+    if not head:  # SQLite's own new file, nothing written yet
+        n = len(bundle_folders(folder))
+        return f"it is empty, but there are {n} bug bundle(s)" if n else None
+    if head != _HEADER:
+        return f"not an SQLite database: it starts with {head[:8]!r}"
+    try:
+        db = _connect_ro(path)
+    except sqlite3.Error as e:
+        return str(e)
+    try:
+        rows = db.execute("PRAGMA integrity_check" if thorough else "PRAGMA quick_check").fetchall()
+        if [tuple(r) for r in rows] != [("ok",)]:
+            return f"{len(rows)} problem(s), first: {rows[0][0]}"
+        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if not tables:
+            return None if not bundle_folders(folder) else "it holds no tables, but there are bug bundles"
+        missing = [t for t in _REQUIRED if t not in tables]
+        if missing:
+            return f"table(s) {', '.join(missing)} missing"
+    except sqlite3.Error as e:
+        return str(e)
+    finally:
+        db.close()
+    return None
+
+
+def _too_new(folder: Path, meta: dict[str, str]) -> None:
+    """Refuses a store written by a dlcfuzz whose schema is later than this one's."""
+    try:
+        schema = int(json.loads(meta.get("schema", "1")))
+    except (ValueError, TypeError):
+        schema = SCHEMA_VERSION + 1
+    if schema > SCHEMA_VERSION:
+        writer = json.loads(meta["writer"]) if "writer" in meta else "a later version"
+        raise StoreError(f"{folder / STORE_FILE} was written by dlcfuzz {writer} (store schema {schema}); this "
+                         f"dlcfuzz {__version__} reads schemas up to {SCHEMA_VERSION}: upgrade dlcfuzz to read it")
+
+
 class Store:
-    def __init__(self, folder: Path) -> None:
+    """A campaign's store, opened for writing.  ``lock``: take the folder's writer lock first (a
+    campaign or a migration: one writer per folder, ``guard.CampaignLock``)."""
+
+    def __init__(self, folder: Path, lock: bool = False, check: bool = True) -> None:
         self.folder = folder
+        self._lock = None
+        if lock:
+            from dlcfuzz.run.guard import CampaignBusy, CampaignLock
+
+            try:
+                self._lock = CampaignLock(folder).acquire()
+            except CampaignBusy as e:
+                raise StoreError(str(e)) from None
         try:
+            problem = store_problem(folder) if check else None
+            if problem is not None:
+                raise StoreDamaged(folder, problem)
             folder.mkdir(parents=True, exist_ok=True)
             (folder / "bugs").mkdir(exist_ok=True)
-            self.db = sqlite3.connect(folder / "campaign.sqlite", isolation_level=None, check_same_thread=False)
+            self.db = sqlite3.connect(folder / STORE_FILE, isolation_level=None, check_same_thread=False)
+            _too_new(folder, dict(self.db.execute("SELECT key, value FROM meta")) if self._has_meta() else {})
             self.db.executescript(SCHEMA)
             self._upgrade()
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=FULL")
+            # the WAL folded into the database every 1 MiB and cut back to that size (SQLite's default lets
+            # it grow to 4 MiB and keeps it there: more than a small file system can hold beside the rest)
+            self.db.execute("PRAGMA wal_autocheckpoint=256")
+            self.db.execute("PRAGMA journal_size_limit=1048576")
+        except StoreError:
+            self._unlock()
+            raise
         except (OSError, sqlite3.Error) as e:
+            self._unlock()
             raise StoreError(f"cannot use campaign folder {folder}: {e}") from None
 
+    def _has_meta(self) -> bool:
+        return self.db.execute("SELECT 1 FROM sqlite_master WHERE name = 'meta'").fetchone() is not None
+
+    def _unlock(self) -> None:
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
+
     def _upgrade(self) -> None:
-        """Campaigns stored before bugs had a category flagged baseline suspects as reference_suspect."""
+        """Brings a store of an older schema forward (schema 1: every store before the version was
+        recorded), and records the schema and the dlcfuzz that wrote it."""
+        row = self.db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+        if row is not None and int(json.loads(row[0])) >= SCHEMA_VERSION:
+            return
         columns = {r[1] for r in self.db.execute("PRAGMA table_info(bugs)")}
+        # campaigns stored before bugs had a category flagged baseline suspects as reference_suspect
         if "category" not in columns:
             self.db.execute("ALTER TABLE bugs ADD COLUMN category TEXT NOT NULL DEFAULT 'compiler'")
             self.db.execute("UPDATE bugs SET category = 'baseline' WHERE reference_suspect = 1")
         for column in ("root", "same_as"):  # campaigns stored before reductions merged root causes
             if column not in columns:
                 self.db.execute(f"ALTER TABLE bugs ADD COLUMN {column} TEXT NOT NULL DEFAULT ''")
+        self.db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                            [("schema", json.dumps(SCHEMA_VERSION)), ("writer", json.dumps(__version__))])
 
     # -- campaign identity ------------------------------------------------------------------------
     def bind(self, config: dict[str, Any]) -> bool:
@@ -142,8 +277,10 @@ class Store:
                 db.execute("UPDATE bugs SET hits = hits + 1 WHERE signature = ?", (f[0],))
             db.execute("COMMIT")
         except BaseException:
-            db.execute("ROLLBACK")
+            if db.in_transaction:  # SQLite rolls a failed COMMIT (a full disk) back by itself
+                db.execute("ROLLBACK")
             raise
+        self.export_bugs({b[0] for b in new_bugs} | {f[0] for f in findings})
 
     def merge_root(self, signature: str, root: str, title: str = "") -> None:
         """Records a bug's root cause (``dedup.root_cause`` of its reduced case, or the signature its
@@ -161,13 +298,40 @@ class Store:
                        (first, first, root))
             db.execute("COMMIT")
         except BaseException:
-            db.execute("ROLLBACK")
+            if db.in_transaction:  # SQLite rolls a failed COMMIT (a full disk) back by itself
+                db.execute("ROLLBACK")
             raise
+        self.export_bugs({r[0] for r in db.execute("SELECT signature FROM bugs WHERE root = ?", (root,))})
 
     def set_category(self, signature: str, category: str) -> None:
         """Moves a bug to another category (a reduced case that the other compilers outvote is the
         baseline's issue, counted apart)."""
         self.db.execute("UPDATE bugs SET category = ? WHERE signature = ?", (category, signature))
+        self.export_bugs({signature})
+
+    def export_bugs(self, signatures: set[str]) -> None:
+        """Writes what the store lists about each bug (its row and the variants it was seen in) into its
+        bundle as ``store.json``, after the store committed it: the bundles alone rebuild the listing
+        (``rebuild_store``).  Written whole or not at all (a full disk leaves the previous one)."""
+        if not signatures:
+            return
+        marks = ",".join("?" * len(signatures))
+        self.db.row_factory = sqlite3.Row
+        try:
+            rows = self.db.execute(
+                "SELECT bugs.*, (SELECT GROUP_CONCAT(DISTINCT variant) FROM findings f WHERE f.signature = "
+                f"bugs.signature) AS variants FROM bugs WHERE signature IN ({marks})", sorted(signatures)).fetchall()
+        finally:
+            self.db.row_factory = None
+        for r in rows:
+            folder = self.folder / r["dir"]
+            if not folder.is_dir():
+                continue
+            entry = {k: r[k] for k in r.keys() if k != "variants"}  # noqa: SIM118 (a Row)
+            entry["variants"] = sorted(set((r["variants"] or r["variant"]).split(",")))
+            tmp = folder / f"{BUNDLE_INDEX}.tmp"
+            tmp.write_text(json.dumps(entry, indent=1))
+            os.replace(tmp, folder / BUNDLE_INDEX)
 
     # -- reading ----------------------------------------------------------------------------------------
     def coverage(self) -> list[tuple[str, str]]:
@@ -251,6 +415,7 @@ class Store:
 
     def close(self) -> None:
         self.db.close()
+        self._unlock()
 
 
 class StoreReader:
@@ -260,29 +425,23 @@ class StoreReader:
     tables hold; a table that a campaign of an older or other kind lacks reads as empty."""
 
     def __init__(self, folder: Path) -> None:
-        path = folder / "campaign.sqlite"
+        path = folder / STORE_FILE
+        problem = store_problem(folder)
+        if problem is not None:
+            raise StoreDamaged(folder, problem)
         if not path.is_file():
-            raise StoreError(f"{folder} is not a campaign folder (no campaign.sqlite)")
-        uri = path.resolve().as_uri()
+            raise StoreError(f"{folder} is not a campaign folder (no {STORE_FILE})")
         try:
-            self.db = self._open(f"{uri}?mode=ro")
+            self.db = _connect_ro(path)
         except sqlite3.Error as e:
-            try:
-                self.db = self._open(f"{uri}?mode=ro&immutable=1")
-            except sqlite3.Error:
-                raise StoreError(f"cannot read {path}: {e}") from None
+            raise StoreError(f"cannot read {path}: {e}") from None
         self.path = path
         self.tables = {r[0] for r in self.db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-
-    @staticmethod
-    def _open(uri: str) -> sqlite3.Connection:
-        db = sqlite3.connect(uri, uri=True)
         try:
-            db.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
-        except sqlite3.Error:
-            db.close()
+            _too_new(folder, self.meta())
+        except StoreError:
+            self.db.close()
             raise
-        return db
 
     def columns(self, table: str) -> set[str]:
         """The columns of ``table`` (none if the campaign has no such table)."""
@@ -433,3 +592,167 @@ class StoreReader:
 
     def close(self) -> None:
         self.db.close()
+
+
+# -- rebuilding a damaged store -------------------------------------------------------------------------
+@dataclass
+class Rebuilt:
+    """What ``rebuild_store`` did: where the old file went, the rows it read back per table, and the
+    bugs it restored from bundles (those the old file had lost)."""
+
+    kept: Path | None = None
+    rows: dict[str, int] = field(default_factory=dict)
+    unreadable: dict[str, str] = field(default_factory=dict)  # table -> what stopped reading it
+    from_bundles: int = 0
+    bad_bundles: list[str] = field(default_factory=list)
+    bugs: int = 0
+
+
+def _readable_rows(db: sqlite3.Connection, table: str, gap_limit: int = 200_000) -> tuple[list[str], list, str]:
+    """The rows of ``table`` that can still be read: forwards until the first damaged page, backwards
+    from the end until the same, then the rows in between one by one (a damaged leaf loses only its own
+    rows).  Returns (columns, rows, what stopped a scan or "")."""
+    columns = [r[1] for r in db.execute(f'PRAGMA table_info("{table}")')]
+    got: dict[int, tuple] = {}
+    error = ""
+    for order in ("", " ORDER BY rowid DESC"):
+        try:
+            for row in db.execute(f'SELECT rowid, * FROM "{table}"{order}'):
+                got[row[0]] = row[1:]
+        except sqlite3.DatabaseError as e:
+            error = str(e)
+    if error and got:
+        try:
+            lo, hi = db.execute(f'SELECT MIN(rowid), MAX(rowid) FROM "{table}"').fetchone()
+        except sqlite3.DatabaseError:
+            lo, hi = min(got), max(got)
+        missing = [i for i in range(lo, hi + 1) if i not in got][:gap_limit]
+        for i in missing:
+            try:
+                row = db.execute(f'SELECT rowid, * FROM "{table}" WHERE rowid = ?', (i,)).fetchone()
+            except sqlite3.DatabaseError:
+                continue
+            if row is not None:
+                got[row[0]] = row[1:]
+    return columns, [got[k] for k in sorted(got)], error
+
+
+def _salvage(old: Path, new: sqlite3.Connection, done: Rebuilt) -> None:
+    """Copies every row of ``old`` that can be read into ``new``, table by table (tables ``new`` lacks,
+    e.g. a migration's instances, created as ``old`` defined them)."""
+    try:
+        db = _connect_ro(old)
+    except sqlite3.Error as e:
+        done.unreadable["*"] = str(e)
+        return
+    try:
+        try:
+            defined = dict(db.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table' AND sql IS NOT NULL"))
+        except sqlite3.DatabaseError as e:
+            done.unreadable["sqlite_master"] = str(e)
+            defined = {}
+        tables = {r[0] for r in new.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        for name in [*SCHEMA_TABLES, *sorted(set(defined) - set(SCHEMA_TABLES))]:
+            if name.startswith("sqlite_"):
+                continue
+            if name not in tables:
+                if name not in defined:
+                    continue
+                new.execute(defined[name].replace("CREATE TABLE", "CREATE TABLE IF NOT EXISTS", 1))
+            try:
+                columns, rows, error = _readable_rows(db, name)
+            except sqlite3.DatabaseError as e:
+                done.unreadable[name] = str(e)
+                continue
+            if error:
+                done.unreadable[name] = error
+            keep = [c for c in columns if c in {r[1] for r in new.execute(f'PRAGMA table_info("{name}")')}]
+            if not keep or not rows:
+                continue
+            at = [columns.index(c) for c in keep]
+            new.execute("BEGIN")
+            new.executemany(f'INSERT OR IGNORE INTO "{name}" ({", ".join(keep)}) VALUES ({",".join("?" * len(keep))})',
+                            [tuple(r[i] for i in at) for r in rows])
+            new.execute("COMMIT")
+            done.rows[name] = len(rows)
+    finally:
+        db.close()
+
+
+def _from_bundle(folder: Path, bundle: Path) -> tuple[dict[str, Any], list[str]]:
+    """A bugs row and the variants the bug was seen in, from its bundle: ``store.json`` (what the store
+    listed), or for a bundle written before it, ``finding.json`` with what it lacks defaulted."""
+    finding = json.loads((bundle / "finding.json").read_text())
+    index = bundle / BUNDLE_INDEX
+    listed = json.loads(index.read_text()) if index.is_file() else {}
+    row = {
+        "signature": finding.get("signature", bundle.name), "oracle": finding["oracle"], "kind": finding["kind"],
+        "backend": finding["backend"], "variant": finding["variant"], "phase": finding.get("phase", ""),
+        "title": finding.get("title", ""), "category": finding.get("category", "compiler"), "first_test": 0,
+        "hits": 1, "dir": bundle.relative_to(folder).as_posix(),
+        "first_seen": (bundle / "finding.json").stat().st_mtime, "root": "", "same_as": "",
+    }
+    row.update({k: v for k, v in listed.items() if k in row})
+    variants = listed.get("variants") or [row["variant"]]
+    return row | {"message": finding.get("message", "")[:2000]}, variants
+
+
+def rebuild_store(folder: Path) -> Rebuilt:
+    """Rebuilds the store of ``folder``: the old file (and its WAL) renamed aside, never deleted; every
+    row SQLite can still read copied into a new store; then every bug bundle whose bug the copy lacks
+    listed again from the bundle (its category, root, variants and hits).  Takes the writer lock."""
+    from dlcfuzz.run.guard import CampaignBusy, CampaignLock
+
+    try:
+        lock = CampaignLock(folder).acquire()
+    except CampaignBusy as e:
+        raise StoreError(str(e)) from None
+    try:
+        done = Rebuilt()
+        path = folder / STORE_FILE
+        if path.exists():
+            stamp = time.strftime("%Y%m%d-%H%M%S")
+            kept = path.with_name(f"{STORE_FILE}.damaged-{stamp}")
+            n = 1
+            while kept.exists():  # rebuilt twice within a second
+                kept, n = path.with_name(f"{STORE_FILE}.damaged-{stamp}-{n}"), n + 1
+            for suffix in ("-wal", "-shm", ""):  # the WAL goes with its database: it holds committed pages
+                side = path.with_name(path.name + suffix)
+                if side.exists():
+                    side.rename(kept.with_name(kept.name + suffix))
+            done.kept = kept
+        store = Store(folder, check=False)  # a new, empty store (beside bundles: what it is rebuilt from)
+        try:
+            if done.kept is not None:
+                _salvage(done.kept, store.db, done)
+            have = store.bug_signatures()
+            restored = []
+            for bundle in bundle_folders(folder):
+                try:
+                    row, variants = _from_bundle(folder, bundle)
+                except (OSError, ValueError, KeyError, TypeError) as e:
+                    done.bad_bundles.append(f"{bundle.name}: {e}")
+                    continue
+                if row["signature"] in have:
+                    continue
+                restored.append(row["signature"])
+                store.db.execute("BEGIN IMMEDIATE")
+                store.db.execute(f"INSERT OR IGNORE INTO bugs ({', '.join(_BUG_COLUMNS)}) VALUES "
+                                 f"({','.join('?' * len(_BUG_COLUMNS))})", [row[c] for c in _BUG_COLUMNS])
+                store.db.executemany("INSERT INTO findings VALUES (?,?,?,?,?,?,?,?)",
+                                     [(row["first_test"], row["signature"], row["oracle"], row["kind"],
+                                       row["backend"], v, row["phase"], row["message"]) for v in variants])
+                store.db.execute("COMMIT")
+            done.from_bundles = len(restored)
+            store.export_bugs(set(restored))
+            done.bugs = len(store.bug_signatures())
+        finally:
+            store.close()
+        return done
+    finally:
+        lock.release()
+
+
+SCHEMA_TABLES = ("meta", "tests", "outcomes", "bugs", "coverage", "frontend_coverage", "findings")
+_BUG_COLUMNS = ("signature", "oracle", "kind", "backend", "variant", "phase", "title", "category", "first_test",
+                "hits", "dir", "first_seen", "root", "same_as")
