@@ -258,3 +258,26 @@ def test_a_store_of_an_older_dlcfuzz_is_upgraded_and_a_later_ones_refused(tmp_pa
         assert main(args) == 2, args
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and "dlcfuzz 9.0.0" in err and "schema 99" in err, (args, err)
+
+
+def test_the_installed_compilers_are_tested_versions_that_the_dependency_ranges_admit() -> None:
+    import tomllib
+
+    import onnx
+    import onnxruntime
+    from packaging.requirements import Requirement
+
+    from dlcfuzz.cli.backends import _tested, tested_versions
+
+    tested = tested_versions()
+    assert onnxruntime.__version__ in tested["ort"] and onnx.__version__ in tested["reference"]
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    deps = {r.name: r for r in map(Requirement, project["dependencies"])}
+    for name, backend in (("onnxruntime", "ort"), ("onnx", "reference")):
+        assert len(deps[name].specifier) >= 1 and not any(s.operator == "==" for s in deps[name].specifier)
+        assert all(deps[name].specifier.contains(v) for v in tested[backend]), (name, tested[backend])
+    extras = {r.name: r for extra in project["optional-dependencies"].values() for r in map(Requirement, extra)}
+    assert str(extras["torch"].specifier) == "==2.13.0"  # unpinned, pip pulls the CUDA build
+    assert extras["apache-tvm"].specifier.contains(tested["tvm"][0])
+    assert "tested: 1.31.1, 1.32.0" in _tested("ort", "1.32.0", tested)
+    assert "probed on first use" in _tested("ort", "1.33.0", tested)

@@ -13,6 +13,25 @@ def register(sub: argparse._SubParsersAction) -> None:
     bl.set_defaults(func=cmd_backends)
 
 
+def tested_versions() -> dict[str, list[str]]:
+    """The compiler versions dlcfuzz was tested with, per backend (``dlcfuzz/data/tested.toml``)."""
+    import tomllib
+    from importlib.resources import files
+
+    return tomllib.loads(files("dlcfuzz.data").joinpath("tested.toml").read_text())
+
+
+def _tested(name: str, version: str, tested: dict[str, list[str]]) -> str:
+    """"tested: 1.31.1, 1.32.0", and whether the installed version is one of them."""
+    known = tested.get(name)
+    if not known:
+        return ""
+    if version in known:
+        return f"; tested: {', '.join(known)}"
+    return (f"; tested: {', '.join(known)} (not {version}: it runs, its support profile probed on first use "
+            "where dlcfuzz ships none)")
+
+
 def cmd_backends(args: argparse.Namespace) -> int:
     """Every backend, built in or plugin: version, variants (as its worker reports them) and availability."""
     from dlcfuzz.backends import BUILTIN, DEFAULT, load_backend, plugins
@@ -22,6 +41,7 @@ def cmd_backends(args: argparse.Namespace) -> int:
     rows = ([(n, p, "default" if n in DEFAULT else "built-in") for n, p in BUILTIN.items()]
             + [(n, p, "plugin") for n, p in plugins().items()])
     pool = WorkerPool(PhaseLimits())
+    tested = tested_versions()
     try:
         for name, path, origin in rows:
             try:
@@ -40,7 +60,8 @@ def cmd_backends(args: argparse.Namespace) -> int:
             if args.no_variants:
                 version, described = backend.version(), [(v.name, v.options) for v in backend.variants()]
             variants = ", ".join(v for v, _ in described)
-            print(f"{name:<15} {version:<12} {origin:<8} {path}\n{'':<15} variants: {variants}")
+            print(f"{name:<15} {version:<12} {origin:<8} {path}\n{'':<15} variants: {variants}"
+                  f"{_tested(name, version, tested)}")
     finally:
         pool.close()
     return 0

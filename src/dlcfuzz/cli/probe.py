@@ -45,6 +45,9 @@ def probe_and_report(backends: list[str], out: Path, specs: list[OpSpec], limits
 
     print(f"probing {', '.join(backends)}: {per_op} single-operator tests per operator", file=sys.stderr)
     campaigns, profiles = probe(backends, out, specs, limits, per_op, jobs)
+    if not campaigns:  # none of the operators can be generated at these settings: nothing was probed
+        print(f"nothing to probe: none of {len(specs)} operator(s) can be generated here", file=sys.stderr)
+        return 0
     for why in campaigns[0].disabled.values():
         print(f"disabled: {why}", file=sys.stderr)
     for name, p in sorted(profiles.items()):

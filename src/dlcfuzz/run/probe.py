@@ -33,11 +33,30 @@ def probe(backends: list[str], out: Path, specs: list[OpSpec], limits: GenOption
     learned: dict[str, SupportProfile] = {}
     for opset, group in sorted(by_opset.items()):
         name = stamp if opset == limits.opset else f"{stamp}-opset{opset}"
+        group = _generable(group, replace(limits, opset=opset))
+        if not group:  # e.g. the operators a new compiler version's profile never saw, none of them generable
+            continue
         got, profiles = _rounds(backends, out, name, group, replace(limits, opset=opset), per_op, jobs, phases,
                                 on_progress)
         campaigns += got
         learned |= profiles
     return campaigns, learned
+
+
+def _generable(specs: list[OpSpec], limits: GenOptions) -> list[OpSpec]:
+    """The operators of ``specs`` that the probing generator can instantiate at ``limits`` (its dtypes,
+    opset and target, as a probing campaign's generator sees them); none: an empty list."""
+    from dlcfuzz.gen.isra import split_available
+
+    profile = None
+    if limits.target == "ort":  # as campaign._profile: ONNX Runtime's kernels narrow the dtypes
+        from dlcfuzz.backends.ort import full_profile
+
+        profile = full_profile(limits.opset, tuple(s.op for s in specs))
+    try:
+        return split_available(specs, limits, profile)[0]
+    except ValueError:
+        return []
 
 
 def _rounds(backends: list[str], out: Path, stamp: str, specs: list[OpSpec], limits: GenOptions, per_op: int, jobs: int,

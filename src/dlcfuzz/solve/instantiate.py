@@ -183,6 +183,7 @@ class Instantiator:
         self.pool = Pool(use_penalty)
         self.producer: dict[str, Node] = {}  # node output name -> the call that produced it
         self.profile = profile
+        self.last_ctx: Ctx | None = None  # the context of the last committed call (none yet: None)
         self._counter = 0
         # new values of the call being instantiated, committed only once it is complete; flag: reusable
         self._staged: list[tuple[Value, bool]] = []
