@@ -141,6 +141,14 @@ def test_unknown_torch_operator_in_op_set_is_one_line_and_exit_2(tmp_path, capsy
     assert len(err) == 1 and "no_such_op" in err[0]
 
 
+def test_fuzz_inductor_with_an_unknown_torch_operator_is_one_line_and_exit_2(tmp_path, capsys):
+    from dlcfuzz.cli import main
+
+    assert main(["fuzz", "--backends", "inductor", "--op-set", "no_such_op", "--out", str(tmp_path / "c")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "unknown torch operator" in err[0]
+
+
 def test_layouts_are_the_ones_the_program_chose():
     gen = TorchProgramGenerator(op_range=(4, 8), options=ProgramOptions(layout_rate=1.0))
     seen = set()
