@@ -23,7 +23,7 @@ from dlcfuzz.cli import main
 ROOT = Path(__file__).resolve().parent.parent
 FUZZ = ["fuzz", "--backends", "ort,tests.fake_backends:Planted", "--ops", "1:4", "--seed", "0",
         "--op-set", "Relu,Sigmoid,Neg,Add,Mul,Abs,Tanh", "--reduce-budget", "0", "--budget", "120"]
-ENV = dict(os.environ, PYTHONPATH=str(ROOT))
+ENV = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, (str(ROOT), os.environ.get("PYTHONPATH")))))
 
 
 def listed(folder: Path) -> set[tuple[str, str]]:
@@ -56,7 +56,7 @@ def pristine(tmp_path_factory) -> tuple[Path, set[tuple[str, str]]]:
     """A small real campaign (ONNX Runtime and a backend with planted bugs) and its listed bugs."""
     out = tmp_path_factory.mktemp("store") / "c"
     old = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = str(ROOT)  # the workers load tests.fake_backends
+    os.environ["PYTHONPATH"] = ENV["PYTHONPATH"]  # the workers load tests.fake_backends
     try:
         assert main([*FUZZ, "--max-tests", "20", "--out", str(out)]) == 0
     finally:

@@ -119,13 +119,16 @@ def space_line(folder: Path, e: BaseException | None = None) -> str:
     the space in the campaign folder, biggest first, and that the same command resumes."""
     folder = folder.resolve()
     where = folder if folder.exists() else folder.parent
-    parts = []
+    parts, mine = [], 0
     if folder.is_dir():
         sizes = sorted(((_size(p), p.name + ("/" if p.is_dir() else "")) for p in folder.iterdir()), reverse=True)
         parts = [f"{name} {_mib(n)}" for n, name in sizes[:5] if n]
+        mine = sum(n for n, _ in sizes)
     try:
         du = shutil.disk_usage(where)
         room = f"{_mib(du.free)} free of {_mib(du.total)}, {_mib(du.used)} used"
+        if du.used > 2 * mine:  # most of it is not this campaign's
+            parts.append(f"and outside it, on the same file system, {_mib(du.used - mine)}")
     except OSError:
         room = "free space unknown"
     read_only = (isinstance(e, OSError) and e.errno == errno.EROFS) or "readonly" in str(e or "").lower()

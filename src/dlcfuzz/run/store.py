@@ -594,6 +594,15 @@ class StoreReader:
         self.db.close()
 
 
+def checkpoint(folder: Path) -> None:
+    """Folds the store's WAL into the database file and empties it (a store no process writes to)."""
+    db = sqlite3.connect(folder / STORE_FILE)
+    try:
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        db.close()
+
+
 # -- rebuilding a damaged store -------------------------------------------------------------------------
 @dataclass
 class Rebuilt:
