@@ -281,3 +281,17 @@ def test_the_installed_compilers_are_tested_versions_that_the_dependency_ranges_
     assert extras["apache-tvm"].specifier.contains(tested["tvm"][0])
     assert "tested: 1.31.1, 1.32.0" in _tested("ort", "1.32.0", tested)
     assert "probed on first use" in _tested("ort", "1.33.0", tested)
+
+
+def test_a_migration_on_a_folder_in_use_is_refused_with_the_writers_pid(tmp_path: Path, capsys) -> None:
+    from dlcfuzz.run.guard import CampaignLock
+
+    lock = CampaignLock(tmp_path / "c").acquire()  # as a live campaign holds it
+    try:
+        assert main(["migrate", "--source", "onnx-node", "--backends", "ort", "--max-tests", "1",
+                     "--out", str(tmp_path / "c")]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"process {os.getpid()} " in err, err
+        assert not (tmp_path / "c" / "campaign.sqlite").exists()  # nothing harvested into it
+    finally:
+        lock.release()
