@@ -295,3 +295,25 @@ def test_a_migration_on_a_folder_in_use_is_refused_with_the_writers_pid(tmp_path
         assert not (tmp_path / "c" / "campaign.sqlite").exists()  # nothing harvested into it
     finally:
         lock.release()
+
+
+def test_a_read_only_folder_stops_the_campaign_in_one_line_and_it_resumes_once_writable(pristine, tmp_path,
+                                                                                         capsys) -> None:
+    src, expected = pristine
+    fs = tmp_path / "fs"
+    _mount_small_fs(fs)
+    try:
+        c = fs / "c"
+        shutil.copytree(src, c)
+        assert subprocess.run(["mount", "-o", "remount,ro", str(fs)], capture_output=True).returncode == 0
+        cmd = [*FUZZ, "--max-tests", "25", "--out", str(c)]
+        assert main(cmd) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "is read-only" in err and "make it writable" in err, err
+        assert "rerun the same command" in err
+        assert subprocess.run(["mount", "-o", "remount,rw", str(fs)], capture_output=True).returncode == 0
+        again = cli(*cmd)
+        assert again.returncode == 0 and "(resuming)" in again.stdout, again.stderr
+        assert expected <= listed(c) and committed_tests(c) == 25
+    finally:
+        subprocess.run(["umount", "-l", str(fs)], capture_output=True)

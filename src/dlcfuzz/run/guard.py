@@ -132,7 +132,9 @@ def space_line(folder: Path, e: BaseException | None = None) -> str:
     except OSError:
         room = "free space unknown"
     read_only = (isinstance(e, OSError) and e.errno == errno.EROFS) or "readonly" in str(e or "").lower()
-    what = "is read-only" if read_only else "is full"
-    return (f"the file system of {folder} {what} ({room}; {e if e is not None else 'no space left'}); "
-            f"what committed is kept: free space there (this campaign uses {', '.join(parts) or 'nothing yet'}) "
-            "or make it writable, then rerun the same command to resume")
+    uses = f"this campaign uses {', '.join(parts) or 'nothing yet'}"
+    if read_only:
+        return (f"the file system of {folder} is read-only ({e}); what committed is kept: make it writable ({uses}), "
+                "then rerun the same command to resume")
+    return (f"the file system of {folder} is full ({room}; {e if e is not None else 'no space left'}); "
+            f"what committed is kept: free space there ({uses}), then rerun the same command to resume")
