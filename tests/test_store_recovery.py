@@ -311,6 +311,9 @@ def test_a_read_only_folder_stops_the_campaign_in_one_line_and_it_resumes_once_w
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and "is read-only" in err and "make it writable" in err, err
         assert "rerun the same command" in err
+        assert main(["bugs", str(c)]) == 0  # an archived campaign is read as it is
+        out = capsys.readouterr().out
+        assert all((sig in out) == (category == "compiler") for sig, category in expected), out
         assert subprocess.run(["mount", "-o", "remount,rw", str(fs)], capture_output=True).returncode == 0
         again = cli(*cmd)
         assert again.returncode == 0 and "(resuming)" in again.stdout, again.stderr

@@ -4,6 +4,7 @@ summary that ``fuzz`` and ``probe`` print at their end."""
 from __future__ import annotations
 
 import argparse
+import os
 from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -36,7 +37,9 @@ def _open_store(folder: Path) -> Store:
 
     if not (folder / "campaign.sqlite").is_file() and not bundle_folders(folder):
         raise UsageError(f"{folder} is not a campaign folder (no campaign.sqlite)")
-    return Store(folder)  # a damaged store (or bug bundles without one): StoreDamaged, one line
+    # a damaged store (or bug bundles without one): StoreDamaged, one line; an archived campaign on a
+    # read-only file system is read as it is
+    return Store(folder, read_only=folder.is_dir() and not os.access(folder, os.W_OK))
 
 
 def bug_summary(folder: Path) -> str:

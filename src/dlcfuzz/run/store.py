@@ -159,11 +159,26 @@ def _too_new(folder: Path, meta: dict[str, str]) -> None:
 
 class Store:
     """A campaign's store, opened for writing.  ``lock``: take the folder's writer lock first (a
-    campaign or a migration: one writer per folder, ``guard.CampaignLock``)."""
+    campaign or a migration: one writer per folder, ``guard.CampaignLock``).  ``read_only``: its
+    readers only, on a folder that cannot be written (an archived campaign; nothing upgraded)."""
 
-    def __init__(self, folder: Path, lock: bool = False, check: bool = True) -> None:
+    def __init__(self, folder: Path, lock: bool = False, check: bool = True, read_only: bool = False) -> None:
         self.folder = folder
         self._lock = None
+        if read_only:
+            problem = store_problem(folder) if check else None
+            if problem is not None:
+                raise StoreDamaged(folder, problem)
+            try:
+                self.db = _connect_ro(folder / STORE_FILE)
+            except sqlite3.Error as e:
+                raise StoreError(f"cannot read {folder / STORE_FILE}: {e}") from None
+            try:
+                _too_new(folder, dict(self.db.execute("SELECT key, value FROM meta")) if self._has_meta() else {})
+            except StoreError:
+                self.db.close()
+                raise
+            return
         if lock:
             from dlcfuzz.run.guard import CampaignBusy, CampaignLock
 
@@ -188,11 +203,17 @@ class Store:
             self.db.execute("PRAGMA wal_autocheckpoint=256")
             self.db.execute("PRAGMA journal_size_limit=1048576")
         except StoreError:
-            self._unlock()
+            self._abandon()
             raise
         except (OSError, sqlite3.Error) as e:
-            self._unlock()
+            self._abandon()
             raise StoreError(f"cannot use campaign folder {folder}: {e}") from None
+
+    def _abandon(self) -> None:
+        """A store that could not be opened: its connection closed, its lock released."""
+        if hasattr(self, "db"):
+            self.db.close()
+        self._unlock()
 
     def _has_meta(self) -> bool:
         return self.db.execute("SELECT 1 FROM sqlite_master WHERE name = 'meta'").fetchone() is not None
