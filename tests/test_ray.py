@@ -161,7 +161,7 @@ def test_killed_driver_resumes_from_the_store(tmp_path: Path) -> None:
     out = tmp_path / "c"
     cmd = [sys.executable, "-m", "dlcfuzz.cli", "fuzz", "--executor", "ray", "--jobs", "2", "--backends",
            ",".join(BACKENDS), "--max-tests", str(total), "--ops", "1:3", "--op-set", ",".join(s.op for s in OPS),
-           "--reduce-budget", "0", "--out", str(out)]
+           "--reduce-budget", "0", "--probe-per-op", "0", "--out", str(out)]  # resuming, not probing
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "src"), str(ROOT)]))
     proc = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
