@@ -12,7 +12,8 @@ names every command and every listed backend):
   ``test_migrate_triage.py``; ``migrate record`` with tvm-torch in ``test_migrate_campaign.py``;
 - ``reduce``, ``report``, ``bugs``: on one tvm-relax campaign here (``relax_campaign``);
 - ``gen --for``, ``probe``, ``backends`` here (``gen --for inductor``, torch programs, in ``test_torch_programs.py``);
-  ``gen`` (every strategy) and ``metrics`` in ``test_cli.py``.
+  ``gen`` (every strategy) and ``metrics`` in ``test_cli.py``; ``store check`` and ``store rebuild`` in
+  ``test_store_recovery.py``.
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ COVERED = {
     "metrics": ["test_cli.py::test_metrics_json"],
     "probe": ["test_e2e.py::test_probe_writes_a_profile_of_what_it_ran"],
     "backends": ["test_e2e.py::test_backends_lists_every_backend_and_each_is_covered"],
+    "store": ["test_store_recovery.py::test_a_damaged_store_is_said_in_one_line_and_rebuilt_with_every_bug"],
 }
 BACKEND_COVERED = {**{b: "fuzz" for b in FUZZED}, "iree": "fuzz", "inductor-program": "fuzz",
                    **{b: "migrate" for b in MIGRATED}}
