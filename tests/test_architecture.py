@@ -46,9 +46,6 @@ EXEMPT: dict[tuple[str, str], str] = {
     ("spec/torch/", "solve"): "the torch-native specs register their interval rules in solve.intervals' "
                               "TRANSFER and DOMAINS tables under their names (the ONNX specs' rules live in "
                               "solve/intervals.py itself)",
-    ("backends/torch_program.py", "oracle"): "the torch-program backend compares its eager and compiled "
-                                             "runs inside the worker with oracle/torch_program's rule "
-                                             "(compare_tensors) and names the diverging layer there",
 }
 
 # the two stores: every SQL statement of dlcfuzz lives in them

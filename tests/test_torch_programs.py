@@ -13,16 +13,10 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from dlcfuzz.backends.base import Outcome, Test  # noqa: E402
+from dlcfuzz.backends.torch_compare import MUTATION, STRIDE, VALUE, compare_tensors, is_decline  # noqa: E402
 from dlcfuzz.export.torch_program import build, to_program_source  # noqa: E402
 from dlcfuzz.gen.torch_program import ProgramOptions, TorchProgramGenerator  # noqa: E402
-from dlcfuzz.oracle.torch_program import (  # noqa: E402
-    MUTATION,
-    STRIDE,
-    VALUE,
-    compare_tensors,
-    is_decline,
-    judge_outcomes,
-)
+from dlcfuzz.oracle.torch_program import judge_outcomes  # noqa: E402
 from dlcfuzz.spec import REGISTRY  # noqa: E402
 from dlcfuzz.spec.torch import TORCH_REGISTRY, families  # noqa: E402
 

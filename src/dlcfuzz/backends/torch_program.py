@@ -14,7 +14,7 @@ on fresh inputs in the program's layouts:
 - ``inductor-backward``: a cotangent per float output, gradients of the float inputs (not written in
   place) and parameters, compiled (AOTAutograd's joint graph) against eager.
 
-A divergence (``oracle/torch_program.compare_tensors``) is re-run with ``backend="aot_eager"`` (and then
+A divergence (``backends/torch_compare.compare_tensors``) is re-run with ``backend="aot_eager"`` (and then
 ``"eager"``) to name the layer; so is a compile crash.  Each variant hands over ``verdict-<variant>.json``
 (what it found, the layer) and the run phase raises ``ProgramDivergence`` for a divergence, so that the
 driver's judge (``oracle/torch_program.judge_outcomes``) makes the findings.
@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from dlcfuzz.backends.base import Backend, Test, Variant
-from dlcfuzz.oracle.torch_program import (
+from dlcfuzz.backends.torch_compare import (
     AOT,
     DYNAMO,
     EAGER_REJECTS,
