@@ -307,6 +307,7 @@ def make_campaign(folder: Path, with_coverage: bool = True) -> None:
     store.close()
     db = sqlite3.connect(db_path)
     db.executescript("""
+        CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
         CREATE TABLE tests (id INTEGER PRIMARY KEY, seconds REAL, valid INTEGER);
         CREATE TABLE findings (test_id INTEGER, signature TEXT, oracle TEXT, kind TEXT, backend TEXT,
                                variant TEXT, phase TEXT, message TEXT);
