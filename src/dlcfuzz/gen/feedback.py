@@ -95,10 +95,7 @@ class FeedbackGenerator:
                 inst.instantiate(spec, first)
                 break
             except EmptyDomain:
-                stats.retries += 1
-                stats.failures[spec.op] = stats.failures.get(spec.op, 0) + 1
-                if attempt == 0:
-                    stats.retried_insertions += 1
+                stats.refused(spec.op, attempt)
         stats.insertions += 1
 
     def weights(self, specs: Sequence[OpSpec]) -> list[float]:

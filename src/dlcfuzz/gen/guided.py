@@ -187,10 +187,7 @@ class GuidedGenerator:
             try:
                 p = inst.propose(spec, first)
             except EmptyDomain:
-                stats.retries += 1
-                stats.failures[spec.op] = stats.failures.get(spec.op, 0) + 1
-                if attempt == 0:
-                    stats.retried_insertions += 1
+                stats.refused(spec.op, attempt)
                 continue
             stats.proposed += 1
             keys = self.keys(p, inst)

@@ -36,10 +36,7 @@ def insert_uniform(inst: Instantiator, specs: Sequence[OpSpec], rng: random.Rand
             inst.instantiate(spec)
             break
         except EmptyDomain:  # nothing was committed; draw another operator
-            stats.retries += 1
-            stats.failures[spec.op] = stats.failures.get(spec.op, 0) + 1
-            if attempt == 0:
-                stats.retried_insertions += 1
+            stats.refused(spec.op, attempt)
     stats.insertions += 1
 
 

@@ -131,10 +131,7 @@ class TorchProgramGenerator:
                 p = inst.propose(spec)
                 self._check(inst, p)
             except EmptyDomain:
-                stats.retries += 1
-                stats.failures[spec.op] = stats.failures.get(spec.op, 0) + 1
-                if attempt == 0:
-                    stats.retried_insertions += 1
+                stats.refused(spec.op, attempt)
                 continue
             node = inst.commit(p)
             for k in spec.ties:  # indices among ties: never read by a later call

@@ -168,6 +168,13 @@ class Stats:
     retries: int = 0
     failures: dict[str, int] = field(default_factory=dict)
 
+    def refused(self, op: str, attempt: int) -> None:
+        """An insertion of ``op`` found an empty domain (nothing was committed) at its ``attempt``-th try."""
+        self.retries += 1
+        self.failures[op] = self.failures.get(op, 0) + 1
+        if attempt == 0:
+            self.retried_insertions += 1
+
 
 class Instantiator:
     """Instantiates operator calls into one graph under construction."""
