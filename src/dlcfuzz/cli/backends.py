@@ -22,7 +22,7 @@ def tested_versions() -> dict[str, list[str]]:
 
 
 def _tested(name: str, version: str, tested: dict[str, list[str]]) -> str:
-    """"tested: 1.31.1, 1.32.0", and whether the installed version is one of them."""
+    """"; tested: 1.31.1", and whether the installed version is one of them."""
     known = tested.get(name)
     if not known:
         return ""
