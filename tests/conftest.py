@@ -99,3 +99,14 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.nodeid.startswith(FAST):
             item.add_marker(pytest.mark.fast)
+
+
+@pytest.fixture(scope="module")
+def pool():
+    """A worker pool of the real compilers with the default limits, one per test module."""
+    pytest.importorskip("onnxruntime")
+    from dlcfuzz.run.worker import PhaseLimits, WorkerPool
+
+    p = WorkerPool(PhaseLimits())
+    yield p
+    p.close()

@@ -160,13 +160,6 @@ class Counting:
         return self.pool.run(backend, test, variants, fresh=fresh, runs=runs)
 
 
-@pytest.fixture(scope="module")
-def pool():
-    pytest.importorskip("onnxruntime")
-    p = WorkerPool(PhaseLimits())
-    yield p
-    p.close()
-
 
 def test_the_baseline_is_the_reference_where_trusted_else_ort_without_optimizations(pool: WorkerPool) -> None:
     relu = _one("Relu", (3,), (3,))

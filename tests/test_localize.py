@@ -15,7 +15,7 @@ from dlcfuzz.export.onnx import to_bytes
 from dlcfuzz.ir import INPUT_KIND, NODE_KIND, Graph, Node, TensorType, Value
 from dlcfuzz.oracle import COMPILER, DIFFERENTIAL, NOISE, UNDEFINED, Criteria, Finding, judge, run_baseline
 from dlcfuzz.oracle.localize import DISCONTINUOUS, exposed, first_divergence, localize, overflows
-from dlcfuzz.run.worker import PhaseLimits, WorkerPool
+from dlcfuzz.run.worker import WorkerPool
 
 TRIAGE = Path(__file__).resolve().parent / "data" / "triage"
 
@@ -104,13 +104,7 @@ def test_a_single_node_is_where_its_divergence_starts_without_running_anything()
     assert f.category == UNDEFINED and f.details["first_diverging"]["undefined"] == "Mul overflows int32"
 
 
-# -- real ONNX Runtime against the reference, on labelled cases ------------------------------------------
-@pytest.fixture(scope="module")
-def pool():
-    pytest.importorskip("onnxruntime")
-    p = WorkerPool(PhaseLimits())
-    yield p
-    p.close()
+# -- real ONNX Runtime against the reference, on labelled cases (``pool``: tests/conftest.py) ------------
 
 
 def _located(name: str, pool: WorkerPool) -> list[Finding]:

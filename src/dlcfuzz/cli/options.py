@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -45,15 +46,22 @@ def split_names(text: str) -> list[str]:
     return [n.strip() for n in text.replace("\n", ",").split(",") if n.strip()]
 
 
-def resolve_op_set(names: list[str] | None) -> list[OpSpec]:
-    from dlcfuzz.spec import REGISTRY, UnknownOperator, get, resolve_ops
-
+def unknown_names(names: list[str] | None, lookup: Callable[[str], object], missing: type[Exception]) -> list[str]:
+    """The names in ``names`` that ``lookup`` does not know (it raises ``missing`` for them)."""
     unknown = []
     for n in names or []:
         try:
-            get(n)  # a contrib operator by its qualified name, or by its type where that is unambiguous
-        except UnknownOperator:
+            lookup(n)
+        except missing:
             unknown.append(n)
+    return unknown
+
+
+def resolve_op_set(names: list[str] | None) -> list[OpSpec]:
+    from dlcfuzz.spec import REGISTRY, UnknownOperator, get, resolve_ops
+
+    # a contrib operator by its qualified name, or by its type where that is unambiguous
+    unknown = unknown_names(names, get, UnknownOperator)
     if unknown:
         raise UsageError(f"unknown operator(s) in --op-set: {', '.join(unknown)} "
                          f"(known: {len(REGISTRY)} operators, e.g. {', '.join(sorted(REGISTRY)[:5])}, ...)")

@@ -12,7 +12,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from dlcfuzz.cli.options import UsageError, split_names
+from dlcfuzz.cli.options import UsageError, split_names, unknown_names
 
 PROGRAM_TARGETS = ("inductor", "inductor-program")
 
@@ -22,12 +22,7 @@ def resolve_torch_op_set(text: str | None) -> list:
     from dlcfuzz.spec.torch import TORCH_REGISTRY, UnknownTorchOperator, get_torch, resolve_torch_ops
 
     names = split_names(text) if text else None
-    unknown = []
-    for n in names or []:
-        try:
-            get_torch(n)
-        except UnknownTorchOperator:
-            unknown.append(n)
+    unknown = unknown_names(names, get_torch, UnknownTorchOperator)
     if unknown:
         raise UsageError(f"unknown torch operator(s) in --op-set: {', '.join(unknown)} (known: {len(TORCH_REGISTRY)} "
                          f"torch operators, e.g. {', '.join(sorted(TORCH_REGISTRY)[:4])}, ...)")
