@@ -123,7 +123,7 @@ def to_program_source(graph: Graph) -> str:
         args = [names[x] if x else "" for x in n.inputs]
         assert spec.emit is not None
         expr = spec.emit(args, dict(n.attrs))
-        if len(n.outputs) == 1 and n.op not in SEQUENCE_OPS:
+        if len(n.outputs) == 1 and n.op not in SEQUENCE_OPS and not n.attrs.get("as_tuple"):
             body.append(f"        {n.outputs[0]} = {expr}  # {n.op}")
         else:
             body.append(f"        {', '.join(n.outputs)}, = {expr}  # {n.op}")

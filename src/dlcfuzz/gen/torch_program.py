@@ -36,6 +36,7 @@ from dlcfuzz.spec.torch import TORCH_DTYPES, TORCH_REGISTRY, TorchOpSpec, mutate
 from dlcfuzz.spec.torch.base import is_float
 
 MAX_TRIES = 20
+PIN_DRAWN = 0.5  # share of drawn data (nonzero's, unique's input) taken at run time, pinned
 LANGUAGE = TORCH_LANGUAGE  # graph.meta["language"] of a torch-native program
 
 # torch programs: small tensors (Inductor compiles are the cost, not the data), fewer fresh inputs
@@ -133,6 +134,7 @@ class TorchProgramGenerator:
             except EmptyDomain:
                 stats.refused(spec.op, attempt)
                 continue
+            self._pin_drawn(p, rng)
             node = inst.commit(p)
             for k in spec.ties:  # indices among ties: never read by a later call
                 name = node.outputs[k]
@@ -140,6 +142,17 @@ class TorchProgramGenerator:
                 _forget(inst, name)
             break
         stats.insertions += 1
+
+    def _pin_drawn(self, p, rng: random.Random) -> None:
+        """The data a data-dependent operator drew for its first input (nonzero's, unique's) are a constant
+        (a parameter or buffer) half the time, else a runtime input pinned to them: Dynamo meets the
+        data-dependent size on a graph input either way."""
+        first = p.spec.inputs[0]
+        if getattr(first, "value", None) is None or not p.staged or rng.random() >= PIN_DRAWN:
+            return
+        v = p.staged[0][0]
+        if v.kind == CONST_KIND and v.data is not None and v.name == p.node.inputs[0]:
+            v.kind = INPUT_KIND
 
     def _check(self, inst: Instantiator, p) -> None:
         """Refuses a proposal the program cannot make (see the module doc)."""

@@ -1,6 +1,8 @@
 """Indexing and scatter: index_select, gather, scatter (plain, add, reduce), index_add, index_copy,
-index_fill, take_along_dim, take, masked_fill, masked_select (an output size that depends on the mask's
-values), advanced indexing, embedding.  Index tensors are constants the spec draws in range (taken at
+index_fill, take_along_dim, take, masked_fill, advanced indexing, embedding; and the operators whose
+output size depends on values: masked_select (the mask's), nonzero, unique and unique_consecutive (their
+input's: the spec draws those data, ``In.value``, so that it knows the output shape; the generator takes
+them at run time, pinned, half the time).  Index tensors are constants the spec draws in range (taken at
 run time, pinned, at the solver's runtime-constant rate); positions that plain scatters write are
 distinct, so that no result depends on the order of duplicate writes."""
 
@@ -9,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from dlcfuzz.ir import TensorType
+from dlcfuzz.ir.dtypes import np_dtype
 from dlcfuzz.solve import intervals as iv
 from dlcfuzz.spec.dsl import BOOL, Choice, Const, In, Int, Maybe
 from dlcfuzz.spec.torch.base import ALL, FLOATS, NUMERIC, Draw, TorchOpSpec, hull_iv, same_iv, small_domain
@@ -54,6 +57,92 @@ def _mshape(c):
 def _draw_mask(c):
     c._m = _mask(c)
     return c._m
+
+
+def _nonzero_data(c) -> np.ndarray:
+    """Nonzero values (small integers, exact in every dtype) at a drawn density, never all zeros."""
+    shape, dtype = tuple(c.s), c.T
+    keep = c.np.random(shape) >= c._density
+    keep.flat[c.rng.randrange(max(1, c.x.numel))] = True
+    if dtype == "bool":
+        data = keep
+    else:
+        vals = c.np.integers(1, 4, size=shape)
+        if dtype != "uint8":
+            vals = vals * np.where(c.np.random(shape) < 0.5, -1, 1)
+        data = np.where(keep, vals, 0)
+    c._nnz = int(keep.sum())
+    return np.asarray(data).astype(np_dtype(dtype)).reshape(shape)
+
+
+def _nonzero_out(c) -> list[TensorType]:
+    if c.as_tuple:
+        return [TensorType((c._nnz,), "int64") for _ in range(max(1, c.r))]
+    return [TensorType((c._nnz, c.r), "int64")]
+
+
+def _positions_iv(c: iv.Call) -> list[iv.Iv]:
+    return [(0.0, float(max(1, max(c.types[0].shape, default=1)) - 1)) for _ in c.outs]
+
+
+def _unique_data(c) -> np.ndarray:
+    """Values from a few atoms (quarters of small integers for floats, exact in every dtype; no -0.0), so
+    that equal values are exactly equal and the output size is the atoms drawn."""
+    shape, dtype = tuple(c.s), c.T
+    span = 2 if dtype == "bool" else c._atoms
+    codes = c.np.integers(0, span, size=shape)
+    if dtype == "bool":
+        data = codes.astype(bool)
+    elif dtype in FLOATS:
+        data = (codes - span // 2) / 4.0
+        data = np.where(data == 0, 0.0, data)  # never -0.0
+    else:
+        data = codes if dtype == "uint8" else codes - span // 2
+    data = np.asarray(data).astype(np_dtype(dtype)).reshape(shape)
+    flat = data.reshape(-1)
+    if c._consecutive:
+        c._k = int(1 + np.count_nonzero(flat[1:] != flat[:-1])) if flat.size else 0
+    else:
+        c._k = int(np.unique(flat).size)
+    return data
+
+
+def _unique_out(c) -> list[TensorType]:
+    outs = [TensorType((c._k,), c.T)]
+    if c.return_inverse:
+        outs.append(TensorType(tuple(c.s), "int64"))
+    if c.return_counts:
+        outs.append(TensorType((c._k,), "int64"))
+    return outs
+
+
+def _unique_iv(c: iv.Call) -> list[iv.Iv]:
+    out = [c.x]
+    n = float(max(1, c.types[0].numel))
+    if c.attrs.get("return_inverse"):
+        out.append((0.0, n - 1))
+    if c.attrs.get("return_counts"):
+        out.append((1.0, n))
+    return out
+
+
+def _unique_emit(name: str):
+    def emit(a: list[str], k: dict) -> str:
+        # unique's values take no gradient (no derivative is defined): read through detach()
+        sort = "sorted=True, " if name == "unique" else ""
+        return (f"torch.{name}({a[0]}.detach(), {sort}return_inverse={bool(k['return_inverse'])}, "
+                f"return_counts={bool(k['return_counts'])})")
+    return emit
+
+
+def unique(name: str) -> TorchOpSpec:
+    return TorchOpSpec(name, "index", [In("x", T="T", rank=(0, 4) if name == "unique" else (1, 4),
+                                          value=_unique_data)],
+                       _unique_out,
+                       attrs={"return_inverse": BOOL, "return_counts": BOOL, "_atoms": Int(1, 6),
+                              "_consecutive": Choice((name == "unique_consecutive",))},
+                       types={"T": ALL}, transfer=_unique_iv, grad=False, dynamic_output=True,
+                       emit=_unique_emit(name))
 
 
 def _scatter_reduce_iv(c):
@@ -140,6 +229,12 @@ SPECS = [
                 lambda c: [TensorType((_masked_count(c),), c.T)], attrs={"mshape": _mshape}, types={"T": ALL},
                 transfer=same_iv, vdomain=small_domain(1e4), dynamic_output=True,
                 emit=lambda a, k: f"torch.masked_select({a[0]}, {a[1]})"),
+    TorchOpSpec("nonzero", "index", [In("x", T="T", rank=(1, 4), value=_nonzero_data)], _nonzero_out,
+                attrs={"as_tuple": BOOL, "_density": Choice((0.0, 0.3, 0.6, 0.9))}, types={"T": ALL},
+                transfer=_positions_iv, grad=False, dynamic_output=True,
+                emit=lambda a, k: f"torch.nonzero({a[0]}, as_tuple=True)" if k.get("as_tuple")
+                else f"torch.nonzero({a[0]})"),
+    unique("unique"), unique("unique_consecutive"),
     TorchOpSpec("embedding", "index",
                 [In("weight", T="T", rank=(2, 2)),
                  Const("indices", lambda c: np.array(c.np.integers(0, c.s[0], size=tuple(c.ishape)), dtype=np.int64))],

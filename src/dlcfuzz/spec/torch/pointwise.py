@@ -321,4 +321,40 @@ _OTHER = [
                 emit=lambda a, k: f"{a[0]}.type_as({a[1]})", transfer=same_iv, vdomain=small_domain()),
 ]
 
-SPECS = [*_UNARY, *_B, *_SCALAR, *_OTHER]
+_ITEM_USE = {  # how the scalar read with .item() feeds the call: a format string of the tensor and the scalar
+    "mul": "{y} * {s}", "add": "{y} + {s}", "sub": "{s} - {y}",
+    "clamp_max": "torch.clamp({y}, max={s})", "clamp_min": "torch.clamp({y}, min={s})",
+    "full_like": "torch.full_like({y}, {s})",
+}
+
+
+def _item_iv(c: iv.Call) -> list[iv.Iv]:
+    y, s = c.ivs[0], c.ivs[1]
+    assert y is not None and s is not None
+    use = c.attrs.get("use")
+    if use == "mul":
+        r = iv.mul(y, s)
+    elif use in ("add", "sub"):
+        m = iv.amax(y) + iv.amax(s)
+        r = (-m, m)
+    elif use == "full_like":
+        r = s
+    else:
+        r = iv.hull(y, s)
+    return [iv.widen(r, c.n, 8.0, absolute=1.0)]
+
+
+def _item_emit(a: list[str], k: dict) -> str:
+    scalar = f"{a[1]}.{k['read']}().item()"
+    return _ITEM_USE[k["use"]].format(y=a[0], s=scalar)
+
+
+# a scalar read out of a tensor (.item(): a data-dependent Python number to Dynamo, with
+# capture_scalar_outputs) feeding a later call: arithmetic, a clamp bound, a fill value
+ITEM = TorchOpSpec("item", "pointwise",
+                   [In("y", T="T", rank=(0, 5)), In("s", T="T1", shape=lambda c: c.bcast(c.s))],
+                   _same, attrs={"read": Choice(("amax", "amin")), "use": Choice(tuple(_ITEM_USE))},
+                   types={"T": FLOATS, "T1": NUMERIC}, emit=_item_emit, transfer=_item_iv,
+                   vdomain=small_domain(16.0))
+
+SPECS = [*_UNARY, *_B, *_SCALAR, *_OTHER, ITEM]
