@@ -6,9 +6,12 @@ import argparse
 import json
 import sys
 import time
+import zipfile
 from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+import numpy as np
 
 from dlcfuzz.cli.display import progress
 from dlcfuzz.cli.options import (
@@ -25,6 +28,7 @@ from dlcfuzz.seeds import derive_seed
 
 if TYPE_CHECKING:
     from dlcfuzz.gen.guided import Coverage
+    from dlcfuzz.ir import Graph
     from dlcfuzz.run.profile import JointProfile
     from dlcfuzz.solve import GenOptions
     from dlcfuzz.spec import OpSpec
@@ -90,6 +94,29 @@ def _target_profile(name: str) -> JointProfile:
     return JointProfile(*got)
 
 
+def model_inputs(graph: Graph, seed: int) -> dict[str, np.ndarray]:
+    """The values a campaign feeds the graph it generates from ``seed`` on its first draw
+    (``run.campaign.Tester.execute``, attempt 0; a disruptive graph's: ``Tester._run_invalid``): every
+    runtime input, pinned ones (a runtime shape, axes, indices ...) with the value the solver chose."""
+    from dlcfuzz.ir.hints import feed_array
+    from dlcfuzz.values import synthesize
+
+    if "violation" in graph.meta:
+        rng = np.random.default_rng(seed)
+        return {v.name: feed_array(rng, v) for v in graph.inputs}
+    return synthesize(graph, np.random.default_rng([seed, 0]), 0)
+
+
+def write_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
+    """``arrays`` as an ``.npz`` that ``numpy.load`` reads (one ``NAME.npy`` per array), byte-identical for
+    the same arrays: ``numpy.savez`` stamps each member with the time of writing."""
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as z:
+        for name, a in arrays.items():
+            info = zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0))
+            with z.open(info, "w", force_zip64=True) as f:
+                np.lib.format.write_array(f, np.asarray(a), allow_pickle=False)
+
+
 def cmd_gen(args: argparse.Namespace) -> int:
     from dlcfuzz.export.onnx import to_bytes
 
@@ -109,7 +136,8 @@ def cmd_gen(args: argparse.Namespace) -> int:
     gen_time = 0.0
     for i in progress(range(args.n), "generating", args.n):
         t0 = time.perf_counter()
-        g = gen.generate(derive_seed(args.seed, i))
+        seed = derive_seed(args.seed, i)
+        g = gen.generate(seed)
         gen_time += time.perf_counter() - t0
         ops.update(n.op for n in g.nodes)
         if "violation" in g.meta:
@@ -118,6 +146,7 @@ def cmd_gen(args: argparse.Namespace) -> int:
         stem = out / f"g{i:05d}"
         stem.with_suffix(".onnx").write_bytes(to_bytes(g))
         stem.with_suffix(".json").write_text(g.to_json())
+        write_npz(stem.with_suffix(".npz"), model_inputs(g, seed))  # runs the model without dlcfuzz
     st = gen.stats
     summary = {
         "graphs": args.n, "strategy": args.strategy, "seed": args.seed, "ops": list(args.ops),
