@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dlcfuzz.run.roots import Bug, BugList
+from dlcfuzz.run.roots import read as read_bugs
 from dlcfuzz.run.store import StoreError, StoreReader
 
 
@@ -50,6 +52,7 @@ class BugRow:
     first_seen: float
     known: dict[str, Any] | None = None  # known upstream: known.json's content (or {} from a ``known`` column)
     reduction: dict[str, Any] | None = None  # reduction.json's content
+    members: list[BugRow] = field(default_factory=list)  # a root's bugs merged into it (one root cause)
 
 
 @dataclass
@@ -58,12 +61,14 @@ class CampaignData:
     config: dict[str, Any]
     meta: dict[str, Any]  # every meta key but config
     tests: list[TestRow]  # by id
-    bugs: list[BugRow]  # by first_seen
+    bugs: list[BugRow]  # the roots (``run.roots``): compiler bugs first, each category's most different first
     coverage: dict[str, list[int]]  # criterion -> the test ids that covered each key first, sorted
     outcomes: dict[str, Counter]  # backend -> status counts ("unsupported" counted apart from "error")
     known_findings: Counter = field(default_factory=Counter)  # backend -> findings with no bug row
     instances: tuple[int, int] | None = None  # migrations: (instances, operators) harvested
     versions: dict[str, str] = field(default_factory=dict)
+    listing: BugList = field(default_factory=lambda: BugList([]))  # the one count (``run.roots.read``)
+    declines: int = 0
 
     @property
     def kind(self) -> str:
@@ -114,21 +119,11 @@ def _load(folder: Path, store: StoreReader) -> CampaignData:
         config = {}
     tests = [TestRow(id_, [o for o in ops.split(",") if o], baseline, bool(finite), bool(valid), finished, seconds)
              for id_, ops, baseline, finite, valid, finished, seconds in store.tests()]
+    listing = read_bugs(store, folder)  # the roots and counts ``dlcfuzz bugs`` and the summary line show
     bugs = []
-    for r in store.bug_rows():
-        keys = r.keys()
-        if "same_as" in keys and r["same_as"]:  # merged into another bug's root cause
-            continue
-        b = BugRow(r["signature"], r["oracle"], r["kind"], r["backend"], r["variant"], r["phase"], r["title"],
-                   _category(r), r["first_test"], r["hits"], r["dir"] or f"bugs/{r['signature']}",
-                   r["first_seen"])
-        bundle = folder / b.dir
-        b.known = _read_json(bundle / "known.json")
-        if b.known is None and "known" in keys and r["known"]:
-            b.known = _json(r["known"]) if isinstance(r["known"], str) else {}
-            if not isinstance(b.known, dict):
-                b.known = {"note": str(b.known)}
-        b.reduction = _read_json(bundle / "reduction.json")
+    for root in listing.roots:
+        b = _bug_row(folder, root)
+        b.members = [_bug_row(folder, m) for m in root.members]
         bugs.append(b)
     coverage: dict[str, list[int]] = {}
     for criterion, test_id in store.first_coverage():
@@ -139,16 +134,24 @@ def _load(folder: Path, store: StoreReader) -> CampaignData:
     known_findings: Counter = Counter(store.known_upstream_findings_per_backend())
     instances = store.instance_counts()
     data = CampaignData(folder, config, meta, tests, bugs, coverage, outcomes, known_findings, instances)
+    data.listing, data.declines = listing, store.declines()
     data.versions = _versions(data)
     return data
 
 
-def _category(row: sqlite3.Row) -> str:
-    """A bug's category; campaigns stored before categories flagged baseline suspects instead."""
-    keys = row.keys()
-    if "category" in keys:
-        return str(row["category"])
-    return "baseline" if "reference_suspect" in keys and row["reference_suspect"] else "compiler"
+def _bug_row(folder: Path, bug: Bug) -> BugRow:
+    """What the report shows of one bug: its row, and its bundle's known.json and reduction.json."""
+    b = BugRow(bug.signature, bug.oracle, bug.kind, bug.backend, bug.variant, bug.phase, bug.title, bug.category,
+               bug.first_test, bug.hits, bug.dir, bug.first_seen)
+    bundle = folder / b.dir
+    b.known = _read_json(bundle / "known.json")
+    stored = bug.row.get("known")
+    if b.known is None and stored:
+        b.known = _json(stored) if isinstance(stored, str) else {}
+        if not isinstance(b.known, dict):
+            b.known = {"note": str(b.known)}
+    b.reduction = _read_json(bundle / "reduction.json")
+    return b
 
 
 def _versions(data: CampaignData) -> dict[str, str]:

@@ -17,6 +17,7 @@ from typing import Any
 from urllib.parse import quote
 
 from dlcfuzz.report.data import BugRow, CampaignData, ReportError, load
+from dlcfuzz.run.roots import COMPILER, summary_line
 
 NA = "\u2013"  # an en dash: no value
 
@@ -146,7 +147,12 @@ def _header(data: CampaignData) -> str:
     cards = [_card(str(n), "tests"), _card(duration(span) if n else NA, "duration"),
              _card(f"{n / span:.2f}" if n and span > 0 else NA, "tests / s"),
              _card(_pct(valid, n), "valid"), _card(_pct(finite, n), "finite outputs"),
-             _card(str(len(data.bugs)), "distinct bugs")]
+             _card(str(len(data.listing.of(COMPILER))), "compiler bugs")]
+    others = len(data.listing.roots) - len(data.listing.of(COMPILER))
+    if others:
+        cards.append(_card(str(others), "other issues (not compiler bugs)"))
+    if data.listing.members():
+        cards.append(_card(str(data.listing.members()), "merged into a root cause"))
     if data.known_findings:
         cards.append(_card(str(sum(data.known_findings.values())), "findings of known bugs"))
     rows = [("folder", str(data.folder.resolve())), ("kind", kind),
@@ -161,8 +167,9 @@ def _header(data: CampaignData) -> str:
             rows.append(("operators per graph", NA.join(str(x) for x in cfg["ops"])))
         if "operators" in cfg:
             rows.append(("operator corpus", f"{len(cfg['operators'])} operators"))
-        if isinstance(cfg.get("limits"), dict) and "opset" in cfg["limits"]:
-            rows.append(("opset", str(cfg["limits"]["opset"])))
+        opsets = _opsets(cfg)
+        if opsets:
+            rows.append(opsets)
     rows.append(("seed", str(cfg.get("seed", NA))))
     if data.versions:
         rows.append(("compiler versions", ", ".join(f"{b} {v}" for b, v in sorted(data.versions.items()))))
@@ -175,6 +182,21 @@ def _header(data: CampaignData) -> str:
     if not n:
         out.append(_note("This campaign has no tests yet: nothing to plot."))
     return "".join(out)
+
+
+def _opsets(cfg: dict[str, Any]) -> tuple[str, str] | None:
+    """The opsets the campaign drew its graphs' opsets from (its recorded ``opsets``), or the one opset
+    of its limits where it recorded none."""
+    drawn = sorted({o for o in cfg.get("opsets") or [] if isinstance(o, int)})
+    if len(drawn) > 1:
+        contiguous = drawn == list(range(drawn[0], drawn[-1] + 1))
+        text = f"{drawn[0]}{NA}{drawn[-1]}" if contiguous else ", ".join(map(str, drawn))
+        return ("opsets", f"{text} (each graph's opset drawn from these)")
+    if drawn:
+        return ("opset", str(drawn[0]))
+    if isinstance(cfg.get("limits"), dict) and "opset" in cfg["limits"]:
+        return ("opset", str(cfg["limits"]["opset"]))
+    return None
 
 
 def _badges(b: BugRow) -> str:
@@ -202,27 +224,42 @@ def _bugs(data: CampaignData, out: Path) -> str:
     if not data.bugs:
         html.append("<p>No bugs found.</p>")
         return "".join(html)
-    per = Counter((b.backend, b.oracle) for b in data.bugs)
-    html.append("<p>" + escape(", ".join(f"{b} / {o}: {c}" for (b, o), c in sorted(per.items()))) + "</p>")
+    # the line ``dlcfuzz bugs`` and the end of a campaign print: the same roots, counted by one function
+    html.append(f"<p>{escape(summary_line(data.listing, data.declines))}</p>")
+    per = Counter((b.backend, b.oracle) for b in data.bugs if b.category == COMPILER)
+    if per:
+        html.append("<p>Compiler bugs per backend / oracle: "
+                    + escape(", ".join(f"{b} / {o}: {c}" for (b, o), c in sorted(per.items()))) + "</p>")
     rows = []
     for b in data.bugs:
-        bundle = data.folder / b.dir
-        report = bundle / "report.md"
-        href = _href(report, out, False) if report.is_file() else _href(bundle, out, True)
+        href = _bundle_href(data, b, out)
+        merged = ""
+        if b.members:
+            links = ", ".join(f'<a class="member" href="{_bundle_href(data, m, out)}">{escape(m.signature)}</a>'
+                              for m in b.members)
+            merged = f'<br><span class="sub">same root cause ({len(b.members)} merged): {links}</span>'
         since = f"test {b.first_test}" + (f"<br>+{escape(duration(b.first_seen - data.start))}" if data.tests else "")
         cells = [f'<a class="sig" href="{href}">{escape(b.signature)}</a>', escape(b.backend),
                  escape(b.variant), escape(b.oracle), escape(b.kind), escape(b.phase), str(b.hits),
                  f'<span title="{escape(_when(b.first_seen))}">{since}</span>',
-                 f"{escape(b.title)}{_badges(b)}{_reduction(b)}"]
+                 f"{escape(b.title)}{_badges(b)}{_reduction(b)}{merged}"]
         classes = ["", *[' class="nw"'] * 5, ' class="num"', ' class="nw"', ' class="title"']
         rows.append("<tr>" + "".join(f"<td{c}>{v}</td>" for c, v in zip(classes, cells, strict=True)) + "</tr>")
     head = "".join(f"<th{c}>{h}</th>" for h, c in (
         ("signature", ""), ("backend", ""), ("variant", ""), ("oracle", ""), ("kind", ""), ("phase", ""),
         ("hits", ' class="num"'), ("first seen", ""), ("title", "")))
     html.append(f'<table id="bugs"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>')
-    html.append("<p class=sub>Each signature links to the bug's report.md (or its bundle folder): the model, "
-                "inputs, expected and actual outputs, and a standalone repro.py.</p>")
+    html.append("<p class=sub>One row per root cause: compiler bugs first, then the other issues, each "
+                "most different first (furthest-point-first, as <code>dlcfuzz bugs</code> lists them); the bugs "
+                "merged into a root are named under its title. Each signature links to the bug's report.md (or its "
+                "bundle folder): the model, inputs, expected and actual outputs, and a standalone repro.py.</p>")
     return "".join(html)
+
+
+def _bundle_href(data: CampaignData, b: BugRow, out: Path) -> str:
+    bundle = data.folder / b.dir
+    report = bundle / "report.md"
+    return _href(report, out, False) if report.is_file() else _href(bundle, out, True)
 
 
 def _known(data: CampaignData) -> str:
@@ -330,9 +367,9 @@ def _migration(data: CampaignData) -> str:
         html.append(_table(["reason", "instances"], [[r, n] for r, n in discarded.most_common()], {1}))
     else:
         html.append("<p>None.</p>")
-    per_backend = Counter(b.backend for b in data.bugs)
-    html.append("<h3>Bugs per backend</h3>")
-    html.append(_table(["backend", "distinct bugs"], [[b, n] for b, n in sorted(per_backend.items())], {1})
+    per_backend = data.listing.per_backend(COMPILER)
+    html.append("<h3>Compiler bugs per backend</h3>")
+    html.append(_table(["backend", "compiler bugs"], [[b, n] for b, n in per_backend.items()], {1})
                 if per_backend else "<p>None.</p>")
     return "".join(html)
 

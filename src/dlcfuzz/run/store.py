@@ -157,6 +157,50 @@ def _too_new(folder: Path, meta: dict[str, str]) -> None:
                          f"dlcfuzz {__version__} reads schemas up to {SCHEMA_VERSION}: upgrade dlcfuzz to read it")
 
 
+def _bug_entries(db: sqlite3.Connection) -> list[dict[str, Any]]:
+    """Every bug row as a dict, listed or merged, in the order found, whatever columns its campaign's
+    version had (``category`` from ``reference_suspect``, ``root`` and ``same_as`` empty, ``dir``
+    ``bugs/SIGNATURE`` where absent), with ``variants`` (the variants of its backend it was seen in),
+    ``message`` (its first finding's) and ``ops`` (its first test's operators, comma-joined): what
+    ``run.roots`` folds, orders and counts for every command that lists bugs."""
+    tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if "bugs" not in tables:
+        return []
+    columns = {r[1] for r in db.execute("PRAGMA table_info(bugs)")}
+    has_findings = "findings" in tables and {"signature", "variant", "message"} <= {
+        r[1] for r in db.execute("PRAGMA table_info(findings)")}
+    has_tests = "tests" in tables and "first_test" in columns
+    variants = ("(SELECT GROUP_CONCAT(DISTINCT variant) FROM findings f WHERE f.signature = bugs.signature)"
+                if has_findings else "NULL")
+    message = ("(SELECT message FROM findings f WHERE f.signature = bugs.signature ORDER BY f.test_id LIMIT 1)"
+               if has_findings else "NULL")
+    ops = "(SELECT ops FROM tests t WHERE t.id = bugs.first_test)" if has_tests else "NULL"
+    order = "first_seen, signature" if "first_seen" in columns else "signature"
+    db.row_factory = sqlite3.Row
+    try:
+        rows = db.execute(f"SELECT bugs.*, {variants} AS found_variants, {message} AS found_message, "
+                          f"{ops} AS found_ops FROM bugs ORDER BY {order}").fetchall()
+    finally:
+        db.row_factory = None
+    entries = []
+    for r in rows:
+        e = {k: r[k] for k in r.keys() if not k.startswith("found_")}  # noqa: SIM118 (a Row)
+        if "category" not in e:
+            e["category"] = "baseline" if e.get("reference_suspect") else "compiler"
+        for key in ("oracle", "kind", "backend", "variant", "phase", "title", "root", "same_as"):
+            e[key] = str(e.get(key) or "")
+        e.setdefault("first_test", 0)
+        e.setdefault("hits", 0)
+        e.setdefault("first_seen", 0.0)
+        e["dir"] = e.get("dir") or f"bugs/{e['signature']}"
+        found = r["found_variants"] or e["variant"]
+        e["variants"] = sorted(set(found.split(","))) if found else []
+        e["message"] = r["found_message"] or ""
+        e["ops"] = [o for o in (r["found_ops"] or "").split(",") if o]
+        entries.append(e)
+    return entries
+
+
 class Store:
     """A campaign's store, opened for writing.  ``lock``: take the folder's writer lock first (a
     campaign or a migration: one writer per folder, ``guard.CampaignLock``).  ``read_only``: its
@@ -374,6 +418,10 @@ class Store:
         finally:
             self.db.row_factory = None
 
+    def bug_entries(self) -> list[dict[str, Any]]:
+        """Every bug, listed or merged, as ``run.roots`` reads it (``_bug_entries``)."""
+        return _bug_entries(self.db)
+
     def categories(self) -> dict[str, int]:
         """Distinct bugs per category (those merged into another's root cause not counted)."""
         return dict(self.db.execute("SELECT category, COUNT(*) FROM bugs WHERE same_as = '' GROUP BY category"))
@@ -507,6 +555,16 @@ class StoreReader:
             return self.db.execute("SELECT * FROM bugs ORDER BY first_seen, signature").fetchall()
         finally:
             self.db.row_factory = None
+
+    def bug_entries(self) -> list[dict[str, Any]]:
+        """Every bug, listed or merged, as ``run.roots`` reads it (``_bug_entries``)."""
+        return _bug_entries(self.db)
+
+    def declines(self) -> int:
+        """Outcomes that were declines (unsupported, not bugs); 0 for a campaign without outcomes."""
+        if "unsupported" not in self.columns("outcomes"):
+            return 0
+        return self.db.execute("SELECT COUNT(*) FROM outcomes WHERE unsupported = 1").fetchone()[0]
 
     def listed_bugs(self, category: str = "compiler") -> list[sqlite3.Row]:
         """The bugs listed in ``category`` (every bug, for a campaign stored before categories), those
