@@ -91,3 +91,48 @@ def test_the_same_seed_allocates_alike() -> None:
 
     assert run(4) == run(4)
     assert run(4) != run(5)
+
+
+def test_an_arm_whose_tests_no_other_arm_runs_is_the_target_alone_or_absent() -> None:
+    """torch-native programs beside ONNX compilers: the program arm is drawn like any other, but it never
+    runs beside another arm's target, and where it is the target nothing else runs."""
+    a = Allocator(seed=5, floor=0.0)
+    keys = ["ort", "inductor", "inductor-program"]
+    targets = set()
+    for _ in range(300):
+        best, runs = a.choose(keys, alone=["inductor-program"])
+        targets.add(best)
+        if best == "inductor-program":
+            assert runs == {"ort": False, "inductor": False, "inductor-program": True}
+        else:
+            assert runs[best] and not runs["inductor-program"]
+    assert targets == set(keys)
+
+
+def test_an_arm_that_runs_alone_below_its_floor_of_cpu_is_the_target() -> None:
+    """Its floor of CPU is had by being the target: a program arm that has spent nothing while the ONNX
+    arms spent is the next target, however poor its draw."""
+    a = Allocator(seed=2, floor=0.3)
+    a.credit("ort", 10.0, 50)  # a rich ONNX arm
+    best, runs = a.choose(["ort", "inductor-program"], alone=["inductor-program"])
+    assert best == "inductor-program" and runs == {"ort": False, "inductor-program": True}
+    a.credit("inductor-program", 100.0, 0)  # past its floor, it is drawn by its yield again
+    assert {a.choose(["ort", "inductor-program"], alone=["inductor-program"])[0] for _ in range(50)} == {"ort"}
+
+
+def test_the_arms_beside_a_rich_arm_that_runs_alone_keep_their_floor() -> None:
+    """Where the arm that runs alone finds the bugs, the others, which cannot run beside it, are the target
+    while below their floor of CPU: they are not starved by the Thompson draws."""
+    a = Allocator(seed=4, floor=0.3)
+    keys, alone = ["ort", "tvm", "inductor-program"], ["inductor-program"]
+    a.credit("inductor-program", 10.0, 50)
+    targets = []
+    for _ in range(60):
+        best, runs = a.choose(keys, alone=alone)
+        targets.append(best)
+        for k, ran in runs.items():
+            if ran:
+                a.credit(k, 1.0, 0)
+    for k in ("ort", "tvm"):
+        assert a.arms[k].seconds >= 0.3 / 3 * sum(arm.seconds for arm in a.arms.values()) - 1.0, targets
+    assert targets.count("inductor-program") > len(targets) / 2  # still the most targeted by its yield

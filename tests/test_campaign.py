@@ -281,3 +281,50 @@ def test_reduce_refuses_a_folder_that_is_not_a_bundle(tmp_path: Path, capsys) ->
     err = capsys.readouterr().err.strip()
     assert err.startswith("dlcfuzz: error:") and "not a bug bundle" in err and "\n" not in err
     assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_a_planted_program_bug_is_listed_beside_the_onnx_bugs(tmp_path: Path, capsys) -> None:
+    """A campaign with ONNX compilers and torch-native programs (what the default campaign does with
+    Inductor, issue 28): the program backend is one more arm of the allocation, so in one store and one
+    bug list stand the ONNX compiler's planted bugs and the program compiler's (a Dynamo backend that reads
+    non-contiguous inputs as contiguous, tests/torch_fakes.py), whose bundle is a program reduced by the
+    program reducer, not an ONNX model."""
+    import json
+
+    from dlcfuzz.cli import main
+    from dlcfuzz.gen.torch_program import ProgramOptions
+    from dlcfuzz.spec.torch import TORCH_REGISTRY
+
+    pytest.importorskip("torch")
+    out = tmp_path / "c"
+    program_backend = "tests.torch_fakes:StridesAsContiguous"
+    c = campaign(out, ["tests.fake_backends:Planted"], 8, reduce_seconds=10, seed=3,
+                 program_specs=[TORCH_REGISTRY[o] for o in ("torch.sin", "torch.add", "torch.neg", "torch.relu")],
+                 program_backend=program_backend,
+                 program_options=ProgramOptions(layout_rate=1.0, backward_rate=0.0, dynamic_rate=0.0))
+    assert c.progress.tests == 8
+    assert program_backend in c.allocator.arms  # an arm of the allocation like the ONNX compiler
+    found = bugs(out)
+    assert {b[3] for b in found} == {"tests.fake_backends:Planted", program_backend}, found
+    program = [b for b in found if b[3] == program_backend]
+    assert all(b[1] == "metamorphic" for b in program), program
+    for b in program:
+        folder = out / b[5]
+        assert (folder / "program.py").exists() and (folder / "repro.py").exists()
+        assert not (folder / "model.onnx").exists() and not (folder / "reduced").exists()  # no ONNX reducer
+        assert json.loads((folder / "finding.json").read_text())["details"]["layer"] == "inductor"
+    # the program reducer ran on them: fewer calls than the program that found the bug
+    reduced = [out / b[5] for b in program if (out / b[5] / "original_program.py").exists()]
+    assert reduced, "no program bug was reduced"
+    for folder in reduced:
+        assert (folder / "program.py").read_text().count("# torch.") < \
+            (folder / "original_program.py").read_text().count("# torch.")
+    # one bug list: `dlcfuzz bugs` lists both compilers' bugs
+    capsys.readouterr()
+    assert main(["bugs", str(out)]) == 0
+    listed = capsys.readouterr().out
+    assert program_backend in listed and "tests.fake_backends:Planted" in listed, listed
+    # `dlcfuzz reduce` of a program bug runs the program reducer (an ONNX bundle's reducer needs model.onnx)
+    assert main(["reduce", str(out / program[0][5]), "--budget", "20"]) == 0
+    assert "torch calls; program in" in capsys.readouterr().out
+    assert not (out / program[0][5] / "reduced").exists()

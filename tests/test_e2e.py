@@ -6,7 +6,8 @@ Where each command and backend is covered end to end (``COVERED``; a test below 
 names every command and every listed backend):
 
 - ``fuzz``: ort, tvm, openvino, inductor (ONNX graphs, beside ort), inductor alone (torch-native programs, the
-  ``inductor-program`` backend), tvm-relax here; iree in ``test_backend_iree.py``;
+  ``inductor-program`` backend), inductor beside ort with the allocation (ONNX graphs and torch-native programs
+  in one campaign), tvm-relax here; iree in ``test_backend_iree.py``;
 - ``migrate``: the torch frontends (tvm-torch, openvino-torch, inductor-torch) and the library's own run
   (torch-library) here, with ``migrate apfd``; the export's path to the ONNX frontends in
   ``test_migrate_triage.py``; ``migrate record`` with tvm-torch in ``test_migrate_campaign.py``;
@@ -40,12 +41,14 @@ FUZZ_RUNS = {"ort": "ort", "tvm": "tvm", "openvino": "openvino", "inductor,ort":
 MIGRATED = ("tvm-torch", "openvino-torch", "inductor-torch", "torch-library")
 COVERED = {
     "fuzz": [*(f"test_e2e.py::test_fuzz_runs_tests_on_the_backend[{b}]" for b in FUZZ_RUNS),
+             "test_e2e.py::test_a_campaign_with_inductor_beside_ort_runs_torch_programs_and_onnx_graphs",
              "test_e2e.py::test_fuzz_runs_tests_on_tvm_relax",
              "test_backend_iree.py::test_campaign_draws_only_operators_iree_lowers"],
     "migrate": ["test_e2e.py::test_migrate_runs_torch_calls_through_every_frontend"],
     "migrate-record": ["test_migrate_campaign.py::test_cli_migrate_runs_recorded_torch_instances"],
     "migrate-apfd": ["test_e2e.py::test_migrate_runs_torch_calls_through_every_frontend"],
     "reduce": ["test_e2e.py::test_reduce_shrinks_the_bug_and_keeps_its_signature"],
+    "retriage": ["test_triggers.py::test_retriage_folds_a_recorded_campaigns_bugs_under_one_root"],
     "report": ["test_e2e.py::test_report_lists_the_bug"],
     "bugs": ["test_e2e.py::test_bugs_lists_the_campaigns_bug"],
     "gen": ["test_e2e.py::test_gen_for_a_backend_writes_valid_models", "test_cli.py::test_gen_every_strategy",
@@ -124,6 +127,30 @@ def test_fuzz_runs_tests_on_the_backend(backends: str, tmp_path: Path, capsys) -
     assert len(ran_on(out, backend)) == tests, rows(out, "SELECT * FROM outcomes")
     assert {b for (b,) in rows(out, "SELECT DISTINCT backend FROM outcomes")} == {backend, *backends.split(",")[1:]}
     assert re.search(rf"{re.escape(backend)}\s+\d+ tests", stdout), stdout  # its line of the summary
+
+
+def test_a_campaign_with_inductor_beside_ort_runs_torch_programs_and_onnx_graphs(tmp_path: Path, capsys) -> None:
+    """The default campaign's way with Inductor (issue 28): with other backends beside it, Inductor runs
+    torch-native programs (backend ``inductor-program``) as well as ONNX graphs written as modules, in one
+    store, the program backend one more arm of the allocation (below its floor of CPU it is the target:
+    two tests hold a program and an ONNX graph, whichever comes first)."""
+    need("ort")
+    need("inductor")
+    out = tmp_path / "c"
+    rc, stdout, err = cli(capsys, "fuzz", "--backends", "ort,inductor", "--max-tests", "2", "--ops", "2:3",
+                          *SHORT, "--out", str(out))
+    assert rc == 0, err[-3000:]
+    programs = ran_on(out, "inductor-program")
+    assert len(programs) == 1, rows(out, "SELECT * FROM outcomes")
+    onnx = {t for (t,) in rows(out, "SELECT test_id FROM outcomes WHERE backend IN ('ort', 'inductor')")}
+    assert len(onnx) == 1 and not onnx & programs
+    # the program test is a torch program: its operators are torch's, and it ran on the program variants
+    (ops,), = rows(out, "SELECT ops FROM tests WHERE id = ?", *programs)
+    assert ops and all(op.startswith("torch.") for op in ops.split(",")), ops
+    variants = {v for (v,) in rows(out, "SELECT variant FROM outcomes WHERE backend = 'inductor-program'")}
+    assert variants & {"inductor", "inductor-backward"}, variants
+    assert re.search(r"inductor-program\s+1 tests \(1 targeted\)", stdout), stdout  # its line of the summary
+    assert "torch-native programs of" in stdout
 
 
 # one tvm-relax campaign, shared by the fuzz, bugs, report and reduce tests: operators whose modules TVM

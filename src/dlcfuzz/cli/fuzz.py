@@ -39,7 +39,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     f = sub.add_parser("fuzz", help="run a fuzzing campaign against compilers")
     f.add_argument("--backends", help="comma-separated: ort,tvm,openvino,inductor,iree,tvm-relax, a plugin's "
                                       "name (see 'dlcfuzz backends'), or module:Class "
-                                      "(default: ort,tvm,openvino,inductor,iree)")
+                                      "(default: ort,tvm,openvino,inductor,iree); with inductor, torch-native "
+                                      "programs run too (alone: programs only)")
     f.add_argument("--budget", type=duration, default=600.0, help="wall-clock budget, e.g. 90s, 10m, 2h")
     f.add_argument("--max-tests", type=int, help="stop after this many tests in the campaign")
     f.add_argument("--jobs", type=int, default=1, help="tests run at once (with --executor ray: Ray actors)")
@@ -61,7 +62,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     f.add_argument("--untargeted", action="store_true",
                    help="generate for ONNX in general, not each test for one compiler from its support profile")
     f.add_argument("--no-allocation", action="store_true",
-                   help="run every backend and variant on every test, instead of sharing CPU by each one's yield")
+                   help="run every backend and variant on every test, instead of sharing CPU by each one's yield "
+                        "(torch-native programs, with Inductor beside other backends: every few tests, in turn)")
     f.add_argument("--probe-per-op", type=int, default=2,
                    help="tests per operator when a compiler has no support profile for its version yet (0: none)")
     f.set_defaults(func=cmd_fuzz)
@@ -104,19 +106,33 @@ def _supported_specs(specs: list[OpSpec], backends: list[str]) -> list[OpSpec]:
     return kept
 
 
+def _program_specs(args: argparse.Namespace, backends: list[str]) -> list[OpSpec]:
+    """The torch operators of the torch-native programs a campaign whose backends include Inductor runs
+    beside its ONNX graphs (the program backend is one more arm of the allocation): all of them, or
+    none where ``--op-set`` names the ONNX operators the campaign is restricted to."""
+    if args.op_set:
+        print("torch-native programs: none (--op-set names ONNX operators; --backends inductor alone runs "
+              "programs of the torch operators it names)", file=sys.stderr)
+        return []
+    from dlcfuzz.spec.torch import resolve_torch_ops
+
+    return resolve_torch_ops(None)
+
+
 def cmd_fuzz(args: argparse.Namespace) -> int:
     from dlcfuzz.run.campaign import Campaign, CampaignConfig
     from dlcfuzz.run.store import StoreError
 
     limits = gen_options(args)
     backends = backend_names(args.backends)
-    from dlcfuzz.run.torch_campaign import wants_programs
+    from dlcfuzz.run.torch_campaign import runs_programs, wants_programs
 
     if wants_programs(backends):  # Inductor alone: torch-native programs (cli/torch_programs.py)
         from dlcfuzz.cli.torch_programs import cmd_fuzz_programs
 
         return cmd_fuzz_programs(args)
     specs = _supported_specs(resolve_op_set(split_names(args.op_set) if args.op_set else None), backends)
+    program_specs = _program_specs(args, backends) if runs_programs(backends) else []
     if args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
     check_executor(args)
@@ -127,7 +143,7 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
                          coverage_from=campaign_folders(args.coverage_from), known_bugs=known_bug_files(args),
                          reduce_seconds=args.reduce_budget, executor=args.executor, ray_address=args.ray_address,
                          devices=devices, targeted=not args.untargeted, allocate=not args.no_allocation,
-                         opsets=opsets_of(args))
+                         opsets=opsets_of(args), program_specs=program_specs)
     display = Display()
     try:
         campaign = Campaign(cfg, display.update)
@@ -157,8 +173,10 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
             probe_and_report([name], out / "probes", [s for s in specs if s.op in unknown], limits, args.probe_per_op,
                              args.jobs, profile_path)
         campaign.load_profiles()
+    programs = campaign.program_backend if campaign.program_backend in campaign.backends else None
     print(f"campaign {out}: backends {', '.join(f'{b} {campaign.versions[b]}' for b in live)}"
-          + (" (resuming)" if campaign.resumed else ""))
+          + (f" ({programs}: torch-native programs of {len(program_specs)} torch operators, beside the ONNX graphs)"
+             if programs else "") + (" (resuming)" if campaign.resumed else ""))
     display.devices = _variant_devices(campaign.variants, live)
     print(f"{_found_devices()}; {display.devices}")
     with display:

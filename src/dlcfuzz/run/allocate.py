@@ -10,13 +10,19 @@ hundred times slower a hundred times that CPU).  An arm whose share of the CPU s
 is below ``floor`` / (number of arms) runs in any case: a floor on CPU, not on tests, so that a compiler
 that takes seconds per test and finds nothing (Inductor) is explored without eating the campaign.  (The
 cross-compiler vote on a divergence does not rest on this: the campaign calls the absent ones in.)
+
+An arm may make tests that no other arm can run (``alone``: torch-native programs on Inductor beside the
+ONNX compilers).  It is one more arm of the same draw: the target where its draw is the best, and then no
+other arm runs; never an arm that runs beside another's target.  The floor holds for it and beside it: an
+arm below its floor that the target drawn would leave out (the one that runs alone, or the others where it
+is the target) is the target instead.
 """
 
 from __future__ import annotations
 
 import random
 import threading
-from collections.abc import Hashable, Sequence
+from collections.abc import Collection, Hashable, Sequence
 from dataclasses import dataclass
 
 PRIOR_BUGS = 1.0  # the optimistic prior: one bug in PRIOR_SECONDS, until an arm's own record says otherwise
@@ -41,16 +47,26 @@ class Allocator:
         a = self.arms.setdefault(key, Arm())
         return self.rng.gammavariate(PRIOR_BUGS + a.bugs, 1.0 / (PRIOR_SECONDS + a.seconds))
 
-    def choose(self, keys: Sequence[Hashable]) -> tuple[Hashable, dict[Hashable, bool]]:
-        """(the arm to target, whether each other arm runs too)."""
+    def choose(self, keys: Sequence[Hashable],
+               alone: Collection[Hashable] = ()) -> tuple[Hashable, dict[Hashable, bool]]:
+        """(the arm to target, whether each other arm runs too); an arm in ``alone`` runs only as the
+        target, and alone."""
         with self.lock:
             draws = {k: self._draw(k) for k in keys}
-            best = max(draws, key=draws.__getitem__)
-            top = draws[best]
             spent = sum(self.arms[k].seconds for k in keys)
             share = self.floor / len(keys) * spent
-            runs = {k: k == best or self.arms[k].seconds < share
-                    or self.rng.random() < d / top * self._relative_cost(best, k) for k, d in draws.items()}
+            best = max(draws, key=draws.__getitem__)
+            # an arm below its floor of CPU that this target would leave out (one that runs alone, or any
+            # beside a target that runs alone) is the target instead
+            left_out = [k for k in keys if self.arms[k].seconds < share and k != best
+                        and (k in alone or best in alone)]
+            if left_out:
+                best = max(left_out, key=draws.__getitem__)
+            top = draws[best]
+            if best in alone:
+                return best, {k: k == best for k in keys}
+            runs = {k: k == best or (k not in alone and (self.arms[k].seconds < share
+                    or self.rng.random() < d / top * self._relative_cost(best, k))) for k, d in draws.items()}
         return best, runs
 
     def _relative_cost(self, best: Hashable, key: Hashable) -> float:

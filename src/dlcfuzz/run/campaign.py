@@ -9,6 +9,11 @@ A test has two halves: ``Tester.execute`` (test id -> ``Executed``: generate, ch
 backends in isolated workers, judge; no store, picklable result) and ``Campaign.record`` (bundles,
 the store transaction, progress, reduction), which only the driver runs.  Both executors call the
 same two halves, so the store is written by one process in one way.
+
+A test is an ONNX graph run by the ONNX compilers, or (``CampaignConfig.program_specs``) a torch-native
+program run by torch.compile alone (``run/torch_campaign.py``: its execute half, its bundle and its
+reducer): the program backend is one more arm of the allocation, which decides each test's kind by the
+arms' yields of new bugs per CPU-second.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
@@ -33,6 +39,7 @@ from dlcfuzz.gen.feedback import STRATEGY as FEEDBACK
 from dlcfuzz.gen.guided import STRATEGIES as GUIDED
 from dlcfuzz.gen.guided import Coverage
 from dlcfuzz.gen.opsets import OpsetMix
+from dlcfuzz.gen.torch_program import ProgramOptions, is_program
 from dlcfuzz.ir import Graph
 from dlcfuzz.ir.hints import feed_array
 from dlcfuzz.oracle import (
@@ -102,13 +109,23 @@ class CampaignConfig:
     fresh_profiles: bool = False
     # each test's opset is drawn from these (gen/opsets.py); empty: limits.opset alone
     opsets: tuple[int, ...] = ()
+    # torch-native programs beside the ONNX graphs (run/torch_campaign.py): their torch operators (empty:
+    # none), the backend that runs them (an arm of the allocation: it runs the programs, and only them) and
+    # what programs do beyond their graphs (layouts, backward, dynamic dims)
+    program_specs: list[OpSpec] = field(default_factory=list)
+    program_backend: str = "inductor-program"
+    program_options: ProgramOptions | None = None
 
     def identity(self) -> dict:
         """What must match for a rerun to resume this campaign."""
-        return {"seed": self.seed, "ops": list(self.ops), "backends": sorted(self.backends),
-                "operators": sorted(s.op for s in self.specs), "limits": asdict(self.limits),
-                "strategy": self.strategy, "strategy_options": self.strategy_options, "tolerances": self.tolerances,
-                "opsets": list(self.opsets)}
+        out = {"seed": self.seed, "ops": list(self.ops), "backends": sorted(self.backends),
+               "operators": sorted(s.op for s in self.specs), "limits": asdict(self.limits),
+               "strategy": self.strategy, "strategy_options": self.strategy_options, "tolerances": self.tolerances,
+               "opsets": list(self.opsets)}
+        if self.program_specs:
+            out["programs"] = {"backend": self.program_backend, "operators": sorted(s.op for s in self.program_specs),
+                               "options": asdict(self.program_options or ProgramOptions())}
+        return out
 
 
 @dataclass
@@ -192,6 +209,25 @@ class Evaluation:
     oracle_seconds: float
 
 
+class ProgramTester(Protocol):
+    """The execute half of a torch-native program test (``run.torch_campaign.TorchProgramTester``)."""
+
+    backend: str
+
+    def execute(self, test_id: int, payload: None = None) -> Executed: ...
+
+
+def program_tester(cfg: CampaignConfig, pool: WorkerPool,
+                   variants: dict[str, dict[str, Variant]]) -> ProgramTester | None:
+    """The execute half of the campaign's torch-native program tests: None where it has none (no torch
+    operators, or the program backend did not start)."""
+    if not cfg.program_specs or cfg.program_backend not in variants:
+        return None
+    from dlcfuzz.run.torch_campaign import TorchProgramTester
+
+    return TorchProgramTester.of(cfg, pool, list(variants[cfg.program_backend]))
+
+
 class Tester:
     """The execute half of a test: test id -> ``Executed``.  Holds the generator, its coverage and a
     worker pool, and never touches the store.  A local campaign shares one among its threads; each Ray
@@ -199,12 +235,16 @@ class Tester:
 
     def __init__(self, cfg: CampaignConfig, backends: dict[str, Backend], variants: dict[str, dict[str, Variant]],
                  pool: WorkerPool, coverage: Coverage | None, gen=None,
-                 profiles: dict[str, SupportProfile] | None = None, allocator: Allocator | None = None) -> None:
+                 profiles: dict[str, SupportProfile] | None = None, allocator: Allocator | None = None,
+                 programs: ProgramTester | None = None) -> None:
         self.cfg = cfg
         self.backends, self.variants = backends, variants
+        # the execute half of torch-native program tests (run/torch_campaign.py), where the campaign has them
+        self.programs = programs if programs is not None else program_tester(cfg, pool, variants)
         # what every test is judged by: the tolerances and the variants' traits (low precision,
         # uncompiled, float64 in float32, compare_with), from the variants' options (oracle/judge.py)
-        self.criteria = criteria_for(variants, cfg.tolerances)
+        self.criteria = criteria_for({b: vs for b, vs in variants.items() if b != self.program_backend},
+                                     cfg.tolerances)
         self.anchors = self.criteria.anchors  # the variants others are compared with
         self.pool = pool
         self.coverage = coverage
@@ -228,16 +268,30 @@ class Tester:
 
     @property
     def compilers(self) -> list[str]:
-        return [b for b in self.backends if b != REFERENCE]
+        """The compilers of the ONNX tests."""
+        return [b for b in self.backends if b not in (REFERENCE, self.program_backend)]
+
+    @property
+    def program_backend(self) -> str | None:
+        """The backend of the torch-native program tests, where the campaign has them."""
+        return self.programs.backend if self.programs is not None else None
 
     def plan(self, test_id: int) -> tuple[str, dict[str, list[str]]]:
         """(the target compiler of a test, "" for none; the variants each backend runs it on): by the
-        allocator's draws, else targets in turn and every backend on every variant."""
+        allocator's draws, else targets in turn and every backend on every variant.  A test targeted at
+        the program backend is a torch-native program, which it runs alone (on the variants the program
+        asks for: ``run/torch_campaign.plan``)."""
         names = self.compilers
-        if self.allocator is None or not names:
-            targets = [b for b in names if b in self.gens]
-            return (targets[test_id % len(targets)] if targets else ""), {b: self._variants(b) for b in names}
-        target, runs = self.allocator.choose(names)
+        solo = [b for b in [self.program_backend] if b is not None]
+        if self.allocator is None or not (names + solo):
+            targets = [b for b in names if b in self.gens] + solo
+            target = targets[test_id % len(targets)] if targets else ""
+            if target in solo:
+                return target, {target: []}
+            return target, {b: self._variants(b) for b in names}
+        target, runs = self.allocator.choose(names + solo, alone=solo)
+        if target in solo:
+            return str(target), {str(target): []}
         if target not in self.gens:
             target = ""
         return str(target), {b: self._variants(b) for b in names if runs[b]}
@@ -276,6 +330,8 @@ class Tester:
         t_start = time.perf_counter()
         seed = derive_seed(cfg.seed, test_id)
         target, plan = self.plan(test_id)
+        if self.programs is not None and target == self.programs.backend:
+            return self.programs.execute(test_id)
         with self.lock:
             graph = self.gens[target].generate(seed)
             covered = self.coverage.take_new() if self.coverage is not None else []
@@ -399,7 +455,7 @@ class TesterSpec:
     """What a remote executor (a Ray actor) needs to build its own ``Tester``: picklable (operator
     specs travel by name: they hold closures), and the backends as the driver described them."""
 
-    cfg: CampaignConfig  # without specs
+    cfg: CampaignConfig  # without specs (nor program_specs)
     ops: list[str]
     backends: list[str]
     variants: dict[str, dict[str, Variant]]
@@ -407,13 +463,16 @@ class TesterSpec:
     # the support profiles when the executor started (an actor targets its tests by them; they are not
     # refined there, and an actor's allocation stays at its prior: the yields are counted at the driver)
     profiles: dict[str, SupportProfile] = field(default_factory=dict)
+    program_ops: list[str] = field(default_factory=list)  # the torch operators of program tests
 
     def build(self) -> Tester:
         import tempfile
 
         from dlcfuzz.spec import REGISTRY
+        from dlcfuzz.spec.torch import TORCH_REGISTRY
 
-        cfg = replace(self.cfg, specs=[REGISTRY[op] for op in self.ops])
+        cfg = replace(self.cfg, specs=[REGISTRY[op] for op in self.ops],
+                      program_specs=[TORCH_REGISTRY[op] for op in self.program_ops])
         coverage = None
         if self.coverage is not None:
             coverage = Coverage()
@@ -504,8 +563,9 @@ class Campaign(Driver):
     # -- set-up -------------------------------------------------------------------------------------
     def start_backends(self) -> None:
         """Asks each backend's worker for its version and variants; a backend whose worker cannot
-        start is disabled with the reason."""
-        self._start([REFERENCE, *self.cfg.backends])
+        start is disabled with the reason.  With torch operators, the program backend starts too."""
+        programs = [self.cfg.program_backend] if self.cfg.program_specs else []
+        self._start([REFERENCE, *self.cfg.backends, *[b for b in programs if b not in self.cfg.backends]])
         self.load_profiles()
 
     def load_profiles(self) -> None:
@@ -515,7 +575,8 @@ class Campaign(Driver):
         probed: ``unprobed`` lists, per compiler, the campaign's operators its profile has never seen
         and the backend does not refuse outright (to probe before a targeted campaign, or they are
         never generated for it)."""
-        names = [b for b in self.backends if b != REFERENCE]
+        # torch-native programs have no profile: their generator makes only what eager torch runs
+        names = [b for b in self.backends if b not in (REFERENCE, self.program_backend)]
         versions = dict(self.versions)
         if FALLBACK[0] not in versions:
             versions[FALLBACK[0]] = load_backend(FALLBACK[0]).version()
@@ -541,6 +602,11 @@ class Campaign(Driver):
                 save_profile(p)
 
     @property
+    def program_backend(self) -> str | None:
+        """The backend of the torch-native program tests, where the campaign has them."""
+        return self.cfg.program_backend if self.cfg.program_specs else None
+
+    @property
     def tester(self) -> Tester:
         """The local execute half, sharing this campaign's generator, coverage and worker pool."""
         if self._tester is None:
@@ -558,6 +624,8 @@ class Campaign(Driver):
         cfg = self.cfg
         record, graph, test, outcomes, verdict = ex.record, ex.graph, ex.test, ex.outcomes, ex.verdict
         rows, new_bugs, known, to_reduce = [], [], [], []
+        program = is_program(graph)  # a torch-native program: its own bundle files and reducer, below
+        new_programs: list[tuple[Path, Finding]] = []
         for f in verdict.findings:
             made_by = producer(graph, f.output)[0]
             sig = graph_signature(f, graph)
@@ -576,8 +644,10 @@ class Campaign(Driver):
                              src.artifacts if src is not None else None)
                 new_bugs.append((sig, f.oracle, f.kind, f.backend, f.variant, f.phase, head,
                                  f.category, str(folder.relative_to(cfg.out))))
+                if program:
+                    new_programs.append((folder, f))
                 # baseline issues (which need other compilers to show), noise and the like are no compiler's to reduce
-                if cfg.reduce_seconds and f.category == COMPILER:
+                elif cfg.reduce_seconds and f.category == COMPILER:
                     to_reduce.append((folder, f, Case(graph, test.inputs, f, sig, cfg.tolerances)))
         with self.lock:
             self.store.commit(record, outcome_rows(outcomes), rows, new_bugs, ex.covered)
@@ -586,6 +656,10 @@ class Campaign(Driver):
         self.on_progress(self.progress)
         for folder, f, case in to_reduce:  # after the commit: a reduction cut short loses nothing found
             self._reduce(folder, f, case)
+        if new_programs:
+            from dlcfuzz.run.torch_campaign import finish_program_bugs
+
+            finish_program_bugs(self, graph, new_programs)
 
     def _learn(self, graph: Graph, outcomes: dict[str, dict[str, Outcome]], new_bugs: list[tuple],
                record: TestRecord) -> None:
@@ -690,8 +764,9 @@ class Campaign(Driver):
         from dlcfuzz.run.ray_executor import RayExecutor
 
         cov = self.coverage
-        spec = TesterSpec(replace(self.cfg, specs=[]), [s.op for s in self.cfg.specs], list(self.backends),
-                          self.variants, list(_keys(cov)) if cov is not None else None, self.profiles)
+        spec = TesterSpec(replace(self.cfg, specs=[], program_specs=[]), [s.op for s in self.cfg.specs],
+                          list(self.backends), self.variants, list(_keys(cov)) if cov is not None else None,
+                          self.profiles, [s.op for s in self.cfg.program_specs])
 
         def record(ex: Executed) -> list[tuple[str, str]]:
             # coverage merges here: a key is the test's if no recorded test had it; the merged keys go

@@ -1,6 +1,8 @@
-"""A fuzzing campaign of torch-native programs against torch.compile (``dlcfuzz fuzz --backends
-inductor``): the campaign's driver (store, dedup, bundles, progress, allocation's yields) with an execute
-half of its own.
+"""torch-native programs against torch.compile in a campaign: the execute half of a program test
+(``TorchProgramTester``) and what a new program bug adds to its bundle (``finish_program_bugs``), both
+called by ``run.campaign``'s one driver.  A campaign whose backends include Inductor
+(``CampaignConfig.program_specs``) runs programs as one more arm of its allocation beside its ONNX
+graphs; ``dlcfuzz fuzz --backends inductor`` (``TorchProgramCampaign``) runs programs only.
 
 Each test is a program of ``gen/torch_program.py`` run by the backend ``inductor-program``
 (``backends/torch_program.py``) on some of its variants (always one plain or backward compile; the
@@ -26,18 +28,24 @@ from dlcfuzz.oracle.torch_program import judge_outcomes
 from dlcfuzz.run.campaign import Campaign, CampaignConfig, Executed, Progress
 from dlcfuzz.run.dedup import graph_signature
 from dlcfuzz.run.store import TestRecord
+from dlcfuzz.run.worker import PhaseLimits
 from dlcfuzz.seeds import derive_seed
 from dlcfuzz.spec.torch import TorchOpSpec
 
 BACKEND = "inductor-program"
 VARIANT_NAMES = ("inductor", "inductor-dynamic", "inductor-threads", "inductor-backward")
-# `--backends inductor` alone runs torch-native programs on this backend
+# `--backends inductor` alone runs torch-native programs on this backend (with others beside it, besides ONNX graphs)
 PROGRAM_BACKENDS = {"inductor": BACKEND, BACKEND: BACKEND}
 
 
 def wants_programs(backends: list[str]) -> bool:
-    """Whether a campaign over these backends is a torch-program campaign (Inductor alone)."""
+    """Whether a campaign over these backends is a campaign of torch programs only (Inductor alone)."""
     return len(backends) == 1 and backends[0] in PROGRAM_BACKENDS
+
+
+def runs_programs(backends: list[str]) -> bool:
+    """Whether a campaign over these backends runs torch-native programs (beside ONNX graphs or alone)."""
+    return any(b in PROGRAM_BACKENDS for b in backends)
 
 
 def plan(graph: Graph, rng: random.Random, known: list[str] | None = None) -> list[str]:
@@ -79,6 +87,15 @@ class TorchProgramTester:
     def __init__(self, cfg: CampaignConfig, gen: TorchProgramGenerator, pool, backend: str = BACKEND) -> None:
         self.cfg, self.gen, self.pool, self.backend = cfg, gen, pool, backend
         self.compilers = [backend]
+
+    @classmethod
+    def of(cls, cfg: CampaignConfig, pool, variants: list[str]) -> TorchProgramTester:
+        """The program half of a campaign with ONNX graphs too: ``cfg.program_specs`` on
+        ``cfg.program_backend`` (whose ``variants`` started)."""
+        gen = TorchProgramGenerator(cfg.program_specs, cfg.ops, options=cfg.program_options)  # type: ignore[arg-type]
+        tester = cls(cfg, gen, pool, cfg.program_backend)
+        tester._variants = list(variants) or None
+        return tester
 
     def execute(self, test_id: int, payload: None = None) -> Executed:
         t_start = time.perf_counter()
@@ -135,33 +152,35 @@ class TorchProgramCampaign(Campaign):
             tester._variants = list(self.variants.get(self.backend, {})) or None
             self._tester = tester  # type: ignore[assignment]
         return self._tester  # type: ignore[return-value]
+    # record: ``Campaign.record``, which knows a program test by its graph (program bundles, program reducer)
 
-    def record(self, ex: Executed) -> None:
-        new = [f for f in ex.verdict.findings
-               if not (self.cfg.out / "bugs" / graph_signature(f, ex.graph) / "program.py").exists()]
-        reduce_seconds, self.cfg.reduce_seconds = self.cfg.reduce_seconds, 0.0  # the ONNX reducer: not for programs
-        try:
-            super().record(ex)
-        finally:
-            self.cfg.reduce_seconds = reduce_seconds
-        for f in new:
-            sig = graph_signature(f, ex.graph)
-            folder = self.cfg.out / "bugs" / sig
-            if folder.is_dir() and not (folder / "program.py").exists():
-                write_program_bundle(folder, ex.graph, f, self.variants[f.backend][f.variant])
-                smallest = ex.graph
-                if reduce_seconds and f.category == COMPILER:
-                    t0 = time.monotonic()
-                    reduced = reduce_program(ex.graph, f, self.pool, reduce_seconds)
-                    if reduced is not None:
-                        smallest = reduced
-                        write_program_bundle(folder, reduced, f, self.variants[f.backend][f.variant], "reduced")
-                        with self.lock:
-                            self.progress.reduced += 1
-                    with self.lock:
-                        self.progress.reduce_seconds += time.monotonic() - t0
-                with self.lock:  # bugs whose smallest programs call the same operators the same way are one
-                    self.store.merge_root(sig, program_root(f, smallest), program_title(f))
+
+
+def finish_program_bugs(campaign: Campaign, graph: Graph, new: list[tuple[Path, Finding]]) -> None:
+    """After the commit of a program test (``Campaign.record``), each new bug's bundle (``folder``):
+    program.py and repro.py; the program reducer within the campaign's reduce budget (its time is the
+    program backend's cost in the allocation, as an ONNX reduction's is its compiler's); the root the bug
+    merges by."""
+    budget = campaign.cfg.reduce_seconds
+    for folder, f in new:
+        if not folder.is_dir() or (folder / "program.py").exists():
+            continue
+        variant = campaign.variants[f.backend][f.variant]
+        write_program_bundle(folder, graph, f, variant)
+        smallest = graph
+        if budget and f.category == COMPILER:
+            t0 = time.monotonic()
+            reduced = reduce_program(graph, f, campaign.pool, budget)
+            if reduced is not None:
+                smallest = reduced
+                write_program_bundle(folder, reduced, f, variant, "reduced")
+            spent = time.monotonic() - t0
+            campaign.allocator.credit(f.backend, spent, 0, tests=0)
+            with campaign.lock:
+                campaign.progress.reduced += reduced is not None
+                campaign.progress.reduce_seconds += spent
+        with campaign.lock:  # bugs whose smallest programs call the same operators the same way are one
+            campaign.store.merge_root(graph_signature(f, graph), program_root(f, smallest), program_title(f))
 
 
 def program_root(f: Finding, graph: Graph) -> str:
@@ -234,3 +253,42 @@ def reduce_program(graph: Graph, f: Finding, pool, budget: float) -> Graph | Non
                 current, changed = cand, True
         i = min(i - 1, len(current.nodes) - 1)
     return current if changed else None
+
+
+def reduce_program_bundle(folder: Path, budget: float, phases: PhaseLimits | None = None) -> tuple[int, int]:
+    """``dlcfuzz reduce`` of a program bug's bundle (it has ``program.py``): the program reducer on the
+    bundle's program and finding, rewriting program.py and repro.py (original_program.py keeps the first,
+    if not already kept); (calls before, calls after).  ReduceError (one line) where the bundle cannot be
+    read or the bug does not show again."""
+    import json
+    from dataclasses import fields
+
+    from dlcfuzz.backends import load_backend
+    from dlcfuzz.run.reduce import ReduceError
+    from dlcfuzz.run.worker import WorkerPool
+
+    try:
+        info = json.loads((folder / "finding.json").read_text())
+        graph = Graph.from_json((folder / "graph.json").read_text())
+        f = Finding(**{k.name: info[k.name] for k in fields(Finding) if k.name in info})
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        why = f"{type(e).__name__}: {e}".splitlines()[0]
+        raise ReduceError(f"{folder}: cannot read the program bundle: {why}") from None
+    variant = next((v for v in load_backend(f.backend).variants() if v.name == f.variant), None)
+    if variant is None:
+        raise ReduceError(f"{folder}: {f.backend} has no variant {f.variant} here")
+    sig = graph_signature(f, graph)
+    pool = WorkerPool(phases or PhaseLimits())
+    try:
+        got = pool.run(f.backend, Test(b"", graph.to_json(), {}), [f.variant])
+        if not any(graph_signature(x, graph) == sig for x in judge_program(graph, got, f.backend).findings):
+            raise ReduceError(f"{folder}: the bug ({sig}) does not show again on {f.backend} {f.variant}")
+        reduced = reduce_program(graph, f, pool, budget)
+    finally:
+        pool.close()
+    if reduced is None:
+        return len(graph.nodes), len(graph.nodes)
+    if (folder / "original_program.py").exists():  # keep the program the campaign found, not a reduced one
+        (folder / "program.py").unlink()
+    write_program_bundle(folder, reduced, f, variant, "reduced")
+    return len(graph.nodes), len(reduced.nodes)
