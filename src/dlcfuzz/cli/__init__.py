@@ -1,7 +1,7 @@
 """The ``dlcfuzz`` command: wires the packages together, nothing more.
 
 One module per command (``gen``, ``metrics``, ``fuzz``, ``probe``, ``migrate`` with ``migrate record`` and
-``migrate apfd``, ``reduce``, ``report``, ``backends``, ``bugs``,
+``migrate apfd``, ``reduce``, ``retriage``, ``report``, ``backends``, ``bugs``,
 ``store check`` and ``store rebuild``), each registering its own subparser; ``options`` holds the option parsing
 and checks they share, ``display`` what a running command shows."""
 
@@ -12,14 +12,14 @@ import sqlite3
 import sys
 from pathlib import Path
 
-from dlcfuzz.cli import backends, bugs, fuzz, gen, metrics, migrate, probe, reduce, report, store
+from dlcfuzz.cli import backends, bugs, fuzz, gen, metrics, migrate, probe, reduce, report, retriage, store
 from dlcfuzz.cli.options import Parser, UsageError
 from dlcfuzz.run.store import StoreError
 
 __all__ = ["UsageError", "build_parser", "main"]
 
 # the order of `dlcfuzz --help`
-COMMANDS = (gen, metrics, fuzz, probe, migrate, reduce, report, backends, bugs, store)
+COMMANDS = (gen, metrics, fuzz, probe, migrate, reduce, retriage, report, backends, bugs, store)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -62,7 +62,7 @@ from dlcfuzz.oracle import (
 from dlcfuzz.oracle.unsupported import is_unsupported
 from dlcfuzz.run.allocate import Allocator
 from dlcfuzz.run.bundle import write_bundle
-from dlcfuzz.run.dedup import graph_signature, producer, reduced_root, title
+from dlcfuzz.run.dedup import graph_signature, producer, record_triggers, reduced_root, title, trigger_root
 from dlcfuzz.run.known import KNOWN, NEW, KnownBugs, Reporting
 from dlcfuzz.run.profile import DECLINED, JointProfile, SupportProfile, find_profile, save_profile, test_status
 from dlcfuzz.run.reduce import Case, ReduceError, reduce_case, write_reduction
@@ -709,10 +709,12 @@ class Campaign(Driver):
             reduced = 1
             # bugs at other operators with the same trigger are this one; so are bugs whose reduction
             # found them under one signature
+            triggers = trigger_root(self.pool, result.finding or found, result, self.cfg.tolerances)
             root = reduced_root(result.finding or case.finding, result.graph, result.first_diverging,
-                                result.signed_as, case.signature)
+                                result.signed_as, case.signature, triggers)
             with self.lock:
                 self.store.merge_root(case.signature, root, result.title)
+                record_triggers(self.store, folder, triggers)
             if result.reproduced and found.kind == "timeout" and found.backend in self.profiles:
                 with self.lock:  # listed and reduced: hitting it again costs a limit and teaches nothing
                     self.profiles[found.backend].learn_hang(result.graph)

@@ -22,13 +22,17 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
+from pathlib import Path
+from typing import Any
 
 from dlcfuzz.ir import CONST_KIND, Graph, Node
 from dlcfuzz.oracle import BASELINE, CRASH, DISRUPTIVE, EXPORTER, METAMORPHIC, Finding
 from dlcfuzz.oracle.blame import blamed_pass
+from dlcfuzz.oracle.triggers import MAX_RUNS, Analysis, analyze
 
 _FRAME = re.compile(r'File "([^"]+)", line \d+, in (\S+)')
 _NORMALIZE = [
@@ -283,11 +287,14 @@ def graph_root_cause(f: Finding, graph: Graph, first: dict | None) -> str:
                       _data_shapes(node, graph))
 
 
-def reduced_root(f: Finding, graph: Graph, first: dict | None, signed_as: str, signature: str) -> str:
-    """The root a reduced bug merges by: its trigger's (``graph_root_cause``), or for a crash the nodes
-    that feed the crashing one (``crash_upstream_root``); else the signature its reduction found it
-    under (``signed_as``: bystanders of one cause, run/reduce.py); else its own."""
-    return graph_root_cause(f, graph, first) or crash_upstream_root(f, graph) or signed_as or signature
+def reduced_root(f: Finding, graph: Graph, first: dict | None, signed_as: str, signature: str,
+                 triggers: Analysis | None = None) -> str:
+    """The root a reduced bug merges by: the readable root of its trigger analysis (``triggers``:
+    ``trigger_root``, oracle/triggers.py), else its trigger's by attributes (``graph_root_cause``), or for a
+    crash the nodes that feed the crashing one (``crash_upstream_root``); else the signature its reduction
+    found it under (``signed_as``: bystanders of one cause, run/reduce.py); else its own."""
+    return ((triggers.root if triggers is not None else "") or graph_root_cause(f, graph, first)
+            or crash_upstream_root(f, graph) or signed_as or signature)
 
 
 def producer(graph: Graph, output: int) -> tuple[str, str]:
@@ -412,3 +419,69 @@ def migrated_signature(f: Finding, op: str, conversion: str = "", names: Iterabl
     else:
         parts = [f.backend, f.oracle, op, f.kind]
     return hashlib.sha256("\x1f".join(["migrated", *parts]).encode()).hexdigest()[:16]
+
+
+# -- trigger analysis (oracle/triggers.py) -------------------------------------------------------------
+TRIGGERS_META = "triggers"  # the store's meta key: the trigger analyses' bugs, runs and seconds
+
+
+def trigger_shows(finding: Finding, signature: str, first: dict | None) -> Callable[[list[Finding], Graph, str], bool]:
+    """Whether a trial's findings hold the bug: its signature, or (a value divergence) the same kind of
+    divergence at the suspect node, by name, whatever operator a sibling variation put there (a trial is
+    not localized: the divergence is read at the producer of the differing output)."""
+    name = (first or {}).get("node", "")
+    kind = (first or {}).get("kind", finding.kind)
+
+    def shows(findings: list[Finding], g: Graph, variation: str) -> bool:
+        at = next((n.op for n in g.nodes if name and n.name == name), g.nodes[0].op if len(g.nodes) == 1 else "")
+        for f in findings:
+            if f.backend != finding.backend:
+                continue
+            if graph_signature(f, g) == signature:
+                return True
+            if finding.diverges and f.diverges and at and producer(g, f.output)[0] == at and f.kind == kind:
+                return True
+        return False
+    return shows
+
+
+def analyze_triggers(pool: Any, finding: Finding, graph: Graph, inputs: dict, first: dict | None, signature: str,
+                     tolerances: dict | None = None, max_runs: int = MAX_RUNS, skip: Iterable[str] = ()) -> Analysis:
+    """The trigger analysis (``oracle.triggers.analyze``) of a reduced case, run through ``pool`` (a
+    ``WorkerPool``: it also tells the backend's variants)."""
+    try:
+        _, described = pool.describe(finding.backend)
+    except Exception:  # the backend's worker cannot start: nothing to vary
+        return Analysis()
+    feeds = {v.name: (v.data if v.pinned else inputs[v.name]) for v in graph.inputs if v.pinned or v.name in inputs}
+    return analyze(pool, finding, graph, feeds, first, dict(described), trigger_shows(finding, signature, first),
+                   tolerances, max_runs, tuple(skip))
+
+
+def record_triggers(store: Any, folder: Path | None, analysis: Analysis) -> None:
+    """Adds one analysis to the store's accounting (meta ``triggers``: bugs, runs, seconds: the campaign's
+    CPU breakdown shows it beside the reductions) and writes it into the bundle's reduction.json."""
+    if not analysis.runs:
+        return
+    so_far = store.get_meta(TRIGGERS_META) or {}
+    store.set_meta(TRIGGERS_META, {"bugs": so_far.get("bugs", 0) + 1, "runs": so_far.get("runs", 0) + analysis.runs,
+                                   "seconds": round(so_far.get("seconds", 0.0) + analysis.seconds, 3)})
+    path = folder / "reduction.json" if folder is not None else None
+    if path is not None and path.is_file():
+        try:
+            data = json.loads(path.read_text())
+        except ValueError:
+            return
+        data["triggers"] = analysis.summary()
+        tmp = path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(data, indent=1))
+        tmp.replace(path)
+
+
+def trigger_root(pool: Any, finding: Finding, result: Any, tolerances: dict | None = None) -> Analysis:
+    """The trigger analysis of a reduction's result (``run/reduce.py``'s ``ReductionResult``): nothing for a
+    case that did not reproduce."""
+    if not getattr(result, "reproduced", False):
+        return Analysis()
+    return analyze_triggers(pool, finding, result.graph, result.inputs, result.first_diverging, result.signature,
+                            tolerances)

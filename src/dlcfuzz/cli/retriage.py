@@ -1,0 +1,120 @@
+"""``dlcfuzz retriage``: the triage of today's dlcfuzz, in place, on a campaign an earlier one recorded.
+
+From each compiler bug's bundle (finding.json, graph.json) and reduced case (reduced/, reduction.json)
+and no new generated test, it signs the bug again (``dedup.graph_signature``), runs the trigger
+analysis of its reduced case (``oracle/triggers.py``, a few confirmed runs each), and records its root
+(``dedup.reduced_root``, ``Store.merge_root``): bugs with one root are one entry.  It prints the number
+of roots before and after as ``dlcfuzz bugs`` counts them (``run.roots``), and which bugs merged.
+It takes the campaign's writer lock.  Categories stay as recorded: the other compilers' vote on a
+reduced case needs the campaign's backends together (``Campaign._outvoted``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from dlcfuzz.cli.options import UsageError
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    r = sub.add_parser("retriage", help="sign, analyze the triggers of and re-root a recorded campaign's bugs, "
+                                        "in place (no new tests)")
+    r.add_argument("campaign")
+    r.add_argument("--max-runs", type=int, default=None,
+                   help="confirmed runs of each bug's trigger analysis (default: oracle/triggers.py's MAX_RUNS)")
+    r.set_defaults(func=cmd_retriage)
+
+
+def _read(bundle: Path) -> tuple[Any, Any, dict] | None:
+    """(finding, graph, finding.json) of a bundle; None when it cannot be read."""
+    from dlcfuzz.ir import Graph
+    from dlcfuzz.run.reduce import finding_from_dict
+
+    try:
+        info = json.loads((bundle / "finding.json").read_text())
+        return finding_from_dict(info), Graph.from_json((bundle / "graph.json").read_text()), info
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _reduced(bundle: Path) -> tuple[Any, dict, dict] | None:
+    """(graph, inputs, reduction.json) of a bundle's reduced case that reproduced; None without one."""
+    import numpy as np
+
+    from dlcfuzz.ir import Graph
+
+    try:
+        summary = json.loads((bundle / "reduction.json").read_text())
+        if not summary.get("reproduced"):
+            return None
+        graph = Graph.from_json((bundle / "reduced" / "graph.json").read_text())
+        with np.load(bundle / "reduced" / "inputs.npz") as f:
+            inputs = {k: f[k] for k in f.files}
+        return graph, inputs, summary
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _roots(store: Any, folder: Path) -> dict[str, list[str]]:
+    """The compiler bugs' roots as ``dlcfuzz bugs`` lists them (``run.roots.read``): root -> its bugs."""
+    from dlcfuzz.oracle import COMPILER
+    from dlcfuzz.run.roots import read
+
+    return {r.signature: [r.signature, *(m.signature for m in r.members)] for r in read(store, folder).of(COMPILER)}
+
+
+def cmd_retriage(args: argparse.Namespace) -> int:
+    from dlcfuzz.oracle.triggers import MAX_RUNS
+    from dlcfuzz.run.dedup import analyze_triggers, graph_signature, record_triggers, reduced_root
+    from dlcfuzz.run.store import Store
+    from dlcfuzz.run.worker import PhaseLimits, WorkerPool
+
+    folder = Path(args.campaign)
+    if not (folder / "campaign.sqlite").is_file():
+        raise UsageError(f"{folder} is not a campaign folder (no campaign.sqlite)")
+    if args.max_runs is not None and args.max_runs < 1:
+        raise UsageError("--max-runs must be >= 1")
+    store = Store(folder, lock=True)  # the writer's lock: a campaign running there refuses it (one line)
+    pool = WorkerPool(PhaseLimits())
+    try:
+        config = store.get_meta("config") or {}
+        tolerances = {k: tuple(v) for k, v in (config.get("tolerances") or {}).items()}
+        before = _roots(store, folder)
+        named: dict[str, str] = {}
+        for row in sorted(store.bug_entries(), key=lambda r: (r["first_seen"], r["signature"])):
+            if row.get("category") != "compiler":
+                continue
+            bundle = folder / str(row.get("dir") or f"bugs/{row['signature']}")
+            got = _read(bundle)
+            if got is None:
+                print(f"{row['signature']}: bundle unreadable, root kept")
+                continue
+            finding, graph, _ = got
+            signature = graph_signature(finding, graph)  # the signature today's dlcfuzz gives it
+            root, analysis = signature, None
+            reduced = _reduced(bundle)
+            if reduced is not None:
+                rgraph, inputs, summary = reduced
+                first = summary.get("first_diverging")
+                analysis = analyze_triggers(pool, finding, rgraph, inputs, first, summary.get("signature", signature),
+                                            tolerances, **({"max_runs": args.max_runs} if args.max_runs else {}))
+                root = reduced_root(finding, rgraph, first, summary.get("signed_as", ""), signature, analysis)
+                record_triggers(store, bundle, analysis)
+            store.merge_root(row["signature"], root)
+            named[row["signature"]] = root
+            runs = f"{analysis.runs} runs" if analysis is not None else "not reduced"
+            print(f"{row['signature']}: {root if analysis is not None and analysis.root else 'root ' + root[:16]} "
+                  f"({runs})")
+        after = _roots(store, folder)
+    finally:
+        pool.close()
+        store.close()
+    print(f"roots: {len(before)} before, {len(after)} after (max {args.max_runs or MAX_RUNS} runs per bug)")
+    for head, members in after.items():
+        joined = [m for m in members if m in before]  # listed apart before
+        if len(joined) > 1:
+            print(f"merged: {named.get(head, head)}: {', '.join(joined)}")
+    return 0

@@ -1,0 +1,686 @@
+"""Trigger analysis of a reduced bug: which feature of the case makes the compiler go wrong.
+
+A reduced case still carries features that may or may not be the bug's cause: integer values beyond
+the int32 range, unsigned element types, operands fed at run time or folded as initializers, dynamic
+shapes, an attribute's form, the operator's version.  Each *variation* switches one suspected cause
+off (``variations``), and the case runs again, judged as the campaign judges it (a confirmed run
+through the ``Runner``, the usual baseline); a variation after which the bug's signature is gone
+names a cause the bug needs.  The bug's *trigger* is the smallest set of causes whose removal makes
+it vanish: the first single cause (in ``_ORDER``: the values' before the variant's before the
+operator's) whose removal does, else the first pair that does (``analyze``), within ``MAX_RUNS`` runs.
+
+- ``INT32``: integer values beyond the int32 range brought into it (OpenVINO's CPU plugin computes
+  uint32, uint64 and large int64 in int32);
+- ``SIGNED``: unsigned element types replaced by the next wider signed type, values kept;
+- ``INITIALIZER`` / ``RUNTIME``: operands fed at run time (pinned inputs) made initializers, and
+  initializers fed at run time;
+- ``STATIC``: a variant compiled for dynamic shapes replaced by its static twin (variants carry
+  their options: the twin is the variant whose options differ in ``dynamic`` alone), and likewise
+  ``THREADS`` for one inference thread, where the backend has a variant with the plugin's default;
+- ``ATTRIBUTE``: an attribute off its default set back to it (omitted), a negative axis made positive;
+- ``OPSET``: the operator at its neighbouring version, an attribute there taken as an input (or the
+  reverse) where the versions differ in that.
+
+The cause names the root: a trigger in the values' range, the element types or the variant
+(``OPERATOR_FREE``) is the backend's, whichever operator met it; a trigger in an operand's form, an
+operator's attributes or its version is that operator's (a crash's, but for the integer range and
+the variant, too: ``CRASH_OPERATOR_FREE``), or its converter family's (``FAMILIES``: Reduce*,
+pooling, comparisons, Resize through ``scales`` or ``sizes``) when a sibling of the family run on the
+same case shows the bug too.  The
+root is a readable name, e.g. "OpenVINO: integer values beyond the int32 range" or "TVM: Reduce*
+with noop_with_empty_axes=1".
+
+The judging needs the signature (``run/dedup.py``), which the oracle does not import: the caller
+hands ``analyze`` a ``Sign`` that says whether a trial's findings hold the bug.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from dlcfuzz.backends.base import OK, Test, Variant
+from dlcfuzz.ir import CONST_KIND, INPUT_KIND, NODE_KIND, Graph, Node, TensorType, Value
+from dlcfuzz.oracle.compare import all_finite
+from dlcfuzz.oracle.findings import CRASH, DIFFERENTIAL, Finding
+from dlcfuzz.oracle.judge import CONFIRM_RUNS, Runner, criteria_for, judge, run_baseline, run_confirmed
+
+MAX_RUNS = 12  # confirmed runs per bug, all variations and siblings together
+MAX_SIBLINGS = 4  # siblings of the operator's family tried (until one shows the bug)
+INT32 = (-(2 ** 31), 2 ** 31 - 1)
+
+# kinds of variation
+INT32_RANGE, SIGNED, INITIALIZER, RUNTIME, STATIC, THREADS, ATTRIBUTE, OPSET, SIBLING = (
+    "int32", "signed", "initializer", "runtime", "static", "threads", "attribute", "opset", "sibling")
+# triggers that name no operator: the backend's, whichever operator met them (its integer precision, its
+# dynamic-shape kernels, its threads).  An operand's form names the operator: constant folding evaluates
+# each operator with its own code, and a converter reads a constant or a runtime operand in its own way.
+# A crash is at a site of an operator's own code unless its trigger is the backend's integer range.
+OPERATOR_FREE = frozenset({INT32_RANGE, SIGNED, STATIC, THREADS})
+CRASH_OPERATOR_FREE = frozenset({INT32_RANGE, STATIC, THREADS})
+# the order causes are named in
+_ORDER = (INT32_RANGE, SIGNED, INITIALIZER, RUNTIME, STATIC, THREADS, OPSET, ATTRIBUTE)
+
+BACKEND_NAMES = {"openvino": "OpenVINO", "tvm": "TVM", "tvm-relax": "TVM Relax", "ort": "ONNX Runtime",
+                 "iree": "IREE", "inductor": "Inductor"}
+
+# those that map each element before they reduce first: they share more of a converter's paths
+REDUCE = ("ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp", "ReduceSum", "ReduceMean",
+          "ReduceMax", "ReduceMin", "ReduceProd")
+# one converter family: operators that take the same inputs and attributes and share a converter's code
+FAMILIES: dict[str, tuple[str, ...]] = {
+    "Reduce*": REDUCE,
+    "pooling": ("MaxPool", "AveragePool", "LpPool"),
+    "global pooling": ("GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool"),
+    "comparisons": ("Greater", "Less", "GreaterOrEqual", "LessOrEqual"),
+    "Min/Max": ("Min", "Max"),
+    "ArgMax/ArgMin": ("ArgMax", "ArgMin"),
+}
+# the variant options a variation switches: option path -> (the value that is the suspected cause, its name)
+OPTION_CAUSES: dict[tuple[str, ...], tuple[str, Any, str]] = {
+    ("dynamic",): (STATIC, True, "dynamic shapes"),
+    ("config", "INFERENCE_NUM_THREADS"): (THREADS, 1, "one inference thread"),
+}
+
+Feeds = dict[str, np.ndarray]
+# a trial's findings hold the bug: (findings, the trial's graph, the variation's kind) -> bool
+Sign = Callable[[list[Finding], Graph, str], bool]
+
+
+@dataclass(frozen=True)
+class Variation:
+    """One suspected cause switched off: ``apply`` makes the case without it (None: not applicable);
+    ``variant``: the variant to run instead of the bug's (a variant option's twin)."""
+
+    kind: str
+    cause: str
+    apply: Callable[[Graph, Feeds], tuple[Graph, Feeds] | None] | None = None
+    variant: str = ""
+
+
+@dataclass
+class Analysis:
+    """What the trigger analysis of one bug found."""
+
+    root: str = ""  # the readable root ("" when no variation made the bug vanish)
+    trigger: list[str] = field(default_factory=list)  # the causes the bug needs
+    kinds: list[str] = field(default_factory=list)
+    family: str = ""  # the operator or family the root names ("" for an operator-free trigger)
+    unvaried: list[str] = field(default_factory=list)  # causes present that no variation here switches off
+    runs: int = 0
+    seconds: float = 0.0  # wall time of the analysis (its runs are in the compilers and the baseline)
+    tried: list[dict[str, Any]] = field(default_factory=list)  # {kind, cause, result}: vanished / shows / invalid
+
+    def summary(self) -> dict[str, Any]:
+        return {"root": self.root, "trigger": self.trigger, "kinds": self.kinds, "family": self.family,
+                "unvaried": self.unvaried, "runs": self.runs, "seconds": round(self.seconds, 2), "tried": self.tried}
+
+
+# -- graph surgery ------------------------------------------------------------------------------------
+def _copy(g: Graph) -> Graph:
+    out = Graph(opset=g.opset, meta=dict(g.meta))
+    out.values = {k: Value(v.name, v.type, v.kind, None if v.data is None else np.array(v.data),
+                           dict(v.hint) if v.hint else v.hint) for k, v in g.values.items()}
+    out.nodes = [Node(n.op, list(n.inputs), list(n.outputs), dict(n.attrs), n.name) for n in g.nodes]
+    out.outputs = list(g.outputs)
+    return out
+
+
+def retyped(g: Graph) -> Graph | None:
+    """``g`` with its node outputs' types inferred again by ONNX's strict shape inference (after an
+    attribute or version changed them); None when inference rejects the model or leaves one unknown."""
+    import onnx
+
+    from dlcfuzz.export.onnx import to_onnx
+    from dlcfuzz.ir import DTYPE_OF_CODE
+
+    try:
+        model = to_onnx(g)
+        for o in model.graph.output:
+            o.ClearField("type")
+        inferred = onnx.shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
+    except Exception:  # an invalid variation: the checker's and inference's errors are of many types
+        return None
+    types = {}
+    for vi in [*inferred.graph.value_info, *inferred.graph.output]:
+        tt = vi.type.tensor_type
+        if not tt.HasField("shape") or any(not d.HasField("dim_value") for d in tt.shape.dim):
+            continue
+        types[vi.name] = TensorType(tuple(d.dim_value for d in tt.shape.dim), DTYPE_OF_CODE.get(tt.elem_type, ""))
+    out = _copy(g)
+    for name, v in out.values.items():
+        if v.kind == NODE_KIND:
+            t = types.get(name)
+            if t is None or not t.dtype:
+                return None
+            v.type = t
+    return out
+
+
+def _integer(a: np.ndarray) -> bool:
+    return np.asarray(a).dtype.kind in "iu"
+
+
+def _beyond_int32(a: np.ndarray) -> bool:
+    a = np.asarray(a)
+    return _integer(a) and a.size > 0 and (int(a.max()) > INT32[1] or int(a.min()) < INT32[0])
+
+
+def _into_int32(g: Graph, feeds: Feeds) -> tuple[Graph, Feeds] | None:
+    """Integer values beyond the int32 range brought well into it, their order kept (across the whole
+    case): the k-th smallest of the large ones becomes 2**30 + k (the negative ones alike below -2**30), so
+    that what a compiler adds to them in int32 stays in range too."""
+    h, new = _copy(g), dict(feeds)
+    arrays = [np.asarray(v.data) for v in h.values.values() if v.data is not None]
+    arrays += [np.asarray(a) for a in feeds.values()]
+    attrs = [x for n in h.nodes for a in n.attrs.values() for x in (a if isinstance(a, list) else [a])
+             if isinstance(x, int) and not isinstance(x, bool)]
+    large = sorted({int(x) for a in arrays if _integer(a) for x in a.ravel() if not INT32[0] <= int(x) <= INT32[1]}
+                   | {x for x in attrs if not INT32[0] <= x <= INT32[1]})
+    above = [x for x in large if x > 0]
+    below = [x for x in large if x < 0]
+    table = {x: 2 ** 30 + k for k, x in enumerate(above)} | {x: -(2 ** 30) - (len(below) - 1 - k)
+                                                             for k, x in enumerate(below)}
+
+    def into(a: np.ndarray) -> np.ndarray:
+        if not _beyond_int32(a):
+            return a
+        return np.array([table.get(int(x), int(x)) for x in a.ravel()], dtype=np.asarray(a).dtype).reshape(a.shape)
+
+    for v in h.values.values():
+        if v.data is not None:
+            v.data = into(np.asarray(v.data))
+    for k, a in feeds.items():
+        new[k] = into(np.asarray(a))
+    for n in h.nodes:
+        for k, a in n.attrs.items():
+            if isinstance(a, int) and not isinstance(a, bool):
+                n.attrs[k] = table.get(a, a)
+            elif isinstance(a, list) and a and all(isinstance(x, int) for x in a):
+                n.attrs[k] = [table.get(x, x) for x in a]
+    return h, new
+
+
+SIGNED_OF = {"uint8": "int32", "uint16": "int32", "uint32": "int64", "uint64": "int64"}
+
+
+def _signed(g: Graph, feeds: Feeds) -> tuple[Graph, Feeds] | None:
+    """Unsigned types to the next wider signed type that ONNX Runtime computes, values kept (uint64
+    clipped to int64)."""
+    from dlcfuzz.ir import ONNX_CODE
+
+    h = _copy(g)
+    for v in h.values.values():
+        if v.type.dtype in SIGNED_OF:
+            to = SIGNED_OF[v.type.dtype]
+            v.type = TensorType(v.type.shape, to)
+            if v.data is not None:
+                v.data = np.clip(v.data, 0, np.iinfo(np.int64).max).astype(to)
+    for n in h.nodes:
+        for k, a in n.attrs.items():
+            if k in ("to", "dtype", "output_dtype") and isinstance(a, int):
+                src = next((d for d, c in ONNX_CODE.items() if c == a), "")
+                if src in SIGNED_OF:
+                    n.attrs[k] = ONNX_CODE[SIGNED_OF[src]]
+    new = {k: (np.clip(a, 0, np.iinfo(np.int64).max).astype(SIGNED_OF[np.asarray(a).dtype.name])
+               if np.asarray(a).dtype.name in SIGNED_OF else a) for k, a in feeds.items()}
+    return h, new
+
+
+def _pinned_to_initializers(g: Graph, feeds: Feeds) -> tuple[Graph, Feeds] | None:
+    h = _copy(g)
+    new = dict(feeds)
+    for v in h.values.values():
+        if v.pinned:
+            v.kind = CONST_KIND
+            new.pop(v.name, None)
+    return h, new
+
+
+def _initializers_to_inputs(g: Graph, feeds: Feeds) -> tuple[Graph, Feeds] | None:
+    h = _copy(g)
+    new = dict(feeds)
+    for v in h.values.values():
+        if v.kind == CONST_KIND and v.data is not None:
+            v.kind = INPUT_KIND  # pinned: fed its own data at run time
+            new[v.name] = np.asarray(v.data)
+    return h, new
+
+
+# -- the suspect operator -------------------------------------------------------------------------------
+def suspect(g: Graph, first: Mapping[str, Any] | None) -> Node | None:
+    """The node the bug is at: the located first diverging node, else the graph's only node."""
+    name = (first or {}).get("node")
+    node = next((n for n in g.nodes if name and n.name == name), None)
+    if node is None and len(g.nodes) == 1:
+        node = g.nodes[0]
+    return node
+
+
+def _schema(op: str, opset: int) -> Any:
+    from onnx import defs
+
+    try:
+        return defs.get_schema(op, opset)
+    except defs.SchemaError:
+        return None
+
+
+def _defaults(op: str, opset: int) -> dict[str, Any]:
+    import onnx
+
+    schema = _schema(op, opset)
+    if schema is None:
+        return {}
+    out = {}
+    for k, a in schema.attributes.items():
+        if a.default_value.name:
+            v = onnx.helper.get_attribute_value(a.default_value)
+            out[k] = v.decode() if isinstance(v, bytes) else v
+    return out
+
+
+def _attribute_cause(name: str, v: Any) -> str:
+    """An attribute off its default as a cause: a mode or a flag by its value (mode=max,
+    noop_with_empty_axes=1), a number or a list by its name alone (the value differs from bug to bug)."""
+    if isinstance(v, bytes):
+        v = v.decode()
+    if isinstance(v, str) or (isinstance(v, int) and v in (0, 1)):
+        return f"{name}={v}"
+    return f"{name} off its default"
+
+
+def _at(g: Graph, node: Node) -> int:
+    return next(i for i, n in enumerate(g.nodes) if n.name == node.name and n.outputs == node.outputs)
+
+
+def _omit(node: Node, name: str) -> Callable[[Graph, Feeds], tuple[Graph, Feeds] | None]:
+    def apply(g: Graph, feeds: Feeds) -> tuple[Graph, Feeds] | None:
+        h = _copy(g)
+        del h.nodes[_at(h, node)].attrs[name]
+        h2 = retyped(h)
+        return (h2, dict(feeds)) if h2 is not None else None
+    return apply
+
+
+def _rank(g: Graph, node: Node) -> int | None:
+    v = g.values.get(node.inputs[0]) if node.inputs and node.inputs[0] else None
+    return v.type.rank if v is not None else None
+
+
+def _positive_axes(node: Node) -> Callable[[Graph, Feeds], tuple[Graph, Feeds] | None]:
+    def apply(g: Graph, feeds: Feeds) -> tuple[Graph, Feeds] | None:
+        h, new = _copy(g), dict(feeds)
+        n = h.nodes[_at(h, node)]
+        rank = _rank(h, n)
+        if rank is None:
+            return None
+        if isinstance(n.attrs.get("axis"), int) and n.attrs["axis"] < 0:
+            n.attrs["axis"] += rank
+        if isinstance(n.attrs.get("axes"), list):
+            n.attrs["axes"] = [a + rank if a < 0 else a for a in n.attrs["axes"]]
+        for name in _axes_inputs(h, n):
+            v = h.values[name]
+            v.data = np.where(v.data < 0, v.data + rank, v.data).astype(v.data.dtype)
+            if name in new:
+                new[name] = v.data
+        return h, new
+    return apply
+
+
+def _axes_inputs(g: Graph, node: Node) -> list[str]:
+    """The node's constant or pinned inputs named ``axes`` by its schema."""
+    schema = _schema(node.op, g.opset)
+    if schema is None:
+        return []
+    names = [i.name for i in schema.inputs]
+    return [x for k, x in enumerate(node.inputs) if x and k < len(names) and names[k] == "axes"
+            and (v := g.values.get(x)) is not None and v.data is not None]
+
+
+def _negative_axes(g: Graph, node: Node) -> bool:
+    if isinstance(node.attrs.get("axis"), int) and not isinstance(node.attrs["axis"], bool) and node.attrs["axis"] < 0:
+        return True
+    if isinstance(node.attrs.get("axes"), list) and any(a < 0 for a in node.attrs["axes"]):
+        return True
+    return any((np.asarray(g.values[x].data) < 0).any() for x in _axes_inputs(g, node))
+
+
+def _versions(op: str, opset: int) -> tuple[int | None, int | None]:
+    """(the operator's version in effect at ``opset``, its neighbouring version: the one before, else after)."""
+    from onnx import defs
+
+    here = _schema(op, opset)
+    if here is None:
+        return None, None
+    since = here.since_version
+    before = _schema(op, since - 1) if since > 1 else None
+    if before is not None and before.since_version >= 7:
+        return since, before.since_version
+    later = [s.since_version for s in defs.get_all_schemas_with_history()
+             if s.name == op and s.domain == "" and s.since_version > since]
+    return since, (min(later) if later else None)
+
+
+def _at_version(node: Node, version: int) -> Callable[[Graph, Feeds], tuple[Graph, Feeds] | None]:
+    """The graph at opset ``version`` (the suspect's neighbouring version); an attribute that the other
+    version takes as an input becomes a constant input, and the reverse."""
+    def apply(g: Graph, feeds: Feeds) -> tuple[Graph, Feeds] | None:
+        target = _schema(node.op, version)
+        if target is None:
+            return None
+        h, new = _copy(g), dict(feeds)
+        h.opset = version
+        n = h.nodes[_at(h, node)]
+        here = _schema(node.op, g.opset)
+        names_here = [i.name for i in here.inputs] if here is not None else []
+        names_there = [i.name for i in target.inputs]
+        inputs: dict[str, str] = {names_here[k]: x for k, x in enumerate(n.inputs) if k < len(names_here) and x}
+        for name, x in list(inputs.items()):
+            if name not in names_there and name in target.attributes:
+                v = h.values[x]
+                if v.data is None:
+                    return None
+                n.attrs[name] = [int(a) for a in np.asarray(v.data).ravel()]
+                del inputs[name]
+        for name in list(n.attrs):
+            if name not in target.attributes:
+                if name not in names_there or not isinstance(n.attrs[name], list):
+                    return None
+                const = f"{n.name or 'n'}_{name}"
+                if const in h.values:
+                    return None
+                data = np.asarray(n.attrs.pop(name), dtype=np.int64)
+                h.add_value(Value(const, TensorType(data.shape, "int64"), CONST_KIND, data))
+                inputs[name] = const
+        ordered = [inputs.get(name, "") for name in names_there]
+        while ordered and not ordered[-1]:
+            ordered.pop()
+        if any(x not in ordered for x in inputs.values()):
+            return None
+        n.inputs = ordered
+        used = {x for m in h.nodes for x in m.inputs if x}
+        for name in [k for k, v in h.values.items() if v.kind != NODE_KIND and k not in used]:
+            del h.values[name]
+            new.pop(name, None)
+        h2 = retyped(h)
+        return (h2, new) if h2 is not None else None
+    return apply
+
+
+def _sibling(node: Node, op: str) -> Callable[[Graph, Feeds], tuple[Graph, Feeds] | None]:
+    def apply(g: Graph, feeds: Feeds) -> tuple[Graph, Feeds] | None:
+        h = _copy(g)
+        n = h.nodes[_at(h, node)]
+        n.op = op
+        h2 = retyped(h)
+        return (h2, dict(feeds)) if h2 is not None else None
+    return apply
+
+
+def _resize_form(node: Node) -> Callable[[Graph, Feeds], tuple[Graph, Feeds] | None] | None:
+    """Resize through the other of ``scales`` and ``sizes``: the same output shape."""
+    def apply(g: Graph, feeds: Feeds) -> tuple[Graph, Feeds] | None:
+        h, new = _copy(g), dict(feeds)
+        n = h.nodes[_at(h, node)]
+        ins = n.inputs + [""] * (4 - len(n.inputs))
+        # an empty tensor stands for an omitted one (ONNX allows either for scales and sizes)
+        ins = [x if not x or h.values[x].data is None or np.asarray(h.values[x].data).size else "" for x in ins]
+        x, out = h.values[ins[0]], h.values[n.outputs[0]]
+        if ins[2] and h.values[ins[2]].data is not None and not ins[3]:
+            data = np.asarray(out.type.shape, dtype=np.int64)
+            if "axes" in n.attrs:
+                data = data[[a % x.type.rank for a in n.attrs["axes"]]]
+            name, slot, dtype = f"{n.name or 'n'}_sizes", 3, "int64"
+        elif ins[3] and h.values[ins[3]].data is not None and not ins[2]:
+            axes = [a % x.type.rank for a in n.attrs.get("axes", range(x.type.rank))]
+            data = np.asarray([out.type.shape[a] / x.type.shape[a] for a in axes], dtype=np.float32)
+            name, slot, dtype = f"{n.name or 'n'}_scales", 2, "float32"
+        else:
+            return None
+        if name in h.values:
+            return None
+        h.add_value(Value(name, TensorType(data.shape, dtype), CONST_KIND, data))
+        ins[5 - slot] = ""  # the other one goes
+        ins[slot] = name
+        while ins and not ins[-1]:
+            ins.pop()
+        n.inputs = ins
+        used = {v for m in h.nodes for v in m.inputs if v}
+        for k in [k for k, v in h.values.items() if v.kind != NODE_KIND and k not in used]:
+            del h.values[k]
+            new.pop(k, None)
+        h2 = retyped(h)
+        return (h2, new) if h2 is not None and h2.values[n.outputs[0]].type == out.type else None
+    return apply if node.op == "Resize" else None
+
+
+# -- the variations -----------------------------------------------------------------------------------
+def _option(options: Mapping[str, Any], path: tuple[str, ...]) -> Any:
+    cur: Any = options
+    for k in path:
+        if not isinstance(cur, Mapping) or k not in cur:
+            return None
+        cur = cur[k]
+    return cur
+
+
+def _without(options: Mapping[str, Any], path: tuple[str, ...]) -> dict[str, Any]:
+    out = dict(options)
+    if len(path) == 1:
+        out.pop(path[0], None)
+    else:
+        out[path[0]] = _without(out.get(path[0], {}), path[1:])
+    return out
+
+
+def twin(variants: Mapping[str, Mapping[str, Any]], variant: str, path: tuple[str, ...]) -> str:
+    """The variant whose options are ``variant``'s but for the option at ``path`` (unset, or another value);
+    "" when the backend has none."""
+    mine = variants.get(variant)
+    if mine is None:
+        return ""
+    base = _without(mine, path)
+    return next((name for name, o in variants.items() if name != variant and _without(o, path) == base
+                 and _option(o, path) != _option(mine, path)), "")
+
+
+def variations(g: Graph, feeds: Feeds, first: Mapping[str, Any] | None, variant: str,
+               variants: Mapping[str, Mapping[str, Any]]) -> tuple[list[Variation], list[str]]:
+    """The variations that apply to the case, each switching one suspected cause off, and the causes
+    present that no variation can switch off here (a variant option without a twin)."""
+    out: list[Variation] = []
+    unavailable: list[str] = []
+    data = [v.data for v in g.values.values() if v.data is not None] + list(feeds.values())
+    ints = [n for n in g.nodes for a in n.attrs.values()
+            if isinstance(a, int) and not isinstance(a, bool) and not INT32[0] <= a <= INT32[1]]
+    if any(_beyond_int32(a) for a in data) or ints:
+        out.append(Variation(INT32_RANGE, "integer values beyond the int32 range", _into_int32))
+    if any(v.type.dtype in SIGNED_OF for v in g.values.values()):
+        out.append(Variation(SIGNED, "unsigned element types", _signed))
+    if any(v.pinned for v in g.values.values()):
+        out.append(Variation(INITIALIZER, "operands fed at run time", _pinned_to_initializers))
+    if any(v.kind == CONST_KIND and v.data is not None for v in g.values.values()):
+        out.append(Variation(RUNTIME, "operands folded as initializers", _initializers_to_inputs))
+    for path, (kind, value, cause) in OPTION_CAUSES.items():
+        if _option(variants.get(variant, {}), path) == value:
+            other = twin(variants, variant, path)
+            if other:
+                out.append(Variation(kind, cause, variant=other))
+            else:
+                unavailable.append(cause)
+    node = suspect(g, first)
+    if node is not None:
+        defaults = _defaults(node.op, g.opset)
+        for name, value in sorted(node.attrs.items()):
+            if name in defaults and defaults[name] != value:
+                out.append(Variation(ATTRIBUTE, _attribute_cause(name, value), _omit(node, name)))
+        if _negative_axes(g, node):
+            out.append(Variation(ATTRIBUTE, "a negative axis", _positive_axes(node)))
+        since, other = _versions(node.op, g.opset)
+        if since is not None and other is not None:
+            out.append(Variation(OPSET, f"version {since}", _at_version(node, other)))
+    return out, unavailable
+
+
+def siblings(g: Graph, first: Mapping[str, Any] | None) -> tuple[str, list[Variation]]:
+    """(the suspect's family, the variations that put a sibling of the family, or the other form of
+    one operator, in its place)."""
+    node = suspect(g, first)
+    if node is None:
+        return "", []
+    out: list[Variation] = []
+    family = next((name for name, ops in FAMILIES.items() if node.op in ops), "")
+    if family:
+        out += [Variation(SIBLING, op, _sibling(node, op)) for op in FAMILIES[family] if op != node.op]
+    form = _resize_form(node)
+    if form is not None:
+        family = "Resize (through scales or sizes)"
+        out.append(Variation(SIBLING, "Resize's other form", form))
+    return family, out
+
+
+# -- running a variation ------------------------------------------------------------------------------
+class Trial:
+    """Runs cases as the campaign judges them: the baseline (the reference, else ORT without
+    optimizations; a case it cannot run is not valid), then the bug's backend and variant, confirmed."""
+
+    def __init__(self, runner: Runner, finding: Finding, variants: Mapping[str, Mapping[str, Any]],
+                 tolerances: Mapping[str, tuple[float, float]] | None = None) -> None:
+        self.runner, self.f = runner, finding
+        self.criteria = criteria_for({finding.backend: {n: Variant(n, dict(o)) for n, o in variants.items()}},
+                                     dict(tolerances or {}))
+        self.runs = 0
+
+    def __call__(self, g: Graph, feeds: Feeds, variant: str) -> list[Finding] | None:
+        """The findings of ``variant`` on the case, or None when the case is not valid (no finite baseline,
+        or it does not run on the compiler and fails elsewhere than the bug did)."""
+        from dlcfuzz.export.onnx import to_bytes
+
+        try:
+            g.validate()
+            test = Test(to_bytes(g), g.to_json(), {k: np.asarray(v) for k, v in feeds.items()})
+        except (ValueError, KeyError, TypeError):
+            return None
+        self.runs += 1
+        base = run_baseline(self.runner, test, g)
+        if base.outputs is None or not all_finite(base.outputs):
+            return None
+        runs = CONFIRM_RUNS if self.f.oracle == CRASH else 1
+        got, late, _ = run_confirmed(self.runner, self.f.backend, test, [variant], runs=runs)
+        criteria = self.criteria.for_graph(g, base.name if self.f.oracle == DIFFERENTIAL else self.f.other)
+        verdict = judge({self.f.backend: got}, base.outputs if self.f.oracle == DIFFERENTIAL else None, criteria)
+        o = got.get(variant)
+        if self.f.oracle != CRASH and (o is None or o.status != OK):
+            return None  # declined or failed: it neither shows nor hides wrong values
+        return [f for f in verdict.findings + late if f.backend == self.f.backend]
+
+
+def analyze(runner: Runner, finding: Finding, graph: Graph, feeds: Feeds, first: Mapping[str, Any] | None,
+            variants: Mapping[str, Mapping[str, Any]], shows: Sign,
+            tolerances: Mapping[str, tuple[float, float]] | None = None, max_runs: int = MAX_RUNS,
+            skip: Collection[str] = ()) -> Analysis:
+    """The trigger of a reduced bug: the variations (each switching one suspected cause off) after which
+    ``shows`` no longer finds the bug in the findings, then, where no single one does, pairs of them;
+    the root named by the trigger, the backend and the phase (``root_name``).  ``variants``: the
+    backend's variants' options by name (the bug's own among them); at most ``max_runs`` confirmed runs;
+    ``skip``: kinds of variation left out."""
+    t0 = time.monotonic()
+    a = Analysis()
+    if finding.oracle not in (DIFFERENTIAL, CRASH) or finding.variant not in variants:
+        return a
+    trial = Trial(runner, finding, variants, tolerances)
+    found, unavailable = variations(graph, feeds, first, finding.variant, variants)
+    found = [v for v in found if v.kind not in skip]
+
+    def run(vs: tuple[Variation, ...], kind: str) -> bool | None:
+        g, fd, variant = graph, dict(feeds), finding.variant
+        for v in vs:
+            if v.apply is not None:
+                got = v.apply(g, fd)
+                if got is None:
+                    return None
+                g, fd = got
+            variant = v.variant or variant
+        if trial.runs >= max_runs:
+            return None
+        findings = trial(g, fd, variant)
+        return None if findings is None else shows(findings, g, kind)
+
+    def note(vs: tuple[Variation, ...], result: bool | None) -> None:
+        a.tried.append({"kind": "+".join(v.kind for v in vs) or "control",
+                        "cause": " with ".join(v.cause for v in vs) or "the reduced case",
+                        "result": "invalid" if result is None else "shows" if result else "vanished"})
+
+    control = run((), "")  # the case as it is: the bug must show as ``shows`` reads it, or nothing is concluded
+    note((), control)
+    if not control:
+        a.runs, a.seconds = trial.runs, time.monotonic() - t0
+        return a
+    needed: list[Variation] = []
+    kept: list[Variation] = []  # variations that ran and left the bug (candidates for pairs)
+    for v in sorted(found, key=lambda v: _ORDER.index(v.kind)):
+        if trial.runs >= max_runs:
+            break
+        result = run((v,), v.kind)
+        note((v,), result)
+        if result is False:  # the smallest set: one cause, the first in ``_ORDER`` that makes it vanish
+            needed = [v]
+            break
+        if result is True:
+            kept.append(v)
+    if not needed:
+        for pair in itertools.combinations(kept, 2):
+            if trial.runs >= max_runs:
+                break
+            if {pair[0].kind, pair[1].kind} == {INITIALIZER, RUNTIME}:
+                continue
+            result = run(pair, "+".join(v.kind for v in pair))
+            note(pair, result)
+            if result is False:
+                needed = list(pair)
+                break
+    node = suspect(graph, first)
+    free = CRASH_OPERATOR_FREE if finding.oracle == CRASH else OPERATOR_FREE
+    named = [v for v in needed if v.kind not in free]
+    if node is not None and (named or not needed):
+        family, sibs = siblings(graph, first)
+        sibs = [] if SIBLING in skip else sibs
+        a.family = node.op
+        for v in sibs[:MAX_SIBLINGS]:
+            if trial.runs >= max_runs:
+                break
+            result = run((v,), SIBLING)
+            note((v,), result)
+            if result:
+                a.family = family
+                break
+        if not needed and a.family == node.op:
+            a.family = ""  # no trigger and no sibling shows it: the signature stands
+    a.trigger = [v.cause for v in needed]
+    a.kinds = [v.kind for v in needed]
+    a.unvaried = unavailable
+    if (needed or a.family) and not (named and node is None):  # an operator's trigger, at no one operator: no root
+        a.root = root_name(finding, a.trigger, a.family if (named or not needed) else "")
+    a.runs, a.seconds = trial.runs, time.monotonic() - t0
+    return a
+
+
+def root_name(f: Finding, causes: list[str], family: str = "") -> str:
+    """The readable root: the backend, the phase where it is not a run's wrong values, the operator or
+    family where the trigger is in its attributes or version, and the causes."""
+    who = BACKEND_NAMES.get(f.backend, f.backend)
+    if f.oracle == CRASH:
+        who += f" {f.phase} {f.kind}"
+    elif f.phase and f.phase != "run":
+        who += f" {f.phase}"
+    if not family:
+        return f"{who}: {' with '.join(causes)}"
+    if not causes:
+        return f"{who}: {family} ({f.kind} mismatch)"
+    return f"{who}: {family}" + "".join(f" at {c}" if c.startswith("version ") else f" with {c}" for c in causes)

@@ -1,0 +1,276 @@
+"""Trigger analysis (oracle/triggers.py) on the real compilers: each variation kind that a real compiler
+shows cheaply makes its bug vanish, and names its root; two bugs with one trigger in different operators
+get one root; ``dlcfuzz retriage`` folds them in a recorded campaign."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dlcfuzz.backends import load_backend
+from dlcfuzz.backends.base import Test, Variant
+from dlcfuzz.export.onnx import to_bytes
+from dlcfuzz.ir import CONST_KIND, INPUT_KIND, NODE_KIND, Graph, Node, TensorType, Value
+from dlcfuzz.oracle import Finding, criteria_for, judge, run_baseline, run_confirmed
+from dlcfuzz.oracle.triggers import (
+    ATTRIBUTE,
+    INT32_RANGE,
+    OPSET,
+    SIBLING,
+    STATIC,
+    Analysis,
+    root_name,
+    siblings,
+    twin,
+    variations,
+)
+from dlcfuzz.run.dedup import analyze_triggers, graph_signature, reduced_root
+
+OV, TVM = ("openvino", "f32"), ("tvm", "unfused-generic")
+FIRST = {"node": "n0", "kind": "value"}
+
+
+def need(name: str) -> None:
+    ok, why = load_backend(name).available()
+    if not ok:
+        pytest.skip(why)
+
+
+def one_node(op: str, inputs: list[tuple[str, np.ndarray]], attrs: dict, out: tuple[int, ...], out_dtype: str = "",
+             opset: int = 18) -> tuple[Graph, dict[str, np.ndarray]]:
+    """A graph of one node ``n0``; ``inputs``: (kind, data), kind "input", "const" or "pinned"."""
+    g, feeds = Graph(opset=opset), {}
+    for i, (kind, data) in enumerate(inputs):
+        a = np.asarray(data)
+        g.add_value(Value(f"i{i}", TensorType(a.shape, a.dtype.name), CONST_KIND if kind == CONST_KIND else INPUT_KIND,
+                          a if kind != INPUT_KIND else None))
+        if kind != CONST_KIND:
+            feeds[f"i{i}"] = a
+    g.add_value(Value("y", TensorType(out, out_dtype or np.asarray(inputs[0][1]).dtype.name), NODE_KIND))
+    g.add_node(Node(op, [f"i{i}" for i in range(len(inputs))], ["y"], attrs, "n0"))
+    g.outputs = ["y"]
+    return g, feeds
+
+
+def found(pool, g: Graph, feeds: dict[str, np.ndarray], at: tuple[str, str]) -> Finding:
+    """The one finding of the backend's variant on the case, judged as the campaign judges it."""
+    backend, variant = at
+    test = Test(to_bytes(g), g.to_json(), feeds)
+    base = run_baseline(pool, test, g)
+    got = run_confirmed(pool, backend, test, [variant]).outcomes
+    _, described = pool.describe(backend)
+    criteria = criteria_for({backend: {n: Variant(n, o) for n, o in described}}).for_graph(g, base.name)
+    findings = judge({backend: got}, base.outputs, criteria).findings
+    assert len(findings) == 1, (findings, got)
+    return findings[0]
+
+
+def analysis(pool, g: Graph, feeds: dict[str, np.ndarray], at: tuple[str, str], **kw) -> tuple[Finding, Analysis]:
+    f = found(pool, g, feeds, at)
+    return f, analyze_triggers(pool, f, g, feeds, FIRST, graph_signature(f, g), **kw)
+
+
+def uint32_compare() -> tuple[Graph, dict[str, np.ndarray]]:
+    return one_node("GreaterOrEqual", [(INPUT_KIND, np.array([3_000_000_000, 1, 5], np.uint32)),
+                                       (INPUT_KIND, np.array([1, 2, 5], np.uint32))], {}, (3,), "bool")
+
+
+def int64_min() -> tuple[Graph, dict[str, np.ndarray]]:
+    return one_node("Min", [(INPUT_KIND, np.array([3_000_000_000, 1, 5], np.int64)),
+                            (INPUT_KIND, np.array([2_900_000_000, 2, 5], np.int64))], {}, (3,))
+
+
+def noop_reduce(op: str) -> tuple[Graph, dict[str, np.ndarray]]:
+    x = np.arange(6, dtype=np.float32).reshape(2, 3) - 2.75  # negative ones: |x| and x² are not x
+    return one_node(op, [(INPUT_KIND, x)], {"noop_with_empty_axes": 1}, (2, 3))
+
+
+def test_openvino_computes_large_integers_in_int32(pool) -> None:
+    """OpenVINO 2026.4's CPU plugin compares uint32 3e9 >= 1 as false: bringing the values into the
+    int32 range makes it vanish (replacing uint32 by int64 does not), the root is the values'."""
+    need("openvino")
+    _, a = analysis(pool, *uint32_compare(), OV)
+    assert a.kinds == [INT32_RANGE] and a.root == "OpenVINO: integer values beyond the int32 range", a.summary()
+    assert a.runs <= 12 and a.seconds > 0
+    # the variation disabled, nothing else makes it vanish: no trigger
+    _, without = analysis(pool, *uint32_compare(), OV, max_runs=12, skip=(INT32_RANGE,))
+    assert without.kinds != [INT32_RANGE] and without.root != a.root, without.summary()
+
+
+def test_two_operators_with_one_trigger_have_one_root(pool) -> None:
+    """GreaterOrEqual on uint32 and Min on int64 are two signatures (two operators), one root."""
+    need("openvino")
+    f1, a1 = analysis(pool, *uint32_compare(), OV)
+    g2, feeds2 = int64_min()
+    f2, a2 = analysis(pool, g2, feeds2, OV)
+    assert graph_signature(f1, uint32_compare()[0]) != graph_signature(f2, g2)
+    assert a1.root == a2.root == "OpenVINO: integer values beyond the int32 range"
+
+
+def test_tvm_reduce_with_noop_is_one_root_for_the_family(pool) -> None:
+    """TVM 0.27 returns the input of ReduceSumSquare / ReduceL1 with noop_with_empty_axes=1 and no axes
+    unchanged (ONNX still maps each element: x², |x|): the attribute set back to its default makes it
+    vanish, a sibling of the Reduce* family shows it too, so the root is the family's."""
+    need("tvm")
+    _, square = analysis(pool, *noop_reduce("ReduceSumSquare"), TVM)
+    assert square.kinds == [ATTRIBUTE] and square.family == "Reduce*", square.summary()
+    assert square.root == "TVM: Reduce* with noop_with_empty_axes=1"
+    _, l1 = analysis(pool, *noop_reduce("ReduceL1"), TVM)
+    assert l1.root == square.root, l1.summary()
+    assert any(t["kind"] == SIBLING and t["result"] == "shows" for t in l1.tried)
+    # without the attribute variation the trigger is not found: the root is not the attribute's
+    _, without = analysis(pool, *noop_reduce("ReduceSumSquare"), TVM, skip=(ATTRIBUTE,))
+    assert ATTRIBUTE not in without.kinds and without.root != square.root, without.summary()
+
+
+def resize(form: str, factors: tuple[float, ...]) -> tuple[Graph, dict[str, np.ndarray]]:
+    """Resize of a (1, 2, 2, 2) input by ``factors``, given as ``scales`` or as the ``sizes`` they make."""
+    x = np.arange(8, dtype=np.float32).reshape(1, 2, 2, 2)
+    out = tuple(int(d * f) for d, f in zip(x.shape, factors, strict=True))
+    data = np.asarray(factors, np.float32) if form == "scales" else np.asarray(out, np.int64)
+    g = Graph(opset=18)
+    g.add_value(Value("x", TensorType(x.shape, "float32"), INPUT_KIND))
+    g.add_value(Value("s", TensorType(data.shape, data.dtype.name), CONST_KIND, data))
+    g.add_value(Value("y", TensorType(out, "float32"), NODE_KIND))
+    g.add_node(Node("Resize", ["x", "", "s"] if form == "scales" else ["x", "", "", "s"], ["y"], {}, "n0"))
+    g.outputs = ["y"]
+    return g, {"x": x}
+
+
+def test_tvm_resize_drops_the_batch_scale_through_scales_and_sizes_one_root(pool) -> None:
+    """TVM 0.27's Resize keeps the batch dimension whether the batch is scaled through ``scales`` or
+    through ``sizes``: no variation makes it vanish, the other form shows it, so both are the family's one
+    root.  Without the sibling variation there is no root."""
+    need("tvm")
+    _, by_scales = analysis(pool, *resize("scales", (2, 1, 1, 1)), TVM)
+    _, by_sizes = analysis(pool, *resize("sizes", (2, 1, 1, 1)), TVM)
+    assert by_scales.root == by_sizes.root == "TVM: Resize (through scales or sizes) (shape mismatch)", (
+        by_scales.summary(), by_sizes.summary())
+    _, alone = analysis(pool, *resize("scales", (2, 1, 1, 1)), TVM, skip=(SIBLING,))
+    assert alone.root == "", alone.summary()
+
+
+def test_tvm_crash_on_a_large_trilu_k_is_the_int32_root_of_its_phase(pool) -> None:
+    """TVM 0.27 fails to compile Trilu with k = 3e9 ("Literal value 3000000000 exceeds range of int32"):
+    a crash whose root names the phase, and the same values' trigger."""
+    need("tvm")
+    g, feeds = one_node("Trilu", [(INPUT_KIND, np.arange(9, dtype=np.int64).reshape(3, 3)),
+                                  (CONST_KIND, np.array(3_000_000_000, np.int64))], {}, (3, 3))
+    f, a = analysis(pool, g, feeds, TVM)
+    assert f.oracle == "crash" and a.kinds == [INT32_RANGE], a.summary()
+    assert a.root == "TVM compile exception: integer values beyond the int32 range"
+
+
+def test_openvino_dynamic_trilu_needs_large_k_and_names_the_values_first(pool) -> None:
+    """OpenVINO's dynamic-shape Trilu with k = 3e9 zeroes what it must keep; static, it folds k right.
+    Both the values and the dynamic shapes are triggers; the values' cause comes first (one root with the
+    int32 compare above).  With the values' variation disabled, the twin variant (static) makes it vanish."""
+    need("openvino")
+    g, feeds = one_node("Trilu", [(INPUT_KIND, np.arange(9, dtype=np.int64).reshape(3, 3)),
+                                  (CONST_KIND, np.array(3_000_000_000, np.int64))], {}, (3, 3))
+    _, a = analysis(pool, g, feeds, ("openvino", "f32-dynamic"))
+    assert a.kinds == [INT32_RANGE] and a.root == "OpenVINO: integer values beyond the int32 range", a.summary()
+    _, static = analysis(pool, g, feeds, ("openvino", "f32-dynamic"), skip=(INT32_RANGE,))
+    assert static.kinds == [STATIC] and static.root == "OpenVINO: dynamic shapes", static.summary()
+    _, neither = analysis(pool, g, feeds, ("openvino", "f32-dynamic"), skip=(INT32_RANGE, STATIC))
+    assert STATIC not in neither.kinds, neither.summary()
+
+
+def test_variations_of_forms_versions_and_variant_options() -> None:
+    """Without a compiler: the attribute's default, a negative axis made positive, the neighbouring version
+    with an attribute turned into an input, and the variant twin that differs in one option."""
+    x = np.ones((2, 3), np.float32)
+    g, feeds = one_node("ReduceMax", [(INPUT_KIND, x)], {"axes": [-1], "keepdims": 0}, (2,), opset=17)
+    vs, _ = variations(g, feeds, FIRST, "f32", {"f32": {"dynamic": False}})
+    kinds = {(v.kind, v.cause) for v in vs}
+    assert (ATTRIBUTE, "keepdims=0") in kinds and (ATTRIBUTE, "a negative axis") in kinds
+    assert next(v for v in vs if v.kind == OPSET).cause == "version 13"
+    g11, feeds11 = one_node("ReduceSum", [(INPUT_KIND, x)], {"axes": [1], "keepdims": 0}, (2,), opset=11)
+    vs11, _ = variations(g11, feeds11, FIRST, "f32", {})
+    at13 = next(v for v in vs11 if v.kind == OPSET).apply(g11, feeds11)  # ReduceSum-13 takes axes as an input
+    assert at13 is not None
+    h, _ = at13
+    assert h.opset == 13 and "axes" not in h.nodes[0].attrs and len(h.nodes[0].inputs) == 2
+    assert h.values[h.nodes[0].inputs[1]].data.tolist() == [1] and h.values["y"].type.shape == (2,)
+    positive = next(v for v in vs if v.cause == "a negative axis").apply(g, feeds)
+    assert positive is not None and positive[0].nodes[0].attrs["axes"] == [1]
+    options = {"f32": {"config": {"T": 1}, "dynamic": False}, "f32-dynamic": {"config": {"T": 1}, "dynamic": True},
+               "default": {"config": {}, "dynamic": False}}
+    assert twin(options, "f32-dynamic", ("dynamic",)) == "f32"
+    assert twin(options, "f32", ("config", "T")) == "default"  # the plugin's own number of threads
+    assert twin(options, "f32-dynamic", ("config", "T")) == ""  # no dynamic variant with the default
+    crash = Finding("crash", "exception", "tvm", "v", "import", "boom")
+    assert root_name(crash, ["operands fed at run time"]) == "TVM import exception: operands fed at run time"
+
+
+def test_values_are_brought_into_int32_in_order_and_resize_changes_form() -> None:
+    """The int32 variation keeps the order of the large values across the case (3e9 > 2.9e9 stays so, in
+    another input too); Resize through scales becomes Resize through sizes of the same output shape; the
+    trigger analysis's root is the root a reduced bug merges by."""
+    g, feeds = int64_min()
+    vs, _ = variations(g, feeds, FIRST, "f32", {})
+    _, hf = next(v for v in vs if v.kind == INT32_RANGE).apply(g, feeds)
+    a, b = hf["i0"], hf["i1"]
+    assert a[0] > b[0] and all(abs(int(x)) < 2 ** 31 for x in [*a, *b]) and a[1:].tolist() == [1, 5]
+    x = np.ones((1, 2, 3, 4), np.float32)
+    rg, rfeeds = one_node("Resize", [(INPUT_KIND, x), (CONST_KIND, np.zeros(0, np.float32)),
+                                     (CONST_KIND, np.array([1, 1, 2, 0.5], np.float32))], {}, (1, 2, 6, 2))
+    family, sibs = siblings(rg, FIRST)
+    other = next(v for v in sibs if v.cause == "Resize's other form").apply(rg, rfeeds)
+    assert family.startswith("Resize") and other is not None
+    node = other[0].nodes[0]
+    assert node.inputs[2] == "" and other[0].values[node.inputs[3]].data.tolist() == [1, 2, 6, 2]
+    f = Finding("differential", "value", "openvino", "f32", "run", "")
+    done = Analysis(root="OpenVINO: integer values beyond the int32 range")
+    assert reduced_root(f, g, FIRST, "", "sig", done) == done.root
+    assert reduced_root(f, g, FIRST, "", "sig", Analysis()) == "sig"
+
+
+def _bundle(folder: Path, sig: str, f: Finding, g: Graph, feeds: dict[str, np.ndarray]) -> str:
+    """A bug bundle as a campaign writes it, with its reduced case (here: the case itself)."""
+    from dataclasses import asdict
+
+    bundle = folder / "bugs" / sig
+    (bundle / "reduced").mkdir(parents=True)
+    (bundle / "finding.json").write_text(json.dumps({**asdict(f), "signature": sig}))
+    for where in (bundle, bundle / "reduced"):
+        (where / "graph.json").write_text(g.to_json())
+        (where / "model.onnx").write_bytes(to_bytes(g))
+        np.savez(where / "inputs.npz", **feeds)
+    (bundle / "reduction.json").write_text(json.dumps({"signature": sig, "first_diverging": FIRST, "reproduced": True}))
+    return f"bugs/{sig}"
+
+
+def test_retriage_folds_a_recorded_campaigns_bugs_under_one_root(pool, tmp_path: Path, capsys) -> None:
+    """A campaign recorded before the trigger analysis lists the uint32 compare and the int64 Min apart;
+    ``dlcfuzz retriage`` re-runs the analysis on their reduced cases and lists them as one root."""
+    need("openvino")
+    from dlcfuzz.cli import main
+    from dlcfuzz.run.store import Store, TestRecord
+
+    out = tmp_path / "c"
+    store = Store(out)
+    store.bind({"recorded": "by an earlier dlcfuzz"})
+    for i, (g, feeds) in enumerate([uint32_compare(), int64_min()]):
+        f = found(pool, g, feeds, OV)
+        sig = graph_signature(f, g)
+        where = _bundle(out, sig, f, g, feeds)
+        store.commit(TestRecord(i, i, [g.nodes[0].op], "reference/default", True, 1, True, 0.1, 0, 0, 0, 0), [],
+                     [(sig, f.oracle, f.kind, f.backend, f.variant, f.phase, "x")],
+                     [(sig, f.oracle, f.kind, f.backend, f.variant, f.phase, f.message, "compiler", where)])
+    store.close()
+    capsys.readouterr()
+    assert main(["retriage", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "roots: 2 before, 1 after" in text, text
+    assert "merged: OpenVINO: integer values beyond the int32 range" in text, text
+    store = Store(out)
+    try:
+        assert len(store.bugs("compiler")) == 1 and store.merged() == 1
+        assert store.get_meta("triggers")["bugs"] == 2
+    finally:
+        store.close()
+    assert main(["retriage", str(tmp_path / "nowhere")]) == 2
