@@ -16,6 +16,8 @@ Python source that needs only torch:
 
 from __future__ import annotations
 
+import sys
+import types
 from typing import Any
 
 import numpy as np
@@ -25,6 +27,7 @@ from dlcfuzz.ir.hints import value_range
 from dlcfuzz.spec.torch import TORCH_REGISTRY
 from dlcfuzz.spec.torch.base import is_float
 
+PROGRAM_MODULE = "dlcfuzz_program"
 # calls that return a sequence of tensors even when it holds one
 SEQUENCE_OPS = frozenset({"torch.chunk", "torch.split", "torch.unbind"})
 
@@ -103,6 +106,33 @@ def _input_expr(v: Value, layout: dict) -> str:
     return (f"_make({list(v.type.shape)}, torch.{v.type.dtype}, {lo!r}, {hi!r}, {nonzero}, {layout!r}, g, sizes)")
 
 
+def _call_lines(op: str, inputs: list[str], outputs: list[str], attrs: dict[str, Any], names: dict[str, str],
+                indent: str) -> list[str]:
+    """One call's lines (its outputs bound by name in ``names``); torch.cond's (``attrs["branches"]``) start
+    with its two branch functions, whose parameters are its operands after the predicate's."""
+    spec = TORCH_REGISTRY[op]
+    assert spec.emit is not None
+    lines: list[str] = []
+    if "branches" in attrs:
+        params = [x for x in inputs[1:]]
+        for side, calls, result in zip(("true", "false"), attrs["branches"], attrs["results"], strict=True):
+            local = {x: x for x in params}
+            lines.append(f"{indent}def {attrs['fn']}_{side}({', '.join(params)}):")
+            for c in calls:
+                lines += _call_lines(c["op"], c["inputs"], c["outputs"], c["attrs"], local, indent + "    ")
+            # torch.cond takes branch results of one layout: both contiguous
+            lines.append(f"{indent}    return ({local[result]}.contiguous(),)")
+    args = [names[x] if x else "" for x in inputs]
+    expr = spec.emit(args, attrs)
+    if len(outputs) == 1 and op not in SEQUENCE_OPS and not attrs.get("as_tuple") and "branches" not in attrs:
+        lines.append(f"{indent}{outputs[0]} = {expr}  # {op}")
+    else:
+        lines.append(f"{indent}{', '.join(outputs)}, = {expr}  # {op}")
+    for o in outputs:
+        names[o] = o
+    return lines
+
+
 def to_program_source(graph: Graph) -> str:
     """The program as standalone source (see the module doc)."""
     consts = [v for v in graph.values.values() if v.kind == CONST_KIND]
@@ -119,16 +149,7 @@ def to_program_source(graph: Graph) -> str:
             init.append(f"        self.register_buffer({v.name!r}, {_literal(v.data, v.type.dtype)})")
     body: list[str] = []
     for n in graph.nodes:
-        spec = TORCH_REGISTRY[n.op]
-        args = [names[x] if x else "" for x in n.inputs]
-        assert spec.emit is not None
-        expr = spec.emit(args, dict(n.attrs))
-        if len(n.outputs) == 1 and n.op not in SEQUENCE_OPS and not n.attrs.get("as_tuple"):
-            body.append(f"        {n.outputs[0]} = {expr}  # {n.op}")
-        else:
-            body.append(f"        {', '.join(n.outputs)}, = {expr}  # {n.op}")
-        for o in n.outputs:
-            names[o] = o
+        body += _call_lines(n.op, list(n.inputs), list(n.outputs), dict(n.attrs), names, "        ")
     outs = ", ".join(graph.outputs)
     body.append(f"        return ({outs},)")
     layouts = graph.meta.get("layouts", {})
@@ -167,7 +188,10 @@ def to_program_source(graph: Graph) -> str:
 
 
 def build(source: str) -> dict[str, Any]:
-    """Executes program source into a fresh namespace (Model, make_inputs, ...)."""
-    namespace: dict[str, Any] = {"__name__": "dlcfuzz_program"}
-    exec(compile(source, "<dlcfuzz program>", "exec"), namespace)
-    return namespace
+    """Executes program source into a fresh module's namespace (Model, make_inputs, ...).  The module is
+    ``sys.modules["dlcfuzz_program"]`` (the latest built): Dynamo imports a traced function's module by its
+    name to read its globals (torch.cond's branches, in eager torch too)."""
+    module = types.ModuleType(PROGRAM_MODULE)
+    sys.modules[PROGRAM_MODULE] = module
+    exec(compile(source, "<dlcfuzz program>", "exec"), module.__dict__)
+    return module.__dict__

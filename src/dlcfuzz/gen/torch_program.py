@@ -23,25 +23,36 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from dlcfuzz.ir import CONST_KIND, INPUT_KIND, Graph, Node
+from dlcfuzz.ir import CONST_KIND, INPUT_KIND, Graph, Node, TensorType, Value
 from dlcfuzz.ir.graph import TORCH_LANGUAGE, is_torch_program
-from dlcfuzz.solve import GenOptions, Instantiator, Stats
+from dlcfuzz.solve import GenOptions, Instantiator, Proposal, Stats
 from dlcfuzz.solve.intervals import finite
-from dlcfuzz.spec.dsl import EmptyDomain
+from dlcfuzz.spec.dsl import EmptyDomain, In
 from dlcfuzz.spec.torch import TORCH_DTYPES, TORCH_REGISTRY, TorchOpSpec, mutated_slots
 from dlcfuzz.spec.torch.base import is_float
 
 MAX_TRIES = 20
+COND = "torch.cond"
+# what a branch of torch.cond calls where the generator's own operators offer nothing a branch may call
+BRANCH_DEFAULT = ("torch.sin", "torch.tanh", "torch.relu", "torch.neg", "torch.abs", "torch.sigmoid", "torch.gelu",
+                  "torch.add", "torch.sub", "torch.mul", "torch.clamp", "torch.softmax", "torch.cumsum", "torch.flip",
+                  "torch.roll", "torch.layer_norm", "torch.clone")
+# calls that may return their input itself (torch.cond refuses a branch output that aliases an operand)
+_MAY_ALIAS = frozenset({"torch.contiguous", "torch.channels_last", "torch.type_as", "torch.to", "torch.dropout_eval"})
 PIN_DRAWN = 0.5  # share of drawn data (nonzero's, unique's input) taken at run time, pinned
 LANGUAGE = TORCH_LANGUAGE  # graph.meta["language"] of a torch-native program
 
 # torch programs: small tensors (Inductor compiles are the cost, not the data), fewer fresh inputs
 TORCH_LIMITS = GenOptions(max_rank=5, max_dim=5, max_numel=1024, picking_rate=0.9, init_rate=0.3,
-                          runtime_consts=0.3, constant_nodes=0.0, opset=17, dtypes=TORCH_DTYPES, target="onnx")
+                          runtime_consts=0.3, constant_nodes=0.0, opset=17, dtypes=TORCH_DTYPES, target="onnx",
+                          empty_outputs=True)
+
+# a branch of torch.cond: no empty tensors, its constants (index tensors) always constants
+BRANCH_LIMITS = replace(TORCH_LIMITS, empty_outputs=False, runtime_consts=0.0)
 
 LAYOUTS = ("contiguous", "channels_last", "transposed", "sliced", "offset", "expanded")
 # views through which a write reaches several elements of one memory location (eager refuses)
@@ -55,6 +66,11 @@ class ProgramOptions:
     layout_rate: float = 0.6  # share of runtime inputs in a layout other than contiguous
     backward_rate: float = 0.5
     dynamic_rate: float = 1.0  # share of programs whose dims may be marked dynamic
+    # share of calls of an operator that takes empty tensors (``TorchOpSpec.empty``) given one as first
+    # input: a runtime input with a dim of length 0, or an empty tensor an earlier call made
+    empty_rate: float = 0.04
+    # share of such calls that read an earlier empty tensor, where the program has one of the right type
+    empty_reuse: float = 0.6
 
 
 def is_program(graph: Graph) -> bool:
@@ -111,6 +127,7 @@ class TorchProgramGenerator:
         g = Graph(opset=self.limits.opset, meta={"seed": seed, "strategy": "isra", "language": LANGUAGE})
         inst = Instantiator(g, self.limits, rng, np.random.default_rng(seed))
         ties: list[str] = []
+        self._empties: list[Value] = []
         for _ in range(rng.randint(*self.op_range)):
             self._insert(inst, rng, ties)
         g.set_leaf_outputs()
@@ -128,20 +145,119 @@ class TorchProgramGenerator:
         stats = self.stats
         for attempt in range(MAX_TRIES):
             spec = self.specs[rng.randrange(len(self.specs))]
+            fresh = None
             try:
-                p = inst.propose(spec)
+                first = None
+                if spec.empty and rng.random() < self.options.empty_rate:
+                    first, fresh = self._empty_first(inst, spec, rng)
+                p = inst.propose(spec, first)
+                if fresh is not None:  # the new empty input: added to the graph with the call, not reusable
+                    p.staged.insert(0, (fresh, False))
+                if spec.op == COND:
+                    self._branches(inst, p, rng)
                 self._check(inst, p)
             except EmptyDomain:
                 stats.refused(spec.op, attempt)
                 continue
             self._pin_drawn(p, rng)
             node = inst.commit(p)
+            for k, name in enumerate(node.outputs):  # empty tensors are out of the solver's pool: kept here
+                v = inst.g.values[name]
+                if 0 in v.type.shape and k not in spec.ties:
+                    self._empties.append(v)
             for k in spec.ties:  # indices among ties: never read by a later call
                 name = node.outputs[k]
                 ties.append(name)
                 _forget(inst, name)
             break
         stats.insertions += 1
+
+    def _branch_specs(self) -> list[TorchOpSpec]:
+        """The operators a branch of torch.cond may call: the generator's own where they may (no view,
+        no in-place write, no data-dependent size, none that may return its input), else a default set."""
+        own = [s for s in self.specs if _in_branch(s)]
+        return own or [TORCH_REGISTRY[o] for o in BRANCH_DEFAULT]
+
+    def _branches(self, inst: Instantiator, p: Proposal, rng: random.Random) -> None:
+        """Builds torch.cond's two branches: each a chain of 1..3 calls (a sub-graph solved by the same
+        instantiation) from the branch operand to a result of its type; the tensors the calls create
+        (new inputs, parameters, index constants) become further operands of the call."""
+        specs = self._branch_specs()
+        x = p.node.inputs[1]
+        staged = {v.name: v for v, _ in p.staged}
+        xv = staged.get(x) or inst.g.values[x]
+        target = xv.type
+        branches: list[list[dict]] = []
+        results: list[str] = []
+        ivs: list = []
+        lifted: list[Value] = []
+        counter = inst._counter
+        for _ in range(2):
+            sub = Graph(opset=inst.g.opset, meta={"language": LANGUAGE})
+            sub_inst = Instantiator(sub, BRANCH_LIMITS, rng, inst.np)
+            sub_inst._counter = counter
+            operand = sub.add_value(Value(x, target, INPUT_KIND))
+            sub_inst.iv[x] = inst.iv[x]
+            sub_inst.pool.add(operand)
+            last = operand
+            for _ in range(rng.randint(1, 3)):
+                for _try in range(MAX_TRIES):
+                    spec = specs[rng.randrange(len(specs))]
+                    try:
+                        q = sub_inst.propose(spec, last)
+                        if q.outputs[0].type != target:
+                            raise EmptyDomain(f"{spec.op}: a branch call must keep the operand's type")
+                        self._check(sub_inst, q)
+                    except EmptyDomain:
+                        continue
+                    node = sub_inst.commit(q)
+                    last = sub.values[node.outputs[0]]
+                    break
+                else:
+                    raise EmptyDomain("torch.cond: no branch call keeps the operand's type")
+            if last is operand:
+                raise EmptyDomain("torch.cond: an empty branch")
+            counter = sub_inst._counter
+            branches.append([{"op": n.op, "inputs": list(n.inputs), "outputs": list(n.outputs),
+                              "attrs": dict(n.attrs)} for n in sub.nodes])
+            results.append(last.name)
+            ivs.append(sub_inst.iv[last.name])
+            for v in sub.values.values():
+                if v.kind in (INPUT_KIND, CONST_KIND) and v.name != x:
+                    lifted.append(v)
+                    if v.name in sub_inst.iv:
+                        inst.iv[v.name] = sub_inst.iv[v.name]
+        inst._counter = counter
+        for v in lifted:
+            p.staged.append((v, False))
+            p.node.inputs.append(v.name)
+            p.ctx.ins.append(v.type)
+        lo = min(iv[0] for iv in ivs)
+        hi = max(iv[1] for iv in ivs)
+        p.node.attrs.update({"fn": p.outputs[0].name, "branches": branches, "results": results, "bound": [lo, hi]})
+        p.out_ivs = [(lo, hi)]
+
+    def _empty_first(self, inst: Instantiator, spec: TorchOpSpec, rng: random.Random
+                     ) -> tuple[Value, Value | None]:
+        """A first input with a dim of length 0 for ``spec``: an empty tensor an earlier call made (at
+        ``empty_reuse``), else a new runtime input (returned second: added to the graph if the call is)."""
+        first = spec.inputs[0]
+        if not isinstance(first, In) or callable(first.rank) or first.value is not None or first.variadic:
+            raise EmptyDomain(f"{spec.op}: no empty first input")
+        rlo, rhi = max(1, first.rank[0]), min(first.rank[1], self.limits.max_rank)
+        dtypes = spec.types.get(first.T or "", ())
+        fits = [v for v in self._empties if rlo <= v.type.rank <= rhi and v.type.dtype in dtypes]
+        if fits and rng.random() < self.options.empty_reuse:
+            return rng.choice(fits), None
+        if rlo > rhi or not dtypes:
+            raise EmptyDomain(f"{spec.op}: no empty first input")
+        shape = [rng.randint(1, self.limits.max_dim) for _ in range(rng.randint(rlo, rhi))]
+        shape[rng.randrange(len(shape))] = 0
+        t = TensorType(tuple(shape), rng.choice(dtypes))
+        v = Value(inst._name(), t, INPUT_KIND)
+        # no element: every value domain holds it; (1, 1) lies in all of them (positive, away from 0, small)
+        inst.iv[v.name] = (1.0, 1.0)
+        return v, v
 
     def _pin_drawn(self, p, rng: random.Random) -> None:
         """The data a data-dependent operator drew for its first input (nonzero's, unique's) are a constant
@@ -210,6 +326,13 @@ class TorchProgramGenerator:
                 spec["dims"] = sorted(rng.sample(wide, rng.randint(1, len(wide))))
             out[v.name] = spec
         return out
+
+
+def _in_branch(spec: TorchOpSpec) -> bool:
+    first = spec.inputs[0]
+    return not (spec.view or spec.mutates is not None or spec.ties or spec.dynamic_output or spec.op == COND
+                or spec.op in _MAY_ALIAS or spec.op == "torch.item" or not isinstance(first, In)
+                or first.value is not None or first.variadic)
 
 
 def _forget(inst: Instantiator, name: str) -> None:

@@ -76,6 +76,8 @@ class GenOptions:
     opset: int = 17
     dtypes: tuple[str, ...] = ()
     target: str = "ort"  # "ort": also narrow to what ONNX Runtime implements; "onnx": the ONNX spec only
+    # outputs with a dim of length 0 are allowed (torch programs' empty tensors); False: such a call is refused
+    empty_outputs: bool = False
 
 
 class Pool:
@@ -387,7 +389,7 @@ class Instantiator:
         # outputs, with the global size limit
         outs = spec.out(c)
         for t in outs:
-            if t.numel > lim.max_numel or 0 in t.shape:
+            if t.numel > lim.max_numel or (0 in t.shape and not lim.empty_outputs):
                 raise EmptyDomain(f"{spec.op}: output {t} exceeds the size limit")
         node = Node(spec.op, inputs, [], {k: v for k, v in c.attrs.items() if k[0] != "_" and v is not None},
                     f"n{len(self.g.nodes)}")

@@ -359,7 +359,7 @@ class Broadcast(ShapeDom):
         a = self.shape
         room = self.max_numel
         for d in a:
-            room //= d
+            room //= max(1, d)  # a dim of length 0 (torch programs' empty tensors) leaves the room as it was
         rank = rng.randint(0, len(a) if self.uni else self.max_rank)
         out = []
         for i in range(1, rank + 1):

@@ -11,7 +11,10 @@ the same Isra instantiation), named in the ``torch`` namespace (``torch.add_``, 
 - ``mutates``: the input the call writes in place (``add_``, ``index_put_``: 0), whose later readers see
   the write; ``view``: the output aliases the first input (a later in-place write through it reaches it);
 - ``ties``: outputs that are indices chosen among ties (sort, topk, max's indices): never compared;
-- ``grad``: whether its float outputs carry gradients back (backward's loss reads them).
+- ``grad``: whether its float outputs carry gradients back (backward's loss reads them);
+- ``dynamic_output``: an output size depends on values (masked_select, nonzero, unique);
+- ``empty``: the operator takes a first input with a dim of length 0 (the generator then sometimes gives
+  it one; ``EMPTY_OK`` in each family module lists them).
 
 Element types are torch's: ``TORCH_DTYPES`` (bfloat16 included); a binary operator's two type
 variables may differ and its output takes torch's type promotion (``promote``).
@@ -51,6 +54,8 @@ class TorchOpSpec(OpSpec):
     grad: bool = True
     # data-dependent output shapes (masked_select, nonzero): Dynamo needs capture_dynamic_output_shape_ops
     dynamic_output: bool = False
+    # takes a first input with a dim of length 0 (an empty tensor): eager runs it and ``out`` gives its shape
+    empty: bool = False
 
     def __post_init__(self) -> None:
         if not self.op.startswith(NAMESPACE + "."):

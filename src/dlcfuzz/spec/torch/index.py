@@ -244,3 +244,8 @@ SPECS = [
                 types={"T": FLOATS}, transfer=same_iv, vdomain=small_domain(1e4),
                 emit=lambda a, k: f"F.embedding({a[1]}, {a[0]}, padding_idx={k.get('padding_idx')})"),
 ]
+
+# no index into a dim of length 0: only the calls that index nothing there
+EMPTY_OK = frozenset({"torch.index_copy", "torch.masked_fill"})
+for _s in SPECS:
+    _s.empty = _s.op in EMPTY_OK

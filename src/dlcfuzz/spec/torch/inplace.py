@@ -139,3 +139,10 @@ for _s in SPECS:
         _s.types["Tb"] = ("bool",)
     if _s.op.endswith("copy_") and "T1" not in _s.types:
         _s.types["T1"] = ALL
+
+# in-place writes into empty tensors (not the indexed ones: no index into a dim of length 0)
+EMPTY_OK = frozenset(s.op for s in SPECS if s.op not in {"torch.index_put_", "torch.index_copy_", "torch.scatter_",
+                                                            "torch.scatter_add_", "torch.index_add_",
+                                                            "torch.index_fill_"})
+for _s in SPECS:
+    _s.empty = _s.op in EMPTY_OK

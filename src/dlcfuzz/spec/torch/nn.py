@@ -1,7 +1,9 @@
 """Neural-network operators as models call them: convolutions (1-3d, transposed), pools (max, avg,
 adaptive), interpolate, the norms (layer, group, batch in eval and training mode: the latter writes its
 running statistics in place, instance, RMS), softmax, linear algebra (linear, matmul, mm, bmm, baddbmm,
-addmm, einsum), scaled_dot_product_attention, pad, GLU/PReLU, one_hot and the losses."""
+addmm, einsum), scaled_dot_product_attention, pad, GLU/PReLU, one_hot and the losses; and models' control
+flow: ``torch.cond`` (a predicate read from data, two branches of calls from the registry that the program
+generator builds, ``gen/torch_program.py``: both give the operand's type)."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from dlcfuzz.solve import intervals as iv
 from dlcfuzz.spec.dsl import BOOL, Choice, Const, Dims, Float, In, Int, Maybe, divisors
 from dlcfuzz.spec.torch.base import (
     FLOATS,
+    INTS,
     Draw,
     TorchOpSpec,
     budget_domain,
@@ -379,6 +382,39 @@ def _ce_target(c) -> np.ndarray:
     return np.array(c.np.integers(0, c.s[1], size=(c.s[0],)), dtype=np.int64)
 
 
+# ---------------------------------------------------------------------------------------------
+# Control flow: torch.cond
+# ---------------------------------------------------------------------------------------------
+# the predicate, read from the first operand's data: exact reductions only (amax/amin of floats, sums of
+# integers), so that eager and compiled code take the same branch wherever they agree on that operand
+COND_PREDICATES = {"amax_gt0": "{p}.amax() > 0", "amin_lt0": "{p}.amin() < 0", "sum_gt0": "{p}.sum() > 0",
+                   "any": "{p}.any()"}
+
+
+def _cond_predicates(c) -> Choice:
+    if c.T == "bool":
+        return Choice(("any",))
+    return Choice(("amax_gt0", "amin_lt0", "sum_gt0") if c.T in INTS else ("amax_gt0", "amin_lt0"))
+
+
+def _cond_emit(a: list[str], k: dict) -> str:
+    pred = COND_PREDICATES[k["pred"]].format(p=a[0])
+    fn = k.get("fn", "branch")
+    return f"torch.cond({pred}, {fn}_true, {fn}_false, ({', '.join(a[1:])},))"
+
+
+# The spec draws the predicate's operand and the branches' first operand (the call's type: both branches
+# end in it); the program generator builds the branches (``branches``: per branch, its calls as node
+# dicts; ``results``: each branch's result), lifting the tensors they create into further operands, and
+# records the hull of the branch results' intervals (``bound``: what ``transfer`` gives).
+COND = TorchOpSpec(
+    "cond", "nn",
+    [In("pred", T="T", rank=(0, 5)), In("x", T="T1", shape=lambda c: c.bcast(c.s))],
+    lambda c: [c.ins[1]], attrs={"pred": _cond_predicates},
+    types={"T": (*FLOATS, *INTS, "bool"), "T1": FLOATS}, emit=_cond_emit,
+    transfer=lambda c: [tuple(c.attrs["bound"]) if "bound" in c.attrs else c.ivs[1] for _ in c.outs],
+    vdomain=small_domain(16.0))
+
 SPECS = [
     *(conv(n, t) for n in (1, 2, 3) for t in (False, True)),
     *(pool(kind, n) for kind in ("max", "avg") for n in (1, 2, 3)),
@@ -484,7 +520,16 @@ SPECS = [
                 attrs={"reduction": Choice(("mean", "sum", "none"))}, types={"T": F32}, vdomain=small_domain(16.0),
                 transfer=lambda c: [(0.0, max(1, c.types[0].numel) * (iv.amax(c.x) + 2))],
                 emit=lambda a, k: f"F.binary_cross_entropy_with_logits({a[0]}, {a[1]}, reduction={k['reduction']!r})"),
+    COND,
     TorchOpSpec("dropout_eval", "nn", [In("x", T="T", rank=(0, 5))], lambda c: [c.x], attrs={"p": Float(0.1, 0.5)},
                 types={"T": NN_FLOATS}, transfer=same_iv, vdomain=small_domain(1e4),
                 emit=lambda a, k: f"F.dropout({a[0]}, p={k['p']}, training=False)"),
 ]
+
+# norms, softmax and contractions of empty tensors (not convolutions, pools, interpolate: eager refuses most
+# empty spatial dims; not the losses: a mean of nothing is NaN)
+EMPTY_OK = frozenset(f"torch.{n}" for n in (
+    "layer_norm", "rms_norm", "group_norm", "softmax", "log_softmax", "linear", "matmul", "mm", "bmm", "baddbmm",
+    "addmm", "einsum", "sdpa", "glu", "prelu", "normalize", "cosine_similarity", "dropout_eval"))
+for _s in SPECS:
+    _s.empty = _s.op in EMPTY_OK

@@ -194,3 +194,11 @@ SPECS = [
                 types={"T": ("float32", "int32", "int64")}, ties=(1,), transfer=_idx_iv, vdomain=small_domain(1e4),
                 emit=lambda a, k: f"torch.kthvalue({a[0]}, {k['k']}, {k['dim']}, keepdim={bool(k['keepdim'])})"),
 ]
+
+# reductions of empty tensors that eager defines and keep finite (not amax/amin/max/min/argmax/argmin: eager
+# refuses a dim of length 0; not mean/var/std/logsumexp: NaN or -inf; not norm: inf-norm refused)
+EMPTY_OK = frozenset(f"torch.{n}" for n in (
+    "sum", "prod", "all", "any", "count_nonzero", "cumsum", "cummax", "logcumsumexp", "sort", "argsort", "topk",
+    "kthvalue"))
+for _s in SPECS:
+    _s.empty = _s.op in EMPTY_OK
