@@ -136,7 +136,7 @@ def _unique_emit(name: str):
 
 
 def unique(name: str) -> TorchOpSpec:
-    return TorchOpSpec(name, "index", [In("x", T="T", rank=(0, 4) if name == "unique" else (1, 4),
+    return TorchOpSpec(name, "index", [In("x", T="T", rank=(0, 4),
                                           value=_unique_data)],
                        _unique_out,
                        attrs={"return_inverse": BOOL, "return_counts": BOOL, "_atoms": Int(1, 6),
@@ -229,7 +229,7 @@ SPECS = [
                 lambda c: [TensorType((_masked_count(c),), c.T)], attrs={"mshape": _mshape}, types={"T": ALL},
                 transfer=same_iv, vdomain=small_domain(1e4), dynamic_output=True,
                 emit=lambda a, k: f"torch.masked_select({a[0]}, {a[1]})"),
-    TorchOpSpec("nonzero", "index", [In("x", T="T", rank=(1, 4), value=_nonzero_data)], _nonzero_out,
+    TorchOpSpec("nonzero", "index", [In("x", T="T", rank=(0, 4), value=_nonzero_data)], _nonzero_out,
                 attrs={"as_tuple": BOOL, "_density": Choice((0.0, 0.3, 0.6, 0.9))}, types={"T": ALL},
                 transfer=_positions_iv, grad=False, dynamic_output=True,
                 emit=lambda a, k: f"torch.nonzero({a[0]}, as_tuple=True)" if k.get("as_tuple")

@@ -88,10 +88,10 @@ SPECS = [
     inplace("sigmoid_", [], {}, lambda a, k: f"{a[0]}.sigmoid_()", transfer=lambda c: [iv.hull(c.x, (0.0, 1.0))]),
     inplace("masked_fill_", [In("mask", T="Tb", shape=_uni)], {"value": Choice((0.0, -1.0, 1.5))},
             lambda a, k: f"{a[0]}.masked_fill_({a[1]}, {k['value']})", transfer=lambda c: [iv.hull(c.x, (-1.0, 1.5))]),
-    inplace("addcmul_", [In("t1", T="T", shape=_uni), In("t2", T="T", shape=_uni)], {"value": Choice((0.5, -1.0))},
+    inplace("addcmul_", [In("t1", T="T", shape=_uni), In("t2", T="T", shape=_uni)], {"value": Float(-4.0, 4.0)},
             lambda a, k: f"{a[0]}.addcmul_({a[1]}, {a[2]}, value={k['value']})",
-            transfer=lambda c: [iv.widen((-1, 1), c.n, 1, absolute=iv.amax(c.x) + iv.amax(c.ivs[1]) * iv.amax(c.ivs[2])
-                                         + 1)], bound=2.0),
+            transfer=lambda c: [iv.widen((-1, 1), c.n, 1, absolute=iv.amax(c.x) + 4 * iv.amax(c.ivs[1])
+                                         * iv.amax(c.ivs[2]) + 1)], bound=2.0),
     inplace("lerp_", [In("end", T="T", shape=_uni)], {"weight": Float(0.0, 1.0)},
             lambda a, k: f"{a[0]}.lerp_({a[1]}, {k['weight']})", transfer=hull_iv(0, 1)),
     TorchOpSpec("index_put_", "inplace",

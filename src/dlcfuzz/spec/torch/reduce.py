@@ -85,7 +85,8 @@ def red(name, out, attrs, emit, types, transfer, bound=8.0, **kw) -> TorchOpSpec
 
 
 def _one_dim(c):
-    return Int(-c.r, c.r - 1) if c.r else Choice((0,))
+    """One dim; a 0-d tensor takes 0 and -1 (torch treats it as one of length 1)."""
+    return Int(-c.r, c.r - 1) if c.r else Choice((0, -1))
 
 
 def _val_idx(c) -> list[TensorType]:
@@ -150,29 +151,28 @@ SPECS = [
                 transfer=lambda c: [iv.widen((c.x[0] - 1, c.x[1] + math.log(max(2.0, _count(c))) + 1), c.n, 8)]),
     # uint8 in, uint8 out (torch.all/any's documented exception)
     *(red(name, lambda c: [TensorType(_reduced(c, c.dim, c.keepdim, True), "uint8" if c.T == "uint8" else "bool")],
-          {"dim": lambda c: Maybe(_one_dim(c), 0.3)
-                                                                                 if c.r else Choice((None,)),
-                                                                                 "keepdim": BOOL},
+          {"dim": lambda c: Maybe(_one_dim(c), 0.3), "keepdim": BOOL},
           lambda a, k, name=name: f"torch.{name}({a[0]}, {k['dim']}, keepdim={bool(k['keepdim'])})" if k.get("dim")
           is not None else f"torch.{name}({a[0]})", ALL, bool_iv, 1e4, grad=False) for name in ("all", "any")),
     red("count_nonzero", lambda c: [TensorType(_reduced(c, c.dim, False), "int64")], {"dim": _dims},
         lambda a, k: f"torch.count_nonzero({a[0]}, {k.get('dim')!r})", ALL,
         lambda c: [(0.0, float(max(1, c.types[0].numel)))], 1e4, grad=False),
-    TorchOpSpec("cumsum", "reduce", [In("x", T="T", rank=(1, 5))],
+    TorchOpSpec("cumsum", "reduce", [In("x", T="T", rank=(0, 5))],
                 lambda c: [TensorType(c.s, c.dtype or (c.T if is_float(c.T) else "int64"))],
-                attrs={"dim": lambda c: Int(-c.r, c.r - 1), "dtype": _dtype_choice}, types={"T": (*NUMERIC, "bool")},
-                transfer=lambda c: [iv.widen((-1, 1), c.n, 8, absolute=max(c.types[0].shape) * iv.amax(c.x) + 1)],
+                attrs={"dim": _one_dim, "dtype": _dtype_choice}, types={"T": (*NUMERIC, "bool")},
+                transfer=lambda c: [iv.widen((-1, 1), c.n, 8,
+                                             absolute=max(c.types[0].shape, default=1) * iv.amax(c.x) + 1)],
                 vdomain=small_domain(8.0),
                 emit=lambda a, k: f"torch.cumsum({a[0]}, {k['dim']}{_dt_kw(k)})"),
-    TorchOpSpec("cumprod", "reduce", [In("x", T="T", rank=(1, 5))], lambda c: [c.x],
-                attrs={"dim": lambda c: Int(-c.r, c.r - 1)}, types={"T": FLOATS},
+    TorchOpSpec("cumprod", "reduce", [In("x", T="T", rank=(0, 5))], lambda c: [c.x],
+                attrs={"dim": _one_dim}, types={"T": FLOATS},
                 transfer=lambda c: [iv.widen((-1.3 ** 5, 1.3 ** 5), c.n, 8, absolute=1)],
                 vdomain=small_domain(1.25), emit=lambda a, k: f"torch.cumprod({a[0]}, {k['dim']})"),
-    TorchOpSpec("cummax", "reduce", [In("x", T="T", rank=(1, 5))], lambda c: [c.x, TensorType(c.s, "int64")],
-                attrs={"dim": lambda c: Int(-c.r, c.r - 1)}, types={"T": NUMERIC}, ties=(1,),
+    TorchOpSpec("cummax", "reduce", [In("x", T="T", rank=(0, 5))], lambda c: [c.x, TensorType(c.s, "int64")],
+                attrs={"dim": _one_dim}, types={"T": NUMERIC}, ties=(1,),
                 transfer=_idx_iv, vdomain=small_domain(1e4), emit=lambda a, k: f"torch.cummax({a[0]}, {k['dim']})"),
-    TorchOpSpec("logcumsumexp", "reduce", [In("x", T="T", rank=(1, 5))], lambda c: [c.x],
-                attrs={"dim": lambda c: Int(-c.r, c.r - 1)}, types={"T": ("float32",)},
+    TorchOpSpec("logcumsumexp", "reduce", [In("x", T="T", rank=(0, 5))], lambda c: [c.x],
+                attrs={"dim": _one_dim}, types={"T": ("float32",)},
                 transfer=lambda c: [iv.widen((c.x[0] - 1, c.x[1] + 3), c.n, 8)], vdomain=small_domain(16.0),
                 emit=lambda a, k: f"torch.logcumsumexp({a[0]}, {k['dim']})"),
     TorchOpSpec("sort", "reduce", [In("x", T="T", rank=(1, 5))], lambda c: [c.x, TensorType(c.s, "int64")],

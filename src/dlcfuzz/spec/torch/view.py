@@ -138,7 +138,7 @@ SPECS = [
             lambda a, k: f"{a[0]}.permute({k['dims']})", rank=(1, 5)),
     view_op("transpose", [], lambda c: _t(c, _swap(c.s, c.dim0, c.dim1)),
             {"dim0": _dim, "dim1": _dim}, lambda a, k: f"{a[0]}.transpose({k['dim0']}, {k['dim1']})", rank=(1, 5)),
-    view_op("t", [], lambda c: _t(c, c.s[::-1]), {}, lambda a, k: f"{a[0]}.t()", rank=(2, 2)),
+    view_op("t", [], lambda c: _t(c, c.s[::-1]), {}, lambda a, k: f"{a[0]}.t()", rank=(0, 2)),
     view_op("mT", [], lambda c: _t(c, (*c.s[:-2], c.s[-1], c.s[-2])), {}, lambda a, k: f"{a[0]}.mT", rank=(2, 5)),
     view_op("expand", [], lambda c: _t(c, [*c.sizes[:len(c.sizes) - c.r],
                                             *(x if d == -1 else d for d, x in zip(c.sizes[len(c.sizes) - c.r:], c.s,
