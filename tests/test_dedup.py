@@ -480,3 +480,17 @@ def test_crashes_that_need_the_same_producers_have_one_root_cause() -> None:
     assert crash_upstream_root(replace(leaky, message=leaky.message.replace("n1", "n2")), g) == root
     # a node named n10 is not n1
     assert crash_upstream_root(crash("at n10: boom", backend="openvino"), graph(seq, "LeakyRelu")) == ""
+
+
+def test_a_triton_compile_error_is_keyed_on_what_is_wrong_not_on_the_kernel_listed() -> None:
+    """Triton lists the kernel it failed to compile ("at 11:4:", its source, a caret) before the error:
+    two kernels with one error are one bug (seen on an H200: int8 scatter_add through an ONNX graph and
+    through a torch program)."""
+    def failure(kernel: str) -> str:
+        return (f"CompilationError: at 11:4:\ndef {kernel}(in_ptr0, out_ptr0, xnumel, XBLOCK : tl.constexpr):\n"
+                f"    xnumel = 12\n    tmp0 = tl.load(in_ptr0 + (x2), xmask)\n"
+                f"    tl.atomic_add(out_ptr0 + (x1 + 4*tmp0), tmp2, xmask, sem='relaxed')\n    ^\n"
+                f"atomic_add does not support int8\n")
+    one, two = normalize(failure("triton_poi_fused_scatter_add_3")), normalize(failure("triton_poi_fused_index_put_0"))
+    assert one == two
+    assert one.startswith("CompilationError: atomic_add does not support")

@@ -138,6 +138,22 @@ def test_each_category_of_a_divergence() -> None:
     assert [(f.oracle, f.kind, f.category) for f in v.findings] == [("crash", "signal", COMPILER)]
 
 
+def test_a_gpu_variant_is_held_to_the_tolerance_measured_on_a_gpu() -> None:
+    """float32 rtol 3e-3 on a GPU pair (GPU_TOLERANCES), 1e-2 on the CPU: a 5e-3 relative gap
+    (100 against 100.5, past atol 1e-3) is a finding on the GPU and rounding on the CPU."""
+    variants = {"inductor": {"eager": Variant("eager", {"uncompiled": True}),
+                             "inductor": Variant("inductor", {"compare_with": "eager"}),
+                             "cuda-eager": Variant("cuda-eager", {"device": "cuda", "compare_with": "eager"})}}
+    c = criteria_for(variants)
+    assert c.on_gpu == {("inductor", "cuda-eager")}
+    outcomes = {"inductor": {"eager": _ok(100.0), "inductor": _ok(100.5), "cuda-eager": _ok(100.5)}}
+    v = judge(outcomes, None, c)
+    assert [(f.oracle, f.variant, f.other) for f in v.findings] == [(METAMORPHIC, "cuda-eager", "eager")]
+    # within 3e-3 on the GPU too
+    outcomes["inductor"]["cuda-eager"] = _ok(100.2)
+    assert judge(outcomes, None, c).findings == []
+
+
 # -- the baseline ---------------------------------------------------------------------------------------
 def test_the_chain_tries_the_reference_only_where_it_is_trusted() -> None:
     relu = _one("Relu", (2,), (2,))

@@ -162,3 +162,58 @@ def test_a_variant_on_another_device_leaves_the_shared_import_on_the_cpu() -> No
     assert {t.device.type for t in imported.module.buffers()} == {"cpu"}
     for x, y in zip(before, b.run(b.compile(imported, Variant("eager")), feeds), strict=True):
         np.testing.assert_array_equal(x, y)
+
+
+# ---------------------------------------------------------------------------------------------
+# torch-native programs on a GPU (backends/torch_program.py): inputs keep their layouts there
+# ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("make", [
+    lambda: torch.arange(40.0).reshape(4, 10)[:, ::3],  # step-sliced
+    lambda: torch.arange(6.0).reshape(1, 6).expand(5, 6),  # expanded: stride 0
+    lambda: torch.arange(60.0).reshape(3, 4, 5).permute(2, 0, 1)[1:],  # transposed and offset
+    lambda: torch.arange(120.0).reshape(2, 3, 4, 5).contiguous(memory_format=torch.channels_last),
+])
+def test_a_program_input_keeps_its_layout_on_another_device(make):
+    from dlcfuzz.backends.torch_program import to_device
+
+    x = make()
+    moved = to_device(x, "meta")  # CI has no GPU: meta takes the same path as cuda
+    assert moved.device.type == "meta"
+    assert (tuple(moved.shape), moved.stride(), moved.storage_offset()) == (tuple(x.shape), x.stride(),
+                                                                             x.storage_offset())
+
+
+def test_a_program_campaign_runs_each_chosen_variant_on_the_gpu_too():
+    import random
+
+    from dlcfuzz.ir import Graph
+    from dlcfuzz.run.torch_campaign import plan
+
+    g = Graph()
+    g.meta.update(backward=True, dynamic=False)
+    cpu_only = ["inductor", "inductor-dynamic", "inductor-threads", "inductor-backward"]
+    with_gpu = [*cpu_only, "inductor-cuda", "inductor-cuda-dynamic", "inductor-cuda-backward"]
+    assert plan(g, random.Random(0), cpu_only) == ["inductor-backward"]
+    assert plan(g, random.Random(0), with_gpu) == ["inductor-backward", "inductor-cuda-backward"]
+
+
+@pytest.mark.parametrize("phase, error_type, message", [
+    # cuda-eager on an H200 (torch 2.11): CUDA kernels lack dtypes the CPU ones have
+    ("run", "NotImplementedError", "\"baddbmm_cuda\" not implemented for 'Long'"),
+    ("run", "NotImplementedError", "\"addmm_cuda\" not implemented for 'Long'"),
+    # cuda-inductor on an H200: Dynamo's limit on the exporter's loop over an LSTM's sequence_lens
+    ("compile", "UserError", "Consider annotating your code using torch._check*(). Could not extract specialized "
+                             "integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none)"),
+])
+def test_what_torch_declines_on_a_gpu_is_a_decline_not_a_bug(phase, error_type, message):
+    from dlcfuzz.oracle.unsupported import is_unsupported
+
+    assert is_unsupported("inductor", phase, error_type, message)
+
+
+def test_a_triton_compile_error_on_a_gpu_stays_a_bug():
+    from dlcfuzz.oracle.unsupported import is_unsupported
+
+    assert not is_unsupported("inductor", "compile", "InductorError",
+                              "CompilationError: at 11:4:\n    tl.atomic_add(out_ptr0, tmp2)\n    ^\n"
+                              "atomic_add does not support int8")

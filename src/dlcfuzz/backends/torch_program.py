@@ -12,7 +12,10 @@ on fresh inputs in the program's layouts:
   second call at other sizes (where eager takes them), which must reuse or recompile correctly;
 - ``inductor-threads``: forward with more than one thread (Inductor's OpenMP C++ paths);
 - ``inductor-backward``: a cotangent per float output, gradients of the float inputs (not written in
-  place) and parameters, compiled (AOTAutograd's joint graph) against eager.
+  place) and parameters, compiled (AOTAutograd's joint graph) against eager;
+- with a GPU, ``inductor-cuda`` (and its dynamic and backward forms): the program, its parameters and its
+  inputs (in their layouts) on the GPU, compiled (Triton) against eager on the GPU, as PyTorch's triage
+  compares them.
 
 A divergence (``backends/torch_compare.compare_tensors``) is re-run with ``backend="aot_eager"`` (and then
 ``"eager"``) to name the layer; so is a compile crash.  Each variant hands over ``verdict-<variant>.json``
@@ -52,6 +55,12 @@ VARIANTS = {
     "inductor-dynamic": {"backend": "inductor", "dynamic": True},
     "inductor-threads": {"backend": "inductor", "threads": 2},
     "inductor-backward": {"backend": "inductor", "backward": True},
+}
+# with a GPU: the same program on it, judged against eager torch on the same device (float64 there too)
+CUDA_VARIANTS = {
+    "inductor-cuda": {"backend": "inductor", "device": "cuda"},
+    "inductor-cuda-dynamic": {"backend": "inductor", "device": "cuda", "dynamic": True},
+    "inductor-cuda-backward": {"backend": "inductor", "device": "cuda", "backward": True},
 }
 THREADS = 1  # the default: one thread per worker (workers run side by side)
 
@@ -104,7 +113,7 @@ class Program:
     not_compared: list[int]
     backward: bool
     dynamic: bool
-    cache: dict[str, Any] = field(default_factory=dict)
+    cache: dict[Any, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -128,9 +137,28 @@ def _to64(x: Any) -> Any:
     return x
 
 
-def run_eager(ns: dict[str, Any], model: Any = None, inputs: tuple | None = None, fp64: bool = False
-              ) -> tuple[list[Any], list[Any]]:
-    """(outputs, inputs after the run) of one eager run, no grad."""
+def to_device(x: Any, device: str) -> Any:
+    """``x`` on ``device`` in the same layout: its whole storage moves and the same view (sizes, strides,
+    offset) is taken of it, so step-sliced, offset and expanded (stride 0) inputs stay what they were."""
+    import torch
+
+    if not isinstance(x, torch.Tensor) or device == "cpu" or x.device.type == device:
+        return x
+    storage = x.untyped_storage()
+    base = x.new_empty(0).set_(storage, 0, (storage.nbytes() // x.element_size(),), (1,))
+    return base.to(device).as_strided(x.shape, x.stride(), x.storage_offset())
+
+
+def on_device(model: Any, args: tuple, device: str) -> tuple[Any, tuple]:
+    """The model (moved in place) and the arguments on ``device``."""
+    if device == "cpu":
+        return model, args
+    return model.to(device), tuple(to_device(a, device) for a in args)
+
+
+def run_eager(ns: dict[str, Any], model: Any = None, inputs: tuple | None = None, fp64: bool = False,
+              device: str = "cpu") -> tuple[list[Any], list[Any]]:
+    """(outputs, inputs after the run) of one eager run on ``device``, no grad."""
     import torch
 
     model = model if model is not None else ns["Model"]()
@@ -138,6 +166,7 @@ def run_eager(ns: dict[str, Any], model: Any = None, inputs: tuple | None = None
     if fp64:
         model = copy.deepcopy(model).double()
         args = tuple(_to64(a) for a in args)
+    model, args = on_device(model, args, device)
     with torch.no_grad():
         out = model(*args)
     return [_detach(o) for o in out], [_detach(a) for a in args]
@@ -162,7 +191,7 @@ def grads_of(ns: dict[str, Any], fn: Any, model: Any, args: tuple) -> tuple[list
     loss = None
     for o in outs:
         if isinstance(o, torch.Tensor) and o.requires_grad and o.dtype.is_floating_point:
-            cot = torch.rand(o.shape, generator=g, dtype=torch.float64) * 2 - 1
+            cot = (torch.rand(o.shape, generator=g, dtype=torch.float64) * 2 - 1).to(o.device)
             term = (o.double() * cot).sum()
             loss = term if loss is None else loss + term
     detached = [_detach(o) for o in outs]
@@ -179,7 +208,16 @@ class TorchProgramBackend(Backend):
     checks_models = False
 
     def variants(self) -> list[Variant]:
-        return [Variant(n, dict(o)) for n, o in VARIANTS.items()]
+        from dlcfuzz.backends.inductor import cuda_reason
+
+        table = VARIANTS | ({} if cuda_reason() else CUDA_VARIANTS)
+        return [Variant(n, dict(o)) for n, o in table.items()]
+
+    def device_notes(self) -> dict[str, str]:
+        from dlcfuzz.backends.inductor import cuda_reason
+
+        why = cuda_reason()
+        return {"cuda": f"{self.name}: {why}"} if why else {}
 
     def supports(self, ops: set[str], graph: Any = None) -> bool:
         from dlcfuzz.ir.graph import is_torch_program
@@ -231,40 +269,66 @@ class TorchProgramBackend(Backend):
         import torch
 
         torch._dynamo.reset()
-        model = p.namespace["Model"]()
+        model = p.namespace["Model"]().to(opts.get("device", "cpu"))
         fn = torch.compile(model, backend=backend, fullgraph=True, dynamic=True if opts.get("dynamic") else None)
         return model, fn
+
+    def _references(self, p: Program, device: str) -> tuple[list[Any], list[Any], list[Any] | None, list[Any] | None]:
+        """(outputs, inputs after the run, and both of the float64 run) of eager torch on ``device``: a
+        compiled run is judged against eager on its own device."""
+        if device == "cpu":
+            return p.eager, p.eager_inputs, p.fp64, p.fp64_inputs
+        if ("references", device) not in p.cache:
+            try:
+                eager, eager_inputs = run_eager(p.namespace, device=device)
+            except Exception as e:
+                raise EagerRejects(f"eager torch on {device} rejects the program: {type(e).__name__}: {e}") from e
+            try:
+                fp64, fp64_inputs = run_eager(p.namespace, fp64=True, device=device)
+            except Exception:
+                fp64, fp64_inputs = None, None
+            p.cache[("references", device)] = (eager, eager_inputs, fp64, fp64_inputs)
+        return p.cache[("references", device)]
+
+    def _eager_grads(self, p: Program, device: str) -> dict[str, Any]:
+        """Eager's outputs and gradients with grad on ``device`` (and float64's), as the compiled run
+        makes them: kernels may differ from no-grad ones (max_pool1d's output strides do), so the
+        forward outputs are compared with these too."""
+        ns = p.namespace
+        if ("grads", device) not in p.cache:
+            got: dict[str, Any] = {}
+            m, args = on_device(ns["Model"](), ns["make_inputs"](), device)
+            try:
+                got["outs"], got["grads"] = grads_of(ns, m, m, args)
+            except Exception as e:  # e.g. a tensor saved for backward written in place afterwards
+                raise EagerRejects(f"eager torch rejects the program's backward: {type(e).__name__}: {e}") from e
+            m64, args64 = on_device(copy.deepcopy(ns["Model"]()).double(),
+                                    tuple(_to64(a) for a in ns["make_inputs"]()), device)
+            try:
+                got["outs64"], got["grads64"] = grads_of(ns, m64, m64, args64)
+            except Exception:
+                got["outs64"], got["grads64"] = None, None
+            p.cache[("grads", device)] = got
+        return p.cache[("grads", device)]
 
     def _variant(self, p: Program, opts: dict[str, Any], backend: str, verdict: ProgramVerdict) -> Ran:
         """Runs ``p`` compiled with ``backend`` under the variant's options; the first divergence."""
         import torch
 
         ns = p.namespace
+        device = opts.get("device", "cpu")
         model, fn = self._compiled(p, backend, opts)
-        args = ns["make_inputs"]()
+        args = tuple(to_device(a, device) for a in ns["make_inputs"]())
         if opts.get("backward"):
-            if "grads" not in p.cache:
-                # eager with grad, as the compiled run: kernels may differ from no-grad ones (max_pool1d's
-                # output strides do), so the forward outputs are compared with these too
-                m = ns["Model"]()
-                try:
-                    p.cache["outs"], p.cache["grads"] = grads_of(ns, m, m, ns["make_inputs"]())
-                except Exception as e:  # e.g. a tensor saved for backward written in place afterwards
-                    raise EagerRejects(f"eager torch rejects the program's backward: {type(e).__name__}: {e}") from e
-                m64 = copy.deepcopy(ns["Model"]()).double()
-                try:
-                    p.cache["outs64"], p.cache["grads64"] = grads_of(ns, m64, m64,
-                                                                     tuple(_to64(a) for a in ns["make_inputs"]()))
-                except Exception:
-                    p.cache["outs64"], p.cache["grads64"] = None, None
+            ref = self._eager_grads(p, device)
             outs, got = grads_of(ns, fn, model, args)
-            d = compare_tensors(VALUE, "output", p.cache["outs"], outs, p.cache["outs64"], p.not_compared,
-                                strides=True)
+            d = compare_tensors(VALUE, "output", ref["outs"], outs, ref["outs64"], p.not_compared, strides=True)
             if d is None:
-                d = compare_tensors(GRAD, "gradient of leaf", p.cache["grads"], got, p.cache.get("grads64"))
+                d = compare_tensors(GRAD, "gradient of leaf", ref["grads"], got, ref["grads64"])
                 if d is not None:
                     d.where = d.where.replace("leaf", "input" if d.index < _n_leaves(ns) else "parameter")
             return Ran(outs, verdict, d)
+        eager, eager_inputs, fp64, fp64_inputs = self._references(p, device)
         if opts.get("dynamic"):
             for a in args:
                 if isinstance(a, torch.Tensor) and a.dim():
@@ -272,14 +336,14 @@ class TorchProgramBackend(Backend):
         with torch.no_grad():
             outs = [_detach(o) for o in fn(*args)]
         after = [_detach(a) for a in args]
-        d = compare_tensors(VALUE, "output", p.eager, outs, p.fp64, p.not_compared, strides=True)
+        d = compare_tensors(VALUE, "output", eager, outs, fp64, p.not_compared, strides=True)
         if d is None:
-            d = compare_tensors(MUTATION, "input after the run", p.eager_inputs, after, p.fp64_inputs)
+            d = compare_tensors(MUTATION, "input after the run", eager_inputs, after, fp64_inputs)
         if d is None and opts.get("dynamic"):
-            d = self._second_call(p, fn, verdict)
+            d = self._second_call(p, fn, verdict, device)
         return Ran(outs, verdict, d)
 
-    def _second_call(self, p: Program, fn: Any, verdict: ProgramVerdict) -> Divergence | None:
+    def _second_call(self, p: Program, fn: Any, verdict: ProgramVerdict, device: str) -> Divergence | None:
         """The dynamic variant's second call, at other sizes: one dimension length of the runtime inputs
         grows by one everywhere it occurs (where eager takes the program at those sizes)."""
         import torch
@@ -292,15 +356,15 @@ class TorchProgramBackend(Backend):
         old = sizes.most_common(1)[0][0]
         other = {old: old + 1}
         try:
-            ref, ref_in = run_eager(ns, inputs=ns["make_inputs"](1, other))
+            ref, ref_in = run_eager(ns, inputs=ns["make_inputs"](1, other), device=device)
         except Exception as e:
             verdict.notes.append(f"second call skipped: eager rejects sizes {other}: {type(e).__name__}")
             return None
         try:
-            ref64, ref64_in = run_eager(ns, inputs=ns["make_inputs"](1, other), fp64=True)
+            ref64, ref64_in = run_eager(ns, inputs=ns["make_inputs"](1, other), fp64=True, device=device)
         except Exception:
             ref64, ref64_in = None, None
-        args = ns["make_inputs"](1, other)
+        args = tuple(to_device(a, device) for a in ns["make_inputs"](1, other))
         with torch.no_grad():
             outs = [_detach(o) for o in fn(*args)]
         d = compare_tensors(VALUE, f"second call at sizes {other}: output", ref, outs, ref64, p.not_compared,
@@ -382,6 +446,20 @@ import torch._inductor.config
 from torch._prims_common import check_significant_strides
 
 OPTIONS = {options!r}
+DEVICE = OPTIONS.get("device", "cpu")
+
+
+def on_device(x):
+    """x on DEVICE in the same layout (sizes, strides, storage offset)."""
+    if DEVICE == "cpu":
+        return x
+    s = x.untyped_storage()
+    base = x.new_empty(0).set_(s, 0, (s.nbytes() // x.element_size(),), (1,))
+    return base.to(DEVICE).as_strided(x.shape, x.stride(), x.storage_offset())
+
+
+def inputs(seed=0, sizes=None):
+    return tuple(on_device(a) for a in make_inputs(seed, sizes))
 
 
 def run(fn, model, args, backward):
@@ -395,7 +473,7 @@ def run(fn, model, args, backward):
     leaves = [a for a in args if a.requires_grad] + [p for p in model.parameters()]
     outs = fn(*args)
     g = torch.Generator().manual_seed(1234)
-    terms = [(o.double() * (torch.rand(o.shape, generator=g, dtype=torch.float64) * 2 - 1)).sum()
+    terms = [(o.double() * (torch.rand(o.shape, generator=g, dtype=torch.float64) * 2 - 1).to(o.device)).sum()
              for o in outs if o.requires_grad and o.dtype.is_floating_point]
     grads = torch.autograd.grad(sum(terms), leaves, allow_unused=True) if terms else []
     return [o.detach() for o in outs], [a.detach() for a in args], [x for x in grads]
@@ -424,7 +502,7 @@ def check():
     torch._dynamo.config.capture_scalar_outputs = True
     torch._dynamo.config.capture_dynamic_output_shape_ops = True
     backward, dynamic = OPTIONS.get("backward", False), OPTIONS.get("dynamic", False)
-    model = Model()
+    model = Model().to(DEVICE)
     fn = torch.compile(model, backend=OPTIONS.get("backend", "inductor"), fullgraph=True, dynamic=dynamic or None)
     calls = [(0, None)]
     if dynamic:  # a second call: the most common dim length of the inputs, one longer everywhere
@@ -432,14 +510,15 @@ def check():
         calls += [(1, {{old[0][0]: old[0][0] + 1}})] if old else []
     for seed, sizes in calls:
         try:
-            ref = run(Model(), Model(), make_inputs(seed, sizes), backward)
+            eager = Model().to(DEVICE)
+            ref = run(eager, eager, inputs(seed, sizes), backward)
         except Exception as e:
             print(f"eager rejects the call at sizes {{sizes}}: {{type(e).__name__}}")
             continue
-        m64 = Model().double()
-        args64 = [a.double() if a.dtype.is_floating_point else a for a in make_inputs(seed, sizes)]
+        m64 = Model().double().to(DEVICE)
+        args64 = [on_device(a.double() if a.dtype.is_floating_point else a) for a in make_inputs(seed, sizes)]
         ref64 = run(m64, m64, args64, backward)
-        args = make_inputs(seed, sizes)
+        args = inputs(seed, sizes)
         if dynamic:
             for a in args:
                 torch._dynamo.maybe_mark_dynamic(a, list(range(a.dim())))

@@ -65,10 +65,11 @@ import numpy as np
 
 from dlcfuzz.backends.base import CRASH as CRASHED
 from dlcfuzz.backends.base import OK, Backend, Outcome, Test, Variant
+from dlcfuzz.backends.devices import device_of
 from dlcfuzz.backends.reference import ReferenceBackend
 from dlcfuzz.ir import Graph
 from dlcfuzz.oracle.blame import blame
-from dlcfuzz.oracle.compare import LOW_PRECISION, Mismatch, chebyshev, compare, pair_tolerances
+from dlcfuzz.oracle.compare import GPU_TOLERANCES, LOW_PRECISION, Mismatch, chebyshev, compare, pair_tolerances
 from dlcfuzz.oracle.findings import (
     BASELINE,
     COMPILER,
@@ -116,6 +117,8 @@ class Criteria:
     uncompiled: frozenset[Pair] = frozenset()
     # (backend, variant)s that compute float64 in float32 (all their outputs get float32's tolerance)
     in_float32: frozenset[Pair] = frozenset()
+    # (backend, variant)s that run on a GPU (compared with their mates at ``GPU_TOLERANCES``)
+    on_gpu: frozenset[Pair] = frozenset()
     # (backend, variant) -> the variant it is compared with (``Variant.options["compare_with"]``)
     compare_with: Mapping[Pair, str] = field(default_factory=dict)
     baseline_name: str = "baseline"  # what computed the baseline (named in the findings)
@@ -125,7 +128,7 @@ class Criteria:
     single: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
-        for name in ("low_precision", "uncompiled", "in_float32"):
+        for name in ("low_precision", "uncompiled", "in_float32", "on_gpu"):
             object.__setattr__(self, name, frozenset(getattr(self, name)))
         for name in ("rounded", "single"):
             object.__setattr__(self, name, tuple(getattr(self, name)))
@@ -159,6 +162,8 @@ def criteria_for(variants: Mapping[str, Mapping[str, Variant]],
 
     return Criteria(tolerances=dict(tolerances or {}), low_precision=having("low_precision", "reduced_precision"),
                     uncompiled=having("uncompiled"), in_float32=having("float64_in_float32"),
+                    on_gpu=frozenset((b, n) for b, vs in variants.items() for n, v in vs.items()
+                                     if device_of(v.options) == "cuda"),
                     compare_with={(b, n): v.options["compare_with"] for b, vs in variants.items()
                                   for n, v in vs.items() if v.options.get("compare_with")})
 
@@ -296,7 +301,9 @@ def judge(outcomes: dict[str, dict[str, Outcome]], baseline: list[np.ndarray] | 
                 mate = anchor
             if mate is not None and mate != variant:
                 low = (backend, variant) in c.low_precision or (backend, mate) in c.low_precision
-                m = compare(ran[mate].outputs or [], outs, loose if low else tolerances, c.rounded, as_single)
+                gpu = (backend, variant) in c.on_gpu or (backend, mate) in c.on_gpu
+                pair_tol = loose if low else GPU_TOLERANCES | tolerances if gpu else tolerances
+                m = compare(ran[mate].outputs or [], outs, pair_tol, c.rounded, as_single)
                 if m is not None:
                     findings.append(_mismatch(METAMORPHIC, backend, variant, mate, m))
         if anchor is not None and baseline is not None:

@@ -22,7 +22,7 @@ import numpy as np
 from dlcfuzz.backends.base import Backend, Test, Variant
 from dlcfuzz.backends.devices import device_of
 from dlcfuzz.oracle import CRASH, DIFFERENTIAL, Finding
-from dlcfuzz.oracle.compare import TOLERANCES
+from dlcfuzz.oracle.compare import GPU_TOLERANCES, TOLERANCES
 from dlcfuzz.run.bugreport import write_report
 
 _REPRO = '''#!/usr/bin/env python3
@@ -162,13 +162,15 @@ def write_bundle(folder: Path, signature: str, title: str, f: Finding, test: Tes
     names = [f.variant] + ([other] if other else [])
     sources = {n: backend.repro_source(variants[n]) for n in names}
     # a cuda variant's source runs it on the GPU (the same code as in the worker): say so up front
-    gpu = ", and a CUDA GPU" if any(device_of(variants[n].options) == "cuda" for n in names) else ""
+    on_gpu = any(device_of(variants[n].options) == "cuda" for n in names)
+    gpu = ", and a CUDA GPU" if on_gpu else ""
     repro = _REPRO.format(signature=signature, model_file=model_file, title=title.replace('"""', "'''"),
                           package=backend.pip, gpu=gpu,
                           backend=backend.name, version=version, oracle=f.oracle, kind=f.kind, variant=f.variant,
                           other=other,
                           error_type=f.error_type if f.kind == "exception" else "",
                           hang_seconds=hang_seconds if f.kind == "timeout" else 0,
-                          tolerances=TOLERANCES, chebyshev=chebyshev, sources=sources)
+                          tolerances=TOLERANCES | GPU_TOLERANCES if on_gpu else TOLERANCES, chebyshev=chebyshev,
+                          sources=sources)
     (folder / "repro.py").write_text(repro)
     write_report(folder)

@@ -92,11 +92,17 @@ def root_failure(message: str) -> str:
     return next((b for b in blocks if not _CONSEQUENCE.search(b)), blocks[0])
 
 
+# Triton's CompilationError lists the generated kernel's source ("at 11:4:", the lines, a caret) before
+# what is wrong ("atomic_add does not support int8"): the listing differs with every kernel
+_KERNEL_LISTING = re.compile(r"\bat \d+:\d+:\n(?:.*\n)*?[ \t]*\^[ \t]*\n")
+
+
 def innermost(message: str) -> str:
     """The innermost thrown message: past OpenVINO's pass-name/node-dump wrapper ("... CALLBACK HAS
-    THROWN: <the real error>") and the check-site prefixes that differ between code paths, of the
-    root failure of a conversion report (``root_failure``)."""
-    parts = _WRAPPERS.split(root_failure(message))
+    THROWN: <the real error>"), the check-site prefixes that differ between code paths and Triton's
+    listing of the kernel it failed to compile, of the root failure of a conversion report
+    (``root_failure``)."""
+    parts = _WRAPPERS.split(_KERNEL_LISTING.sub("", root_failure(message)))
     tail = parts[-1] if parts else ""
     return tail if tail.strip() else (message or "")
 

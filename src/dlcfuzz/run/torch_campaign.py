@@ -52,14 +52,16 @@ def plan(graph: Graph, rng: random.Random, known: list[str] | None = None) -> li
     """The variants one program runs on: its forward (with backward where the program asks for it),
     the dynamic-shape compile for three in four programs that may be dynamic (two of the first three real
     bugs found needed it), the threaded one for a few
-    (of the ``known`` variants of the backend, where given)."""
+    (of the ``known`` variants of the backend, where given); on a GPU, each of these that has a CUDA form
+    (``inductor-cuda``, ``inductor-cuda-dynamic``, ``inductor-cuda-backward``) runs there too."""
     out = ["inductor-backward" if graph.meta.get("backward") else "inductor"]
     if graph.meta.get("dynamic") and rng.random() < 0.75:
         out.append("inductor-dynamic")
     if rng.random() < 0.15:
         out.append("inductor-threads")
     if known is not None:
-        out = [v for v in out if v in known] or known[:1]
+        on_gpu = [v.replace("inductor", "inductor-cuda", 1) for v in out]
+        out = [v for v in out + on_gpu if v in known] or known[:1]
     return out
 
 
