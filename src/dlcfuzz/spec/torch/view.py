@@ -247,10 +247,11 @@ def _repeated(s, sizes):
     return [a * b for a, b in zip(full, sizes, strict=True)]
 
 # views and copies of empty tensors (not view/reshape/unflatten: their factorizations of 0 elements; not
-# slice or unbind: steps over, and no results of, a dim of length 0; not as_strided, cat, stack)
+# slice or unbind: steps over, and no results of, a dim of length 0; not as_strided, cat, stack; not
+# pixel_(un)shuffle: eager returns an empty input's shape unchanged)
 EMPTY_OK = frozenset(f"torch.{n}" for n in (
     "permute", "transpose", "t", "mT", "expand", "narrow", "select", "unfold", "diagonal", "movedim", "chunk",
     "split", "squeeze", "unsqueeze", "flatten", "contiguous", "channels_last", "clone", "flip", "roll", "repeat",
-    "broadcast_like", "tile", "pixel_shuffle", "pixel_unshuffle"))
+    "broadcast_like", "tile"))
 for _s in SPECS:
     _s.empty = _s.op in EMPTY_OK
