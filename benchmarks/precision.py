@@ -1,11 +1,13 @@
 """How many of a campaign's listed bugs the other compilers back up: re-runs every listed bug's case
-(the reduced one where the campaign reduced it) on every installed compiler and on the baseline.
+(the reduced one where the campaign reduced it) on every installed compiler and on the baseline.  The
+listed bugs are the roots ``dlcfuzz bugs`` lists (``run.roots``); the bugs folded under them are
+counted per backend (``members``) and not re-run.
 
     python benchmarks/precision.py CAMPAIGN [--backends tvm,openvino,ort,inductor] [--category compiler]
         [--sample N [--seed S]]    # a random sample stratified by backend, each bug's evidence printed
 
 Per backend it prints:
-- listed: the bugs listed in the category;
+- listed: the roots listed in the category; members: the bugs folded under them;
 - contradicted: at least one *other* compiler ran the case and contradicts the accused one (a value
   bug: its outputs match the baseline; a crash: it runs the model) — evidence the bug is real;
 - against baseline: at least one other compiler agrees with the accused one's outputs against the
@@ -32,6 +34,7 @@ from dlcfuzz.ir import Graph
 from dlcfuzz.oracle import run_baseline
 from dlcfuzz.oracle.compare import compare
 from dlcfuzz.run.dedup import normalize
+from dlcfuzz.run.roots import read
 from dlcfuzz.run.store import StoreReader
 from dlcfuzz.run.worker import PhaseLimits, WorkerPool
 
@@ -103,8 +106,11 @@ def main() -> None:
     a = p.parse_args()
     folder = Path(a.campaign)
     store = StoreReader(folder)
-    bugs = store.listed_bugs(a.category)  # a bug merged into another's root cause is not listed
+    rows = {r["signature"]: r for r in store.bug_rows()}
+    roots = read(store, folder).of(a.category)  # what dlcfuzz bugs lists: one entry per root cause
     store.close()
+    bugs = [rows[r.signature] for r in roots]
+    members = Counter({r.signature: len(r.members) for r in roots})
     if a.sample:
         bugs = stratified(bugs, a.sample, a.seed)
     installed = [b for b in a.backends.split(",") if load_backend(b).available()[0]]
@@ -118,6 +124,7 @@ def main() -> None:
                 bundle = folder / bug["dir"]
                 info = json.loads((bundle / "finding.json").read_text())
                 accused = bug["backend"]
+                stats[accused]["members"] += members[bug["signature"]]
                 if not (bundle / "model.onnx").is_file():  # a migrated torch call (call.pt): no ONNX model
                     stats[accused]["listed"] += 1
                     stats[accused]["no ONNX model"] += 1
@@ -146,7 +153,7 @@ def main() -> None:
         if len(members) > 1:
             stats[backend]["duplicate clusters"] += 1
             stats[backend]["in duplicate clusters"] += len(members)
-    cols = ("listed", "contradicted", "against baseline", "unconfirmed", "gone", "no ONNX model",
+    cols = ("listed", "members", "contradicted", "against baseline", "unconfirmed", "gone", "no ONNX model",
             "duplicate clusters", "in duplicate clusters")
     print(f"{a.category} bugs of {folder}, re-run on {', '.join(installed)}")
     print(f"{'backend':<12}" + "".join(f"{c:>22}" for c in cols))
