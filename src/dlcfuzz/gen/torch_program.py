@@ -15,6 +15,12 @@ finite), with torch's element types (bfloat16 included) and operator names.  The
 - whether backward runs (``meta["backward"]``: a cotangent per float output, gradients of the float
   inputs and parameters), and the dims marked dynamic (``meta["dynamic"]``).
 
+Beyond the solver's calls: an operator that takes empty tensors (``TorchOpSpec.empty``) sometimes gets
+a first input with a dim of length 0 (``ProgramOptions.empty_rate``: a new runtime input, or an empty
+tensor an earlier call made); the data a data-dependent operator draws (nonzero's, unique's) are a
+runtime input pinned to them half the time; and ``torch.cond``'s two branches are built here
+(``_branches``): chains of calls solved on a sub-graph from the branch operand to a result of its type.
+
 A call the program cannot make is not committed (a counted retry): a write into a parameter, into a
 broadcast (stride-0) view, or a call whose float output interval is not finite.
 """
