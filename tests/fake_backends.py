@@ -452,3 +452,34 @@ class PlantedTanhNoSigmoid(PlantedTanh):
 
     def supports(self, ops, graph=None) -> bool:
         return "Sigmoid" not in ops and super().supports(ops, graph)
+
+
+class ParentPid(OrtBackend):
+    """ORT whose outputs end with one more: the worker's parent's pid (the pool's process for a spawned
+    worker, the fork server's for a forked one)."""
+
+    name = "parentpid"
+
+    def run(self, compiled, inputs):
+        return [*super().run(compiled, inputs), np.array([os.getppid()], np.int64)]
+
+
+class ThreadAtStart(ParentPid):
+    """ParentPid whose construction starts a thread, as a compiler that starts its pool at import: a fork
+    server may not fork it."""
+
+    name = "threadatstart"
+
+    def __init__(self) -> None:
+        super().__init__()
+        import threading
+
+        threading.Thread(target=time.sleep, args=(3600,), daemon=True).start()
+
+
+class PreloadsThreads(ParentPid):
+    """ParentPid whose fork server is asked to import onnx, then onnxruntime (a module that starts a thread
+    at import), then numpy."""
+
+    name = "preloadsthreads"
+    fork_preload = ("onnx", "onnxruntime", "numpy")

@@ -14,6 +14,22 @@ compiling it, ``Outcome.fired``), ``("done",)``.
 The child moves its own stdout to stderr at start, so compilers that print cannot corrupt the
 protocol; stderr goes to a log file whose tail (including faulthandler's stack dump on a fatal
 signal) is attached to crash outcomes.
+
+Starting a worker: a new interpreter (``spawn``) imports the backend and, in its first test, the compiler
+(torch, TVM: seconds of CPU each time; a reduction starts a fresh worker for every crash it confirms).
+With ``fork`` (the default; ``WorkerPool(start=...)`` or ``DLCFUZZ_WORKER_START=spawn|fork`` choose), a pool
+keeps one *fork server* per backend: a process started like a worker that imports the backend and the
+modules ``PRELOAD`` names for it, and nothing else (no variant, version or device query, no test), then forks
+a child for each worker.  The child closes the server's descriptors, takes its own session, pipes and log,
+reseeds numpy's global generator and runs ``child_main`` as a spawned worker does: a process that ran no
+test, killed, timed and capped the same way.  The server reaps its children and writes each exit status to
+a pipe of the parent's (``_ForkedProc``).  Forking is safe only in a process with one thread and no GPU
+context: after each import the server counts its threads (``/proc/self/task``) and looks for libcuda; where
+a module starts a thread (onnxruntime and openvino do at import), the pool restarts the server with only
+the modules before it, and where the backend itself does, the backend's workers are spawned.  What a forked
+worker shares with the server and not with a spawned one: the string hash seed, and the modules' state
+after import.  Frontend coverage (``DLCFUZZ_FRONTEND_COVERAGE``) always spawns: a preloaded module's
+import-time lines would go unmeasured.
 """
 
 from __future__ import annotations
@@ -23,6 +39,7 @@ import os
 import pickle
 import select
 import signal
+import socket
 import struct
 import subprocess
 import sys
@@ -34,7 +51,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 
@@ -71,6 +88,55 @@ class PhaseLimits:
 
     def timeout(self, phase: str) -> float:
         return {START: self.start, IMPORT: self.import_, COMPILE: self.compile, RUN: self.run}[phase]
+
+
+START_METHODS = ("spawn", "fork")
+DEFAULT_START = "fork"  # how a pool starts workers unless told (WorkerPool(start=...), DLCFUZZ_WORKER_START)
+
+_TORCH = ("torch", "torch._dynamo", "torch._inductor.compile_fx")
+# What a backend's fork server imports before it forks workers, after the backend's own module (the first
+# class along the backend's MRO named here gives them; none: the backend's module only).  Modules that a
+# first test imports and that start no thread and touch no GPU at import, measured with the versions
+# here (issue 29): onnxruntime (a native thread) and openvino (a Python thread) do start one, so they are
+# left to the worker; the server checks anyway and leaves out any module that starts one.
+PRELOAD: dict[str, tuple[str, ...]] = {
+    "dlcfuzz.backends.ort:OrtBackend": ("onnx",),
+    "dlcfuzz.backends.reference:ReferenceBackend": ("onnx", "onnx.reference"),
+    "dlcfuzz.backends.openvino:OpenVinoTorchBackend": ("onnx", "torch"),
+    "dlcfuzz.backends.openvino:OpenVinoBackend": ("onnx",),
+    "dlcfuzz.backends.tvm:TvmTorchBackend": ("torch", "tvm", "tvm.relax", "tvm.relax.frontend.torch"),
+    "dlcfuzz.backends.tvm:TvmBackend": ("onnx", "tvm", "tvm.relax", "tvm.relax.frontend.onnx"),
+    "dlcfuzz.backends.tvm_relax:TvmRelaxBackend": ("tvm", "tvm.relax", "tvm.script", "dlcfuzz.export.relax"),
+    "dlcfuzz.backends.inductor:InductorBackend": ("onnx", *_TORCH, "dlcfuzz.export.torch"),
+    "dlcfuzz.backends.inductor:InductorTorchBackend": (*_TORCH, "dlcfuzz.export.torch_call"),
+    "dlcfuzz.backends.torch_program:TorchProgramBackend": (*_TORCH, "dlcfuzz.export.torch_program"),
+    "dlcfuzz.backends.torch_library:TorchLibraryBackend": ("onnx", "torch", "dlcfuzz.export.torch_call"),
+    "dlcfuzz.backends.iree:IreeBackend": ("onnx", "iree.compiler", "iree.compiler.extras.onnx_importer",
+                                          "iree.runtime"),
+}
+
+
+def preload_modules(cls: type) -> tuple[str, ...]:
+    """The modules a fork server of backend class ``cls`` imports ahead of its workers: the class's own
+    ``fork_preload`` where it has one (a plugin's backend can name its compiler's modules), else ``PRELOAD``."""
+    own = getattr(cls, "fork_preload", None)
+    if own is not None:
+        return tuple(own)
+    for c in cls.__mro__:
+        found = PRELOAD.get(f"{c.__module__}:{c.__qualname__}")
+        if found is not None:
+            return found
+    return ()
+
+
+def worker_env(frontend_coverage: bool = False) -> dict[str, str]:
+    """The environment of a worker (and of a fork server, whose children inherit it)."""
+    env = dict(os.environ, OMP_NUM_THREADS="1", TVM_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONFAULTHANDLER="1")
+    if frontend_coverage:
+        env["DLCFUZZ_FRONTEND_COVERAGE"] = "1"
+    # one Inductor cache for every worker: its precompiled header takes ~40 s to build once
+    env.setdefault("TORCHINDUCTOR_CACHE_DIR", str(Path(tempfile.gettempdir()) / "dlcfuzz-inductor-cache"))
+    return env
 
 
 class Pace:
@@ -242,6 +308,136 @@ def child_main(backend_name: str) -> None:
         _send(proto_out, ("done",))
 
 
+def _fork_hazard() -> str:
+    """Why this process may not fork workers ("": it may): a thread besides this one (a forked child would
+    hold a copy of its locks and none of it), or a CUDA context (never usable in a forked child)."""
+    try:
+        tasks = len(os.listdir("/proc/self/task"))
+    except OSError:
+        return "no /proc/self/task to count threads in"
+    if tasks > 1 or threading.active_count() > 1:
+        return f"{tasks} threads ({threading.active_count()} of Python)"
+    with contextlib.suppress(OSError), open("/proc/self/maps") as f:
+        if "libcuda.so" in f.read():
+            return "the CUDA driver is loaded"
+    torch = sys.modules.get("torch")
+    if torch is not None and getattr(torch, "cuda", None) is not None and torch.cuda.is_initialized():
+        return "CUDA is initialized"
+    return ""
+
+
+def fork_server_main(sock_fd: int, backend_name: str, limit: int = -1) -> str | None:
+    """A fork server (``ForkServer`` is the pool's handle): imports the backend as a worker does, then the
+    first ``limit`` of its ``PRELOAD`` modules (-1: all), checking after each that it may still fork; says
+    ("ready", modules) or ("unsafe", k, why) (k: how many modules were safe; -1: not even the backend), then
+    forks a worker per request.  Returns the backend's name in a forked child (the caller becomes the
+    worker, ``child_main``), None in the server once the pool has gone and every child has ended."""
+    import importlib
+
+    from dlcfuzz.backends import load_backend
+
+    sock = socket.socket(fileno=sock_fd)
+    backend = load_backend(backend_name)
+    for module in backend.unused_imports:  # as child_main does: blocked before any preload can import it
+        sys.modules.setdefault(module, None)  # type: ignore[assignment]
+    modules = preload_modules(type(backend))
+    modules = modules if limit < 0 else modules[:limit]
+    del backend  # each worker builds its own, as a spawned one does
+    hazard = _fork_hazard()
+    if hazard:
+        _send(sock_fd, ("unsafe", -1, f"{hazard} after loading the backend"))
+        return None
+    for k, module in enumerate(modules):
+        try:
+            importlib.import_module(module)
+        except Exception as e:
+            _send(sock_fd, ("unsafe", k, f"importing {module} failed: {type(e).__name__}: {e}"[:500]))
+            return None
+        hazard = _fork_hazard()
+        if hazard:
+            _send(sock_fd, ("unsafe", k, f"{hazard} after importing {module}"))
+            return None
+    _send(sock_fd, ("ready", list(modules)))
+    return _serve_forks(sock, backend_name)
+
+
+def _serve_forks(sock: socket.socket, backend_name: str) -> str | None:
+    """The server's loop: a request is one byte with four descriptors (the worker's stdin, stdout, log and
+    the pipe its exit status goes to); the reply is ("pid", pid).  SIGCHLD wakes the loop to reap."""
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_w, False)
+    signal.signal(signal.SIGCHLD, lambda *_: None)  # a Python handler, so that the wakeup descriptor is written
+    signal.set_wakeup_fd(wake_w)
+    children: dict[int, int] = {}  # pid -> the descriptor its exit status is written to
+    poller = select.poll()
+    poller.register(sock.fileno(), select.POLLIN)
+    poller.register(wake_r, select.POLLIN)
+    listening = True
+    while listening or children:
+        for fd, _ in poller.poll(1000):
+            if fd == wake_r:
+                os.read(wake_r, 4096)
+                continue
+            try:
+                data, fds, _, _ = socket.recv_fds(sock, 1, 4)
+            except OSError:
+                data, fds = b"", []
+            if not data or len(fds) != 4:  # the pool closed the socket (or its process ended)
+                for f in fds:
+                    os.close(f)
+                listening = False
+                poller.unregister(sock.fileno())
+                continue
+            sys.stdout.flush()
+            sys.stderr.flush()
+            pid = os.fork()
+            if pid == 0:
+                sock.close()
+                _become_worker(backend_name, fds, [wake_r, wake_w, *children.values()])
+                return backend_name
+            for f in fds[:3]:
+                os.close(f)
+            children[pid] = fds[3]
+            try:
+                _send(sock.fileno(), ("pid", pid))
+            except OSError:
+                listening = False
+                poller.unregister(sock.fileno())
+        _reap(children)
+    return None
+
+
+def _reap(children: dict[int, int]) -> None:
+    """Writes the exit status (as ``Popen.returncode`` gives it) of each child that has ended to its pipe."""
+    while children:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        fd = children.pop(pid, None)
+        if fd is not None:
+            with contextlib.suppress(OSError):  # the pool may have stopped listening
+                os.write(fd, struct.pack("<i", os.waitstatus_to_exitcode(status)))
+            os.close(fd)
+
+
+def _become_worker(backend_name: str, fds: list[int], server_fds: list[int]) -> None:
+    """In a forked child: what a spawned worker has, and nothing of the server's."""
+    signal.set_wakeup_fd(-1)
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    stdin, stdout, log, status = fds
+    for fd in (*server_fds, status):
+        os.close(fd)
+    os.setsid()  # its own session and process group, as start_new_session gives: killpg ends it and its tools
+    for fd, target in ((stdin, 0), (stdout, 1), (log, 2)):
+        os.dup2(fd, target)
+        os.close(fd)
+    sys.argv = [sys.argv[0], backend_name]
+    np.random.seed()  # a spawned worker's global generator is seeded from the OS; the server's is shared
+
+
 # ---------------------------------------------------------------------------------------------
 # The parent side
 # ---------------------------------------------------------------------------------------------
@@ -257,11 +453,177 @@ def _rss_mb(pid: int) -> float:
         return 0.0
 
 
+def _ended_process(pid: int) -> bool:
+    """Whether ``pid`` is gone or a zombie (a process that is not our child, so that waitpid cannot say)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except (OSError, IndexError):
+        return True
+
+
+class _ForkedProc:
+    """A worker forked by a fork server, as the parts of ``subprocess.Popen`` that ``Worker`` uses.  It is
+    not our child: the server reaps it and writes its exit status (``returncode``'s convention: minus the
+    signal) to the pipe ``status``."""
+
+    LOST = 255  # the status when the server ended before it could report one (it was killed)
+
+    def __init__(self, pid: int, stdin: IO[bytes], stdout: IO[bytes], status: int) -> None:
+        self.pid = pid
+        self.stdin = stdin
+        self.stdout = stdout
+        self._status = status
+        self._server_gone = False
+        self.returncode: int | None = None
+
+    def _collect(self, timeout: float) -> None:
+        if self._server_gone:
+            if _ended_process(self.pid):
+                self.returncode = self.LOST
+                self.release()
+            else:
+                time.sleep(min(timeout, 0.05))
+            return
+        poller = select.poll()
+        poller.register(self._status, select.POLLIN | select.POLLHUP)
+        if not poller.poll(timeout * 1000):
+            return
+        data = os.read(self._status, 4)  # written at once by the server (4 bytes: a pipe delivers them whole)
+        if len(data) == 4:
+            self.returncode = struct.unpack("<i", data)[0]
+            self.release()
+        else:
+            self._server_gone = True
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            self._collect(0)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.returncode is None:
+            left = 1.0 if deadline is None else deadline - time.monotonic()
+            if left <= 0:
+                raise subprocess.TimeoutExpired(f"worker {self.pid}", timeout or 0)
+            self._collect(left)
+        return self.returncode
+
+    def release(self) -> None:
+        if self._status >= 0:
+            os.close(self._status)
+            self._status = -1
+            self._server_gone = True  # nothing more to read
+
+
+class ForkServerGone(Exception):
+    """The fork server did not fork a worker (it died or hung): the worker is spawned instead."""
+
+
+class ForkServerUnsafe(Exception):
+    """The fork server may not fork: ``safe`` of its modules imported safely (-1: not even the backend)."""
+
+    def __init__(self, safe: int, reason: str) -> None:
+        super().__init__(reason)
+        self.safe = safe
+        self.reason = reason
+
+
+class ForkServer:
+    """The pool's handle on one backend's fork server (``fork_server_main``), started like a worker (same
+    environment, own session) with the first ``limit`` of the backend's ``PRELOAD`` modules (-1: all).
+    Raises ForkServerUnsafe when it may not fork; ``fork`` gives a worker, ``close`` ends the server once its
+    workers have ended."""
+
+    def __init__(self, backend: str, env: dict[str, str], log_dir: Path, timeout: float, limit: int = -1) -> None:
+        self.backend = backend
+        self.env = env
+        self.broken = False
+        self._lock = threading.Lock()  # one request at a time: the campaign's jobs share the pool
+        log_dir.mkdir(parents=True, exist_ok=True)
+        fd, path = tempfile.mkstemp(prefix=f"forkserver-{backend.replace(':', '_')}-", suffix=".log", dir=log_dir)
+        self.log_path = Path(path)
+        self.sock, theirs = socket.socketpair()
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "dlcfuzz.run.worker", "--fork-server", str(theirs.fileno()), str(limit),
+                 backend], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=fd, env=env,
+                pass_fds=(theirs.fileno(),), start_new_session=True)
+        finally:
+            theirs.close()
+            os.close(fd)
+        msg = self._reply(timeout)
+        if msg is None or msg[0] != "ready":
+            why = (f"{msg[2]}" if msg is not None and msg[0] == "unsafe" else
+                   f"the fork server did not start: {self._log_tail()[-600:]}")
+            self.close(wait=False)
+            raise ForkServerUnsafe(msg[1] if msg is not None and msg[0] == "unsafe" else -1, why)
+        self.preloaded: list[str] = msg[1]
+
+    def _reply(self, timeout: float) -> Any:
+        poller = select.poll()
+        poller.register(self.sock.fileno(), select.POLLIN | select.POLLHUP)
+        if not poller.poll(timeout * 1000):
+            return None
+        try:
+            return _recv(self.sock.fileno())
+        except (OSError, EOFError, pickle.UnpicklingError):
+            return None
+
+    def _log_tail(self) -> str:
+        try:
+            return self.log_path.read_bytes()[-6000:].decode(errors="replace")
+        except OSError:
+            return ""
+
+    def usable(self, env: dict[str, str]) -> bool:
+        return not self.broken and self.proc.poll() is None and env == self.env
+
+    def fork(self, log: IO[bytes], timeout: float) -> _ForkedProc:
+        """A new worker whose stderr is ``log`` (raises ForkServerGone)."""
+        in_r, in_w = os.pipe()
+        out_r, out_w = os.pipe()
+        st_r, st_w = os.pipe()
+        msg = None
+        try:
+            with self._lock:
+                if not self.broken:
+                    socket.send_fds(self.sock, [b"F"], [in_r, out_w, log.fileno(), st_w])
+                    msg = self._reply(timeout)
+                    self.broken = msg is None or msg[0] != "pid"  # a late reply would answer the next request
+        except OSError:
+            self.broken = True
+        finally:
+            for fd in (in_r, out_w, st_w):
+                os.close(fd)
+        if self.broken or msg is None:
+            for fd in (in_w, out_r, st_r):
+                os.close(fd)
+            raise ForkServerGone(f"{self.backend}'s fork server did not fork: {self._log_tail()[-300:]}")
+        return _ForkedProc(msg[1], os.fdopen(in_w, "wb"), os.fdopen(out_r, "rb"), st_r)
+
+    def close(self, wait: bool = True) -> None:
+        """Closes the socket: the server ends once its workers have (``wait``: up to 10 s for that; else, or
+        when it does not answer, it is killed)."""
+        self.broken = True
+        with contextlib.suppress(OSError):
+            self.sock.close()
+        try:
+            self.proc.wait(timeout=10 if wait else 0.5)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.proc.pid, signal.SIGKILL)  # its session's workers, if any, end with their pipes
+            self.proc.wait()
+        self.log_path.unlink(missing_ok=True)
+
+
 class Worker:
     """One child process serving one backend."""
 
     def __init__(self, backend: str, limits: PhaseLimits, log_dir: Path | None = None,
-                 frontend_coverage: bool = False, pace: Pace | None = None) -> None:
+                 frontend_coverage: bool = False, pace: Pace | None = None,
+                 server: ForkServer | None = None) -> None:
         self.backend = backend
         self.limits = limits
         self.pace = pace or Pace(limits)
@@ -273,14 +635,15 @@ class Worker:
         os.close(fd)  # reopened below as a file object; an unclosed one leaked a descriptor per worker
         self.log_path = Path(path)
         self._log = open(self.log_path, "wb")  # noqa: SIM115 -- lives as long as the child
-        env = dict(os.environ, OMP_NUM_THREADS="1", TVM_NUM_THREADS="1", MKL_NUM_THREADS="1",
-                   PYTHONFAULTHANDLER="1")
-        # one Inductor cache for every worker: its precompiled header takes ~40 s to build once
-        if frontend_coverage:
-            env["DLCFUZZ_FRONTEND_COVERAGE"] = "1"
-        env.setdefault("TORCHINDUCTOR_CACHE_DIR", str(Path(tempfile.gettempdir()) / "dlcfuzz-inductor-cache"))
-        self.proc = subprocess.Popen([sys.executable, "-m", "dlcfuzz.run.worker", backend], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=self._log, env=env, start_new_session=True)
+        env = worker_env(frontend_coverage)
+        forked = None
+        if server is not None and server.env == env:
+            with contextlib.suppress(ForkServerGone):  # a server gone bad is replaced by the pool; this one spawns
+                forked = server.fork(self._log, limits.start)
+        self.started = "spawn" if forked is None else "fork"  # how the child was started
+        self.proc: subprocess.Popen | _ForkedProc = forked or subprocess.Popen(
+            [sys.executable, "-m", "dlcfuzz.run.worker", backend], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=self._log, env=env, start_new_session=True)
         self._fd = self.proc.stdout.fileno()
         self._poll = select.poll()
         self._poll.register(self._fd, select.POLLIN | select.POLLHUP | select.POLLERR)
@@ -406,8 +769,11 @@ class Worker:
 
     def kill(self) -> None:
         if self.proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
+            try:
                 os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:  # a forked child not yet in its own session
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(self.proc.pid, signal.SIGKILL)
             self.proc.wait()
 
     def close(self) -> None:
@@ -421,6 +787,8 @@ class Worker:
         for stream in (self.proc.stdin, self.proc.stdout):
             with contextlib.suppress(OSError):
                 stream.close()
+        if isinstance(self.proc, _ForkedProc):
+            self.proc.release()
         self._log.close()
         self.log_path.unlink(missing_ok=True)
 
@@ -430,7 +798,7 @@ class WorkerPool:
     The judge's ``Runner`` (``oracle/judge.py``): it runs tests through ``run``."""
 
     def __init__(self, limits: PhaseLimits, recycle: int = 200, log_dir: Path | None = None,
-                 frontend_coverage: bool = False) -> None:
+                 frontend_coverage: bool = False, start: str | None = None) -> None:
         self.limits = limits
         self.frontend_coverage = frontend_coverage  # workers measure their frontend's statement coverage
         self.recycle = recycle
@@ -439,13 +807,64 @@ class WorkerPool:
         self.idle: dict[str, list[Worker]] = {}
         self.deaths = 0
         self._lock = threading.Lock()  # campaign jobs share the pool from several threads
+        # how new workers start (module docstring): "fork" from a per-backend fork server, or "spawn"
+        self.start = start or os.environ.get("DLCFUZZ_WORKER_START") or DEFAULT_START
+        if self.start not in START_METHODS:
+            raise ValueError(f"start method {self.start!r}: not one of {', '.join(START_METHODS)}")
+        self.servers: dict[str, ForkServer] = {}
+        self.started_by: dict[str, str] = {}  # backend -> how its workers start, and why not forked
+        self._spawn_only: set[str] = set()
+        self._server_starts: Counter = Counter()
+        self._server_locks: dict[str, threading.Lock] = {}
+
+    MAX_SERVER_STARTS = 4  # a backend whose fork server died this often spawns its workers
+
+    def _server(self, backend: str) -> ForkServer | None:
+        """The backend's fork server, started (or replaced, if it died) on first need; None: spawn."""
+        if self.start != "fork" or self.frontend_coverage:
+            return None
+        with self._lock:
+            lock = self._server_locks.setdefault(backend, threading.Lock())
+        with lock:  # another backend's server may start meanwhile
+            env = worker_env()
+            server = self.servers.get(backend)
+            if server is not None and server.usable(env):
+                return server
+            if server is not None:
+                server.close()
+                del self.servers[backend]
+            if backend in self._spawn_only:
+                return None
+            if self._server_starts[backend] >= self.MAX_SERVER_STARTS:
+                self._spawn_only.add(backend)
+                self.started_by[backend] = f"spawn: its fork server ended {self.MAX_SERVER_STARTS} times"
+                return None
+            self._server_starts[backend] += 1
+            limit = -1
+            while True:
+                try:
+                    server = ForkServer(backend, env, self.log_dir or Path(tempfile.gettempdir()), self.limits.start,
+                                        limit)
+                except ForkServerUnsafe as e:
+                    if e.safe >= 0 and (limit < 0 or e.safe < limit):
+                        limit = e.safe  # again, importing only the modules before the one that made it unsafe
+                        continue
+                    self._spawn_only.add(backend)
+                    self.started_by[backend] = f"spawn: {e.reason}"
+                    return None
+                self.servers[backend] = server
+                self.started_by[backend] = f"fork, preloaded: {', '.join(server.preloaded) or 'the backend only'}"
+                return server
+
+    def _new_worker(self, backend: str) -> Worker:
+        return Worker(backend, self.limits, self.log_dir, self.frontend_coverage, self.pace, self._server(backend))
 
     def acquire(self, backend: str) -> Worker:
         with self._lock:
             free = self.idle.setdefault(backend, [])
             if free:
                 return free.pop()
-        return Worker(backend, self.limits, self.log_dir, self.frontend_coverage, self.pace)
+        return self._new_worker(backend)
 
     def release(self, w: Worker, keep: bool = True) -> None:
         """Back to the pool, unless it died, is due for recycling or is not to be kept (a fresh one)."""
@@ -465,8 +884,7 @@ class WorkerPool:
         which runs the test up to ``runs`` times, until one crashes (a model can break its own process
         on a later run: OpenVINO's dynamic LRN of one channel returns an empty output, then dies)."""
         try:
-            w = (Worker(backend, self.limits, self.log_dir, self.frontend_coverage, self.pace) if fresh
-                 else self.acquire(backend))
+            w = self._new_worker(backend) if fresh else self.acquire(backend)
         except WorkerDied as e:
             return dict.fromkeys(variants, Outcome(CRASH, START, error_type="WorkerDied", message=str(e)[:2000]))
         try:
@@ -500,10 +918,19 @@ class WorkerPool:
             for w in ws:
                 w.close()
         self.idle.clear()
+        for server in self.servers.values():
+            server.close()
+        self.servers.clear()
 
 
 if __name__ == "__main__":
     # run the importable module's copy, so that pickled Outcomes name dlcfuzz.run.worker, not __main__
     from dlcfuzz.run.worker import child_main as _child_main
+    from dlcfuzz.run.worker import fork_server_main as _fork_server_main
 
-    _child_main(sys.argv[1])
+    if sys.argv[1] == "--fork-server":  # --fork-server SOCKET LIMIT BACKEND
+        _name = _fork_server_main(int(sys.argv[2]), sys.argv[4], int(sys.argv[3]))
+        if _name is not None:  # a forked child: a worker from here on
+            _child_main(_name)
+    else:
+        _child_main(sys.argv[1])
