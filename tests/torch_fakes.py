@@ -69,3 +69,70 @@ class StridesAsContiguous(_Planted):
 class WritesToCopies(_Planted):
     name = "planted-copies"
     fake = staticmethod(writes_to_copies)
+
+
+# ---------------------------------------------------------------------------------------------
+# Faults that show only under some Inductor flags (read from torch._inductor.config when the graph is
+# compiled, as Inductor reads them), for the bisection of the config variants
+# ---------------------------------------------------------------------------------------------
+def _flag(name: str) -> Any:
+    from torch._inductor import config
+
+    value: Any = config
+    for part in name.split("."):
+        value = getattr(value, part)
+    return value
+
+
+def off_by_one_when(trigger: dict[str, Any]):
+    """A backend that adds 1 to every float output of a graph compiled while all of ``trigger``'s flags
+    have those values (``{}``: always, a default-config fault)."""
+
+    def backend(gm, example_inputs):
+        import torch
+
+        if not all(_flag(k) == v for k, v in trigger.items()):
+            return gm
+
+        def run(*args: Any):
+            outs = gm(*args)
+            return type(outs)(o + 1 if isinstance(o, torch.Tensor) and o.dtype.is_floating_point else o
+                              for o in outs)
+        return run
+    return backend
+
+
+# the planted faults' triggers, by construction
+ONE_FLAG = {"epilogue_fusion": False}
+TWO_FLAGS = {"aggressive_fusion": True, "cpp.simdlen": 0}
+
+
+class _PlantedConfigs(_Planted):
+    """The config and layout variants on a planted compiler (``backend: planted``)."""
+
+    def variants(self) -> list[Variant]:
+        return [Variant("inductor", {"backend": "planted"}),
+                Variant("inductor-config", {"backend": "planted", "config": "sampled"}),
+                Variant("inductor-layout", {"backend": "planted", "relayout": True})]
+
+
+class OffByOneUnderOneFlag(_PlantedConfigs):
+    name = "planted-one-flag"
+    fake = staticmethod(off_by_one_when(ONE_FLAG))
+
+
+class OffByOneUnderTwoFlags(_PlantedConfigs):
+    name = "planted-two-flags"
+    fake = staticmethod(off_by_one_when(TWO_FLAGS))
+
+
+class OffByOneAlways(_PlantedConfigs):
+    name = "planted-always"
+    fake = staticmethod(off_by_one_when({}))
+
+
+class StridesAsContiguousLayouts(_PlantedConfigs):
+    """Reads non-contiguous inputs as contiguous, run with the layout variant."""
+
+    name = "planted-strides-layouts"
+    fake = staticmethod(strides_as_contiguous)

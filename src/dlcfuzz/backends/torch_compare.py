@@ -17,7 +17,8 @@ from typing import Any
 
 # the kinds of a torch program's divergence
 VALUE, SHAPE, DTYPE, STRIDE, MUTATION, GRAD = "value", "shape", "dtype", "stride", "mutation", "grad"
-KINDS = (VALUE, SHAPE, DTYPE, STRIDE, MUTATION, GRAD)
+LAYOUT = "layout"  # the same values in another layout give other results (the metamorphic layout oracle)
+KINDS = (VALUE, SHAPE, DTYPE, STRIDE, MUTATION, GRAD, LAYOUT)
 # the layer a finding belongs to (what its title names)
 INDUCTOR, AOT, DYNAMO = "inductor", "dynamo/aot_autograd", "dynamo"
 DIVERGENCE_ERROR = "ProgramDivergence"  # the error type a worker reports a divergence under
@@ -54,9 +55,14 @@ class ProgramVerdict:
     divergence: dict[str, Any] | None = None
     layer: str = ""  # of a crash: which backend still crashes (inductor, aot_eager, eager)
     notes: list[str] = field(default_factory=list)  # e.g. "second call skipped: eager rejects the other sizes"
+    config: dict[str, Any] = field(default_factory=dict)  # the Inductor flags the variant ran under
+    minimal: dict[str, Any] | None = None  # of a finding under flags: the fewest that still show it ({}: none)
+    relayout: list[str] = field(default_factory=list)  # the layout variant's other layout of each input
 
     def to_json(self) -> str:
-        return json.dumps({"divergence": self.divergence, "layer": self.layer, "notes": self.notes})
+        return json.dumps({"divergence": self.divergence, "layer": self.layer, "notes": self.notes,
+                           "config": self.config, "minimal": self.minimal, "relayout": self.relayout},
+                          default=repr)
 
 
 class ProgramDivergence(Exception):

@@ -13,6 +13,14 @@ on fresh inputs in the program's layouts:
 - ``inductor-threads``: forward with more than one thread (Inductor's OpenMP C++ paths);
 - ``inductor-backward``: a cotangent per float output, gradients of the float inputs (not written in
   place) and parameters, compiled (AOTAutograd's joint graph) against eager;
+- ``inductor-cpp-wrapper``, ``inductor-freezing`` (no grad: parameters folded as constants) and
+  ``inductor-config`` (a few flags of ``CONFIG_FLAGS`` drawn from the test's seed: the program's
+  ``meta["inductor_config"]``): the forward under ``torch._inductor.config.patch(flags)``; a finding there is
+  bisected (``minimal_flags``: delta debugging over the flag set) to the fewest flags that still show it, ``{}``
+  where it shows with none (a default-config bug);
+- ``inductor-layout``: the metamorphic layout oracle: after a call in the program's layouts, a call with each
+  runtime input re-laid-out (``relayout``: contiguous <-> channels_last / transposed / step-sliced, the same
+  values), judged on values alone against eager in the original layouts (kind ``layout``);
 - with a GPU, ``inductor-cuda`` (and its dynamic and backward forms): the program, its parameters and its
   inputs (in their layouts) on the GPU, compiled (Triton) against eager on the GPU, as PyTorch's triage
   compares them.
@@ -27,6 +35,9 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import inspect
+import random
+import zlib
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -41,6 +52,7 @@ from dlcfuzz.backends.torch_compare import (
     EAGER_REJECTS,
     GRAD,
     INDUCTOR,
+    LAYOUT,
     MUTATION,
     VALUE,
     Divergence,
@@ -55,7 +67,46 @@ VARIANTS = {
     "inductor-dynamic": {"backend": "inductor", "dynamic": True},
     "inductor-threads": {"backend": "inductor", "threads": 2},
     "inductor-backward": {"backend": "inductor", "backward": True},
+    "inductor-cpp-wrapper": {"backend": "inductor", "config": {"cpp_wrapper": True}},
+    "inductor-freezing": {"backend": "inductor", "config": {"freezing": True}},
+    "inductor-config": {"backend": "inductor", "config": "sampled"},
+    "inductor-layout": {"backend": "inductor", "relayout": True},
 }
+# Inductor flags a sampled-config variant draws from (each with its values other than the default): ones
+# that change what Inductor generates for a CPU (fusion, reductions, buffer reuse, the pattern passes, the
+# C++ kernels' vector width, tiling and threading), none that changes the results' meaning (no fast-math,
+# no padded or unkept output strides, no autotuning, nothing of the GPU)
+CONFIG_FLAGS: dict[str, tuple[Any, ...]] = {
+    "split_reductions": (False,),
+    "aggressive_fusion": (True,),
+    "epilogue_fusion": (False,),
+    "pattern_matcher": (False,),
+    "max_fusion_size": (1, 8),
+    "realize_reads_threshold": (1,),
+    "realize_opcount_threshold": (1,),
+    "inplace_buffers": (False,),
+    "allow_buffer_reuse": (False,),
+    "unroll_reductions_threshold": (1, 64),
+    "permute_fusion": (True,),
+    "reorder_for_locality": (False,),
+    "loop_ordering_after_fusion": (False,),
+    "reorder_for_peak_memory": (False,),
+    "group_fusion": (True,),
+    "joint_graph_constant_folding": (False,),
+    "split_cat_fx_passes": (False,),
+    "online_softmax": (False,),
+    "optimize_scatter_upon_const_tensor": (False,),
+    "cpp.simdlen": (0, 256),
+    "cpp.enable_kernel_profile": (True,),
+    "cpp.dynamic_threads": (True,),
+    "cpp.fallback_scatter_reduce_sum": (False,),
+    "cpp.enable_tiling_heuristics": (False,),
+    "cpp.min_chunk_size": (1,),
+    "cpp.max_horizontal_fusion_size": (0, 1),
+    "cpp.enable_loop_tail_vec": (False,),
+    "cpp.use_decompose_tanh": (True,),
+}
+BISECT_RUNS = 24  # the most runs a bisection of one finding's flags takes
 # with a GPU: the same program on it, judged against eager torch on the same device (float64 there too)
 CUDA_VARIANTS = {
     "inductor-cuda": {"backend": "inductor", "device": "cuda"},
@@ -70,6 +121,95 @@ class EagerRejects(Exception):
 
 
 EagerRejects.__name__ = EAGER_REJECTS
+
+
+def sample_config(seed: int, low: int = 2, high: int = 6) -> dict[str, Any]:
+    """The flags of a sampled-config variant for the test of ``seed``: ``low`` to ``high`` flags of
+    ``CONFIG_FLAGS``, each set to one of its other values (the same seed, the same flags)."""
+    rng = random.Random(seed)
+    names = rng.sample(sorted(CONFIG_FLAGS), rng.randint(low, high))
+    return {n: rng.choice(CONFIG_FLAGS[n]) for n in sorted(names)}
+
+
+def minimal_flags(flags: dict[str, Any], shows: Any, runs: int = BISECT_RUNS) -> dict[str, Any]:
+    """The smallest subset of ``flags`` on which ``shows`` (subset -> bool) still holds (``flags`` does):
+    ``{}`` where it holds with no flags, else delta debugging (ddmin) over the flags, each subset run once,
+    within ``runs`` runs (past them, the smallest found so far)."""
+    seen: dict[tuple[str, ...], bool] = {}
+
+    def holds(names: list[str]) -> bool:
+        key = tuple(sorted(names))
+        if key not in seen:
+            if len(seen) >= runs:
+                return False
+            seen[key] = bool(shows({n: flags[n] for n in key}))
+        return seen[key]
+
+    if not flags or holds([]):
+        return {}
+    items, n = sorted(flags), 2
+    while len(items) > 1:
+        size = -(-len(items) // n)
+        chunks = [items[i:i + size] for i in range(0, len(items), size)]
+        smaller = next((c for c in chunks if holds(c)), None)
+        if smaller is None and n > 2:
+            smaller = next((rest for c in chunks if holds(rest := [x for x in items if x not in c])), None)
+            if smaller is not None:
+                items, n = smaller, max(n - 1, 2)
+                continue
+        elif smaller is not None:
+            items, n = smaller, 2
+            continue
+        if n >= len(items):
+            break
+        n = min(2 * n, len(items))
+    return {name: flags[name] for name in items}
+
+
+def flags_text(flags: dict[str, Any] | None) -> str:
+    """``a=1, b=False`` (sorted), or ``default config`` for none."""
+    return ", ".join(f"{k}={v!r}" for k, v in sorted(flags.items())) if flags else "default config"
+
+
+def relayout(x: Any, how: str) -> Any:
+    """``x``'s values in another memory layout: ``contiguous``, ``channels_last`` (4-d or 5-d),
+    ``transposed`` (stored with its dims reversed) or ``sliced`` (every other element of a storage twice as
+    long in the last dim)."""
+    import torch
+
+    if how == "contiguous":
+        return x.contiguous()
+    if how == "channels_last":
+        return x.contiguous(memory_format=torch.channels_last if x.dim() == 4 else torch.channels_last_3d)
+    if how == "transposed":
+        perm = list(range(x.dim()))[::-1]  # its own inverse
+        return x.permute(perm).contiguous().permute(perm)
+    if how == "sliced":
+        shape = list(x.shape)
+        shape[-1] *= 2
+        view = torch.zeros(shape, dtype=x.dtype, device=x.device)[..., ::2]
+        view.copy_(x)
+        return view
+    return x
+
+
+def relayouts(args: Any) -> list[str]:
+    """The other layout of each runtime input (``relayout``; "" keeps it): a dense input becomes
+    transposed, step-sliced or channels_last (in turn), any other (transposed, sliced, offset, expanded)
+    contiguous."""
+    import torch
+
+    out: list[str] = []
+    for i, a in enumerate(args):
+        if not isinstance(a, torch.Tensor) or a.numel() <= 1 or a.dim() == 0:
+            out.append("")
+        elif not a.is_contiguous() or a.storage_offset():
+            out.append("contiguous")
+        else:
+            choices = (["transposed"] if sum(d > 1 for d in a.shape) > 1 else []) + ["sliced"] + \
+                (["channels_last"] if a.dim() in (4, 5) else [])
+            out.append(choices[i % len(choices)])
+    return out
 
 
 def configure() -> None:
@@ -114,6 +254,7 @@ class Program:
     backward: bool
     dynamic: bool
     cache: dict[Any, Any] = field(default_factory=dict)
+    sampled_config: dict[str, Any] = field(default_factory=dict)  # the sampled-config variant's flags
 
 
 @dataclass
@@ -233,7 +374,8 @@ class TorchProgramBackend(Backend):
 
         configure()
         torch._dynamo.reset()
-        source = to_program_source(Graph.from_json(test.graph_json)) if test.graph_json else test.model.decode()
+        graph = Graph.from_json(test.graph_json) if test.graph_json else None
+        source = to_program_source(graph) if graph is not None else test.model.decode()
         ns = build(source)
         try:
             eager, eager_inputs = run_eager(ns)
@@ -243,27 +385,54 @@ class TorchProgramBackend(Backend):
             fp64, fp64_inputs = run_eager(ns, fp64=True)
         except Exception:
             fp64, fp64_inputs = None, None
+        # the sampled-config variant's flags: the test's draw (plan()), or one from the program's text
+        sampled = (graph.meta.get("inductor_config") if graph is not None else None) or \
+            sample_config(zlib.crc32(source.encode()))
         return Program(ns, source, eager, eager_inputs, fp64, fp64_inputs, list(ns.get("NOT_COMPARED", [])),
-                       bool(ns.get("BACKWARD")), bool(ns.get("DYNAMIC")))
+                       bool(ns.get("BACKWARD")), bool(ns.get("DYNAMIC")), sampled_config=dict(sampled))
 
     # -- compile: one variant, judged against eager ---------------------------------------------
     def compile(self, p: Program, variant: Variant) -> Ran:
-        opts = variant.options
-        verdict = ProgramVerdict()
+        opts = dict(variant.options)
+        if opts.get("config") == "sampled":
+            opts["config"] = dict(p.sampled_config)
+        verdict = ProgramVerdict(config=dict(opts.get("config") or {}))
+        backend = opts.get("backend", "inductor")
         try:
             with threads(opts.get("threads", THREADS)):
-                ran = self._variant(p, opts, opts.get("backend", "inductor"), verdict)
+                ran = self._variant(p, opts, backend, verdict)
         except Exception as e:
             if is_decline(type(e).__name__, str(e)):
                 raise
+            opts = self._bisect(p, opts, backend, verdict, crash=type(e).__name__)
             verdict.layer = self._crash_layer(p, opts)
             self.artifact(f"verdict-{variant.name}.json", verdict.to_json())
             raise
         if ran.divergence is not None:
+            opts = self._bisect(p, opts, backend, verdict, kind=ran.divergence.kind)
             ran.divergence.layer = self._divergence_layer(p, opts)
             verdict.divergence = ran.divergence.__dict__
         self.artifact(f"verdict-{variant.name}.json", verdict.to_json())
         return ran
+
+    def _bisect(self, p: Program, opts: dict[str, Any], backend: str, verdict: ProgramVerdict, crash: str = "",
+                kind: str = "") -> dict[str, Any]:
+        """Of a finding under Inductor flags: the fewest of them that still show it (the same crash type, or a
+        divergence of the same kind), in ``verdict.minimal``; the options with only those flags."""
+        flags = opts.get("config") or {}
+        if not flags:
+            return opts
+
+        def shows(subset: dict[str, Any]) -> bool:
+            try:
+                with threads(opts.get("threads", THREADS)):
+                    again = self._variant(p, {**opts, "config": subset}, backend, ProgramVerdict())
+            except Exception as e:
+                return bool(crash) and type(e).__name__ == crash
+            return not crash and again.divergence is not None and again.divergence.kind == kind
+
+        verdict.minimal = minimal_flags(flags, shows)
+        return {**opts, "config": verdict.minimal}
 
     def _compiled(self, p: Program, backend: str, opts: dict[str, Any]) -> tuple[Any, Any]:
         import torch
@@ -312,12 +481,20 @@ class TorchProgramBackend(Backend):
         return p.cache[("grads", device)]
 
     def _variant(self, p: Program, opts: dict[str, Any], backend: str, verdict: ProgramVerdict) -> Ran:
-        """Runs ``p`` compiled with ``backend`` under the variant's options; the first divergence."""
+        """Runs ``p`` compiled with ``backend`` under the variant's options (its Inductor flags patched in
+        around the compile and the runs); the first divergence."""
+        from torch._inductor import config as inductor_config
+
+        with inductor_config.patch(dict(opts.get("config") or {})):
+            return self._run_variant(p, opts, backend, verdict)
+
+    def _run_variant(self, p: Program, opts: dict[str, Any], backend: str, verdict: ProgramVerdict) -> Ran:
         import torch
 
         ns = p.namespace
         device = opts.get("device", "cpu")
         model, fn = self._compiled(p, backend, opts)
+        state = {k: v.detach().clone() for k, v in model.state_dict().items()} if opts.get("relayout") else {}
         args = tuple(to_device(a, device) for a in ns["make_inputs"]())
         if opts.get("backward"):
             ref = self._eager_grads(p, device)
@@ -341,7 +518,34 @@ class TorchProgramBackend(Backend):
             d = compare_tensors(MUTATION, "input after the run", eager_inputs, after, fp64_inputs)
         if d is None and opts.get("dynamic"):
             d = self._second_call(p, fn, verdict, device)
+        if d is None and opts.get("relayout"):
+            d = self._relaid_call(p, fn, model, state, verdict, device)
         return Ran(outs, verdict, d)
+
+    def _relaid_call(self, p: Program, fn: Any, model: Any, state: dict[str, Any], verdict: ProgramVerdict,
+                     device: str) -> Divergence | None:
+        """The layout variant's second call: each runtime input's values in another layout (``relayouts``),
+        the model's buffers as before the first call; judged on values alone (strides may differ) against
+        eager in the program's own layouts."""
+        import torch
+
+        eager, eager_inputs, fp64, fp64_inputs = self._references(p, device)
+        original = tuple(to_device(a, device) for a in p.namespace["make_inputs"]())
+        verdict.relayout = relayouts(original)
+        if not any(verdict.relayout):
+            verdict.notes.append("layout call skipped: no input to re-lay-out")
+            return None
+        args = tuple(relayout(a, h) if h else a for a, h in zip(original, verdict.relayout, strict=True))
+        with torch.no_grad():
+            for k, v in model.state_dict().items():
+                v.copy_(state[k])
+            outs = [_detach(o) for o in fn(*args)]
+        label = f"re-laid-out call [{', '.join(h or 'kept' for h in verdict.relayout)}]:"
+        d = compare_tensors(LAYOUT, f"{label} output", eager, outs, fp64, p.not_compared)
+        if d is None:
+            d = compare_tensors(LAYOUT, f"{label} input after the run", eager_inputs, [_detach(a) for a in args],
+                                fp64_inputs)
+        return d
 
     def _second_call(self, p: Program, fn: Any, verdict: ProgramVerdict, device: str) -> Divergence | None:
         """The dynamic variant's second call, at other sizes: one dimension length of the runtime inputs
@@ -437,6 +641,7 @@ _REPRO = '''
 
 # ---- dlcfuzz: {title}
 # torch.compile ({variant}: {options!r}) against eager, float64 eager as the tie-breaker.
+# Inductor flags: {flags} (set below around the compile and the runs).
 # Exits 1 while the bug is present, 0 once it is gone.
 import sys
 from collections import Counter
@@ -447,6 +652,11 @@ from torch._prims_common import check_significant_strides
 
 OPTIONS = {options!r}
 DEVICE = OPTIONS.get("device", "cpu")
+INDUCTOR_FLAGS = OPTIONS.get("config") or {{}}
+RELAYOUT = OPTIONS.get("relayout") or []  # the layout oracle: each input's values in another layout
+
+
+{relayout_src}
 
 
 def on_device(x):
@@ -479,7 +689,7 @@ def run(fn, model, args, backward):
     return [o.detach() for o in outs], [a.detach() for a in args], [x for x in grads]
 
 
-def differs(ref, res, ref64, skip=()):
+def differs(ref, res, ref64, skip=(), strides=True):
     for i, (a, b, c) in enumerate(zip(ref, res, ref64)):
         if i in skip or a is None or b is None:
             continue
@@ -491,7 +701,7 @@ def differs(ref, res, ref64, skip=()):
             return f"{{i}}: values differ, max |eager - compiled| = {{gap:.4g}}"
         if not a.dtype.is_floating_point and not bool((a == b).all()) and not bool((b == c.to(b.dtype)).all()):
             return f"{{i}}: {{int((a != b).sum())}} elements differ"
-        if a.numel() > 1 and not check_significant_strides(a, b, only_cuda=False)[0]:
+        if strides and a.numel() > 1 and not check_significant_strides(a, b, only_cuda=False)[0]:
             return f"{{i}}: strides {{b.stride()}}, eager {{a.stride()}}"
     return None
 
@@ -523,12 +733,19 @@ def check():
             for a in args:
                 torch._dynamo.maybe_mark_dynamic(a, list(range(a.dim())))
         try:
+            if RELAYOUT:  # a call in the program's layouts, then one with the same values in other layouts
+                state = {{k: v.detach().clone() for k, v in model.state_dict().items()}}
+                run(fn, model, args, backward)
+                with torch.no_grad():
+                    for k, v in model.state_dict().items():
+                        v.copy_(state[k])
+                args = tuple(relayout(a, h) if h else a for a, h in zip(inputs(seed, sizes), RELAYOUT))
             res = run(fn, model, args, backward)
         except Exception as e:
             print(f"reproduced: {{type(e).__name__}}: {{e}}"[:600])
             return 1
         for what, k, skip in (("output", 0, NOT_COMPARED), ("input after the run", 1, ()), ("gradient", 2, ())):
-            diff = differs(ref[k], res[k], ref64[k], skip)
+            diff = differs(ref[k], res[k], ref64[k], skip, strides=not RELAYOUT)
             if diff:
                 print(f"reproduced at sizes {{sizes}}: {{what}} {{diff}}")
                 return 1
@@ -537,15 +754,30 @@ def check():
 
 
 if __name__ == "__main__":
-    sys.exit(check())
+    with torch._inductor.config.patch(INDUCTOR_FLAGS):
+        code = check()
+    sys.exit(code)
 '''
+
+
+def _standalone(fn: Any) -> str:
+    """The source of one of this module's torch-only functions, as a repro script can hold it: no type
+    hints, torch imported by the script."""
+    text = inspect.getsource(fn).replace("    import torch\n\n", "")
+    return text.replace("(x: Any, how: str) -> Any:", "(x, how):")
 
 
 def repro_script(source: str, variant: Variant, title: str) -> str:
     """A standalone torch script: the program (Model, make_inputs) and a check that compiles it with the
-    variant's options and compares with eager (float64 as the tie-breaker)."""
+    variant's options and compares with eager (float64 as the tie-breaker).  The options' ``config`` (the
+    finding's fewest Inductor flags) is patched in around the check; their ``relayout`` (the layout
+    variant's other layouts) re-lays the inputs out for a second call, judged on values alone."""
     head = source.split('\n\nif __name__ == "__main__":')[0]
-    return head + _REPRO.format(title=title.replace("\n", " "), variant=variant.name, options=variant.options)
+    flags = variant.options.get("config")
+    return head + _REPRO.format(title=title.replace("\n", " "), variant=variant.name, options=variant.options,
+                                flags=flags_text(flags) if isinstance(flags, dict) else "none",
+                                relayout_src=_standalone(relayout))
 
 
-__all__ = ["VARIANTS", "EagerRejects", "TorchProgramBackend", "repro_script"]
+__all__ = ["CONFIG_FLAGS", "VARIANTS", "EagerRejects", "TorchProgramBackend", "minimal_flags", "relayout",
+           "repro_script", "sample_config"]

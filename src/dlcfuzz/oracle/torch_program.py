@@ -12,7 +12,15 @@ fuzzer reports (its pt2 issue template):
 - a graph break under ``fullgraph=True`` or an explicit "not supported" is a decline, not a bug; so is
   a program that eager torch itself rejects (the generator's decline, counted);
 - the layer is named as PyTorch's triage does: a divergence (or crash) that ``backend="aot_eager"`` also
-  shows is Dynamo's or AOTAutograd's, not Inductor's, and says so.
+  shows is Dynamo's or AOTAutograd's, not Inductor's, and says so;
+- a finding under Inductor flags (``inductor-cpp-wrapper``, ``inductor-freezing``, ``inductor-config``) is
+  keyed and titled by the fewest flags that still show it (the worker's bisection), or as a default-config
+  bug where it shows with none;
+- the same values in another layout must give the same values (``inductor-layout``): kind ``layout``;
+- a crash is keyed on where Inductor failed (``crash_site``): the innermost frames inside torch/_inductor,
+  torch/_dynamo or torch/_functorch of the root error (not the wrappers that re-raise it), the lowering that
+  failed, and the flags, beside the normalized message, so that one Inductor bug reached by many programs
+  is one bug.
 
 Two halves.  ``backends/torch_compare.compare_tensors`` (in the worker, on torch tensors) finds the
 first divergence of a compiled run from eager.  ``judge_outcomes`` (here, in the driver) turns what the
@@ -24,6 +32,7 @@ of the ONNX differential and metamorphic rules of ``oracle.judge``.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -69,6 +78,85 @@ def verdict_of(o: Outcome, variant: str) -> dict[str, Any]:
         return {}
 
 
+_FRAME = re.compile(r'File "([^"]+)", line \d+, in (\S+)')
+# torch.compile's own code: where a crash's site is read
+SITE_DIRS = ("/torch/_inductor/", "/torch/_dynamo/", "/torch/_functorch/")
+# how Python's traceback joins the errors of a chain (the root cause is listed first)
+_CHAIN = re.compile(r"\n\s*(?:The above exception was the direct cause of the following exception:"
+                    r"|During handling of the above exception, another exception occurred:)\s*\n")
+# Inductor's LoweringException names the operator it failed to lower ("target: aten.index_put_.default")
+_LOWERING = re.compile(r"\btarget: ((?:aten|prims|torch|quantized|_c10d_functional|inductor)\.[\w.]+)")
+SITE_FRAMES = 3  # as many as run/dedup.compiler_frames reads
+# the first error of a C++ compiler's output in Inductor's CppCompileError (whose first lines are the same
+# for every C++ compile error)
+_CXX_ERROR = re.compile(r"\berror: (.+)")
+
+
+def _word(text: str) -> str:
+    """``text`` as one frame-like word: numbers and temporaries (tmp12) as N, spaces as _."""
+    text = re.sub(r"\b\w*\d\w*\b", "N", text.strip())
+    return re.sub(r"\s+", "_", text)[:100]
+
+
+def crash_site(traceback: str, message: str, flags: Mapping[str, Any] | None = None) -> list[str]:
+    """Where torch.compile failed, as ``file:function`` entries: the innermost frames inside
+    torch/_inductor, torch/_dynamo or torch/_functorch of the root error of the traceback's chain (the first
+    error listed that has such frames; else of torch's own code), the lowering that failed
+    (``lowering:aten.x``), a C++ compile error's first ``error:`` line, and the Inductor flags the finding
+    needs (``config:a=1,b=2``); ``SITE_FRAMES`` entries at most, those after the frames kept first."""
+    frames: list[str] = []
+    for dirs in (SITE_DIRS, ("/torch/",)):  # torch.compile's own frames; else torch's (autograd, a kernel)
+        for block in _CHAIN.split(traceback or ""):
+            found = [f"{path.rsplit('/', 1)[-1]}:{fn}" for path, fn in _FRAME.findall(block)
+                     if any(d in path.split("site-packages")[-1] for d in dirs)]
+            if found:
+                frames = found
+                break
+        if frames:
+            break
+    extra = []
+    lowering = _LOWERING.search(message or "")
+    if lowering:
+        extra.append(f"lowering:{lowering.group(1)}")
+    cxx = _CXX_ERROR.search(message or "") if "CppCompileError" in (message or "") else None
+    if cxx:
+        extra.append(f"c++:{_word(cxx.group(1))}")
+    if flags:
+        extra.append("config:" + ",".join(f"{k}={v!r}" for k, v in sorted(flags.items())).replace(" ", ""))
+    keep = max(SITE_FRAMES - len(extra), 0)
+    return (frames[-keep:] if keep else []) + extra
+
+
+def signed_traceback(traceback: str, site: list[str]) -> str:
+    """The traceback with the crash's site appended as its last ``SITE_FRAMES`` frames, which the campaign's
+    signature (``run/dedup.compiler_frames``: the innermost compiler frames) reads; the traceback itself is
+    kept whole above them for the reader."""
+    site = (["-:-"] * SITE_FRAMES + site)[-SITE_FRAMES:]
+    lines = [f'  File "/torch/_inductor/{entry.split(":", 1)[0]}", line 0, in {entry.split(":", 1)[1]}'
+             for entry in site]
+    return f"{traceback}\n\ndlcfuzz: where torch.compile failed (the signature's frames):\n" + "\n".join(lines)
+
+
+def flags_of(v: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The Inductor flags a finding needs: the bisection's fewest ({}: none, a default-config bug), the
+    variant's flags where no bisection ran, None for a variant without flags."""
+    if v.get("minimal") is not None:
+        return dict(v["minimal"])
+    return dict(v["config"]) if v.get("config") else None
+
+
+def flag_details(v: Mapping[str, Any]) -> dict[str, Any]:
+    """What a finding's details say of the flags and layouts it ran under."""
+    out: dict[str, Any] = {}
+    flags = flags_of(v)
+    if flags is not None:
+        out["config"] = flags
+        out["variant_config"] = dict(v.get("config") or {})
+    if v.get("relayout"):
+        out["relayout"] = list(v["relayout"])
+    return out
+
+
 def judge_outcomes(backend: str, outcomes: Mapping[str, Outcome], ops_of_output: Mapping[int, str] | None = None,
                    ops_of_input: Mapping[int, str] | None = None) -> Verdict:
     """Findings and declines of one torch program on one backend's variants.  ``ops_of_output``: output
@@ -88,10 +176,13 @@ def judge_outcomes(backend: str, outcomes: Mapping[str, Outcome], ops_of_output:
             kind = d.get("kind", VALUE)
             on_input = "input" in where
             op = ((ops_of_input or {}).get(index, "") if on_input else (ops_of_output or {}).get(index, ""))
+            flags = flags_of(v)
+            keyed = f"{kind}:{layer}" + (f":config:{','.join(f'{k}={x!r}' for k, x in sorted(flags.items()))}"
+                                         if flags else "")
             f = Finding(METAMORPHIC, kind, backend, variant, o.phase, o.message, o.error_type, o.traceback,
                         other="", output=-1 if on_input else index, category=COMPILER,
-                        details={"first_diverging": {"op": op, "kind": f"{kind}:{layer}", "dtype": d.get("dtype", "")},
-                                 "layer": layer, "where": where})
+                        details={"first_diverging": {"op": op, "kind": keyed, "dtype": d.get("dtype", "")},
+                                 "layer": layer, "where": where, **flag_details(v)})
             findings.append(f)
             continue
         if o.status == ERROR and is_decline(o.error_type, o.message):
@@ -103,8 +194,11 @@ def judge_outcomes(backend: str, outcomes: Mapping[str, Outcome], ops_of_output:
         message = f"[{o.step}] {o.message}" if o.step else o.message
         if layer and layer != INDUCTOR:
             message = f"{message} [layer: {layer}]"
-        findings.append(Finding(CRASH, kind, backend, variant, o.phase, message, o.error_type, o.traceback,
-                                details={"layer": layer or INDUCTOR}))
+        traceback = o.traceback
+        if kind == "exception":  # keyed on where torch.compile failed, not on the program that led there
+            traceback = signed_traceback(o.traceback, crash_site(o.traceback, o.message, flags_of(v)))
+        findings.append(Finding(CRASH, kind, backend, variant, o.phase, message, o.error_type, traceback,
+                                details={"layer": layer or INDUCTOR, **flag_details(v)}))
     return Verdict(findings, unsupported)
 
 
@@ -113,11 +207,16 @@ def title(f: Finding) -> str:
     layer = f.details.get("layer", INDUCTOR)
     who = {INDUCTOR: "Inductor", AOT: "Dynamo/AOTAutograd (aot_eager shows it too)",
            DYNAMO: "Dynamo (backend='eager' shows it too)"}.get(layer, layer)
+    under = f.variant
+    if "config" in f.details:  # the fewest flags that show it, or none
+        flags = f.details["config"]
+        under = (f"{f.variant} with {', '.join(f'{k}={v!r}' for k, v in sorted(flags.items()))}" if flags
+                 else f"{f.variant} (default config: shows with no flags)")
     if f.oracle == CRASH:
-        return f"{who}: {f.phase} {f.kind} under {f.variant}: {f.error_type}: {f.message.splitlines()[0][:120]}"[:200]
+        return f"{who}: {f.phase} {f.kind} under {under}: {f.error_type}: {f.message.splitlines()[0][:120]}"[:240]
     op = (f.details.get("first_diverging") or {}).get("op", "")
-    return f"{who}: {f.kind} mismatch against eager at {f.details.get('where', '')}{f' ({op})' if op else ''} " \
-           f"under {f.variant}"[:200]
+    return f"{who}: {f.kind} mismatch against eager under {under} at {f.details.get('where', '')}" \
+           f"{f' ({op})' if op else ''}"[:240]
 
 
 _register_declines()

@@ -6,7 +6,8 @@ graphs; ``dlcfuzz fuzz --backends inductor`` (``TorchProgramCampaign``) runs pro
 
 Each test is a program of ``gen/torch_program.py`` run by the backend ``inductor-program``
 (``backends/torch_program.py``) on some of its variants (always one plain or backward compile; the
-dynamic-shape one for half the programs, the multi-threaded one for a few), judged by
+dynamic-shape one for most dynamic programs, the multi-threaded one for a few, one under Inductor flags
+for a fifth, the layout oracle for some: ``plan``), judged by
 ``oracle/torch_program.judge_outcomes``.  A new distinct bug's bundle holds ``program.py`` (the
 standalone program) and a ``repro.py`` that is the program plus a few lines comparing the compiled
 variant with eager; the reduction drops calls while the same signature shows, and rewrites both.
@@ -33,7 +34,12 @@ from dlcfuzz.seeds import derive_seed
 from dlcfuzz.spec.torch import TorchOpSpec
 
 BACKEND = "inductor-program"
-VARIANT_NAMES = ("inductor", "inductor-dynamic", "inductor-threads", "inductor-backward")
+VARIANT_NAMES = ("inductor", "inductor-dynamic", "inductor-threads", "inductor-backward", "inductor-cpp-wrapper",
+                 "inductor-freezing", "inductor-config", "inductor-layout")
+# the variants under Inductor flags, one of which runs on CONFIG_SHARE of the programs (the sampled one for half)
+CONFIG_VARIANTS = ("inductor-config", "inductor-config", "inductor-cpp-wrapper", "inductor-freezing")
+CONFIG_SHARE = 0.2
+LAYOUT_SHARE = 0.15  # the metamorphic layout oracle
 # `--backends inductor` alone runs torch-native programs on this backend (with others beside it, besides ONNX graphs)
 PROGRAM_BACKENDS = {"inductor": BACKEND, BACKEND: BACKEND}
 
@@ -51,7 +57,9 @@ def runs_programs(backends: list[str]) -> bool:
 def plan(graph: Graph, rng: random.Random, known: list[str] | None = None) -> list[str]:
     """The variants one program runs on: its forward (with backward where the program asks for it),
     the dynamic-shape compile for three in four programs that may be dynamic (two of the first three real
-    bugs found needed it), the threaded one for a few
+    bugs found needed it), the threaded one for a few, one under Inductor flags for ``CONFIG_SHARE`` of them
+    (cpp_wrapper, freezing, or flags sampled from the test's seed: ``meta["inductor_config"]``), the layout
+    oracle for ``LAYOUT_SHARE``
     (of the ``known`` variants of the backend, where given); on a GPU, each of these that has a CUDA form
     (``inductor-cuda``, ``inductor-cuda-dynamic``, ``inductor-cuda-backward``) runs there too."""
     out = ["inductor-backward" if graph.meta.get("backward") else "inductor"]
@@ -59,6 +67,14 @@ def plan(graph: Graph, rng: random.Random, known: list[str] | None = None) -> li
         out.append("inductor-dynamic")
     if rng.random() < 0.15:
         out.append("inductor-threads")
+    if rng.random() < CONFIG_SHARE:
+        out.append(rng.choice(CONFIG_VARIANTS))
+        if out[-1] == "inductor-config":  # its flags, drawn from the test's seed, travel with the program
+            from dlcfuzz.backends.torch_program import sample_config
+
+            graph.meta["inductor_config"] = sample_config(rng.getrandbits(32))
+    if rng.random() < LAYOUT_SHARE:
+        out.append("inductor-layout")
     if known is not None:
         on_gpu = [v.replace("inductor", "inductor-cuda", 1) for v in out]
         out = [v for v in out + on_gpu if v in known] or known[:1]
@@ -80,7 +96,20 @@ def ops_index(graph: Graph) -> tuple[dict[int, str], dict[int, str]]:
 def judge_program(graph: Graph, outcomes, backend: str = BACKEND) -> Verdict:
     """The torch-program rule of the judge on one backend's outcomes of ``graph``."""
     outs, ins = ops_index(graph)
-    return judge_outcomes(backend, outcomes, outs, ins)
+    return with_variant_flags(graph, judge_outcomes(backend, outcomes, outs, ins))
+
+
+def with_variant_flags(graph: Graph, verdict: Verdict) -> Verdict:
+    """A finding under Inductor flags whose worker bisected nothing (it died): the variant's flags, all of
+    them (the sampled ones are the program's ``meta["inductor_config"]``)."""
+    from dlcfuzz.backends.torch_program import VARIANTS
+
+    for f in verdict.findings:
+        flags = VARIANTS.get(f.variant, {}).get("config")
+        if flags and "config" not in f.details:
+            flags = dict(graph.meta.get("inductor_config") or {}) if flags == "sampled" else dict(flags)
+            f.details.update(config=flags, variant_config=flags)
+    return verdict
 
 
 class TorchProgramTester:
@@ -104,9 +133,9 @@ class TorchProgramTester:
         seed = derive_seed(self.cfg.seed, test_id)
         graph = self.gen.generate(seed)
         graph.meta["target"] = self.backend
+        variants = plan(graph, random.Random(seed), self.variants)  # may add the sampled flags to the meta
         test = Test(b"", graph.to_json(), {})
         t_generate = time.perf_counter() - t_start
-        variants = plan(graph, random.Random(seed), self.variants)
         got = self.pool.run(self.backend, test, variants)
         compiler_s = sum(sum(o.seconds.values()) for o in got.values())
         t0 = time.perf_counter()
@@ -167,12 +196,12 @@ def finish_program_bugs(campaign: Campaign, graph: Graph, new: list[tuple[Path, 
     for folder, f in new:
         if not folder.is_dir() or (folder / "program.py").exists():
             continue
-        variant = campaign.variants[f.backend][f.variant]
+        variant = finding_variant(campaign.variants[f.backend][f.variant], f, graph)
         write_program_bundle(folder, graph, f, variant)
         smallest = graph
         if budget and f.category == COMPILER:
             t0 = time.monotonic()
-            reduced = reduce_program(graph, f, campaign.pool, budget)
+            reduced = reduce_program(with_flags(graph, f), f, campaign.pool, budget)
             if reduced is not None:
                 smallest = reduced
                 write_program_bundle(folder, reduced, f, variant, "reduced")
@@ -185,13 +214,38 @@ def finish_program_bugs(campaign: Campaign, graph: Graph, new: list[tuple[Path, 
             campaign.store.merge_root(graph_signature(f, graph), program_root(f, smallest), program_title(f))
 
 
+def finding_variant(variant: Variant, f: Finding, graph: Graph | None = None) -> Variant:
+    """The variant as the finding needs it: with only the Inductor flags that still show it (the worker's
+    bisection; none for a default-config bug; else the program's sampled flags) and the layout variant's
+    other layouts."""
+    options = dict(variant.options)
+    if "config" in f.details:
+        options["config"] = dict(f.details["config"])
+    elif options.get("config") == "sampled":
+        options["config"] = dict((graph.meta if graph is not None else {}).get("inductor_config") or {})
+    if f.details.get("relayout"):
+        options["relayout"] = list(f.details["relayout"])
+    return Variant(variant.name, options)
+
+
+def with_flags(graph: Graph, f: Finding) -> Graph:
+    """For the sampled-config variant, the program carrying only the flags its finding needs (so that
+    the reduction's runs set those)."""
+    if f.variant.endswith("inductor-config") and "config" in f.details and f.details["config"]:
+        graph = Graph.from_json(graph.to_json())
+        graph.meta["inductor_config"] = dict(f.details["config"])
+    return graph
+
+
 def program_root(f: Finding, graph: Graph) -> str:
-    """The root cause a program bug merges by: its kind and layer (and crash type), and the operators
-    its smallest program still calls."""
+    """The root cause a program bug merges by: its kind and layer (and crash type), the Inductor flags it
+    needs, and the operators its smallest program still calls."""
     import hashlib
 
     parts = [f.backend, f.oracle, f.kind, f.details.get("layer", ""), f.error_type,
              *sorted({n.op for n in graph.nodes})]
+    if f.details.get("config"):  # the Inductor flags it needs
+        parts.append(repr(sorted(f.details["config"].items())))
     return "program:" + hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:16]
 
 
@@ -279,6 +333,7 @@ def reduce_program_bundle(folder: Path, budget: float, phases: PhaseLimits | Non
     variant = next((v for v in load_backend(f.backend).variants() if v.name == f.variant), None)
     if variant is None:
         raise ReduceError(f"{folder}: {f.backend} has no variant {f.variant} here")
+    variant = finding_variant(variant, f, graph)
     sig = graph_signature(f, graph)
     pool = WorkerPool(phases or PhaseLimits())
     try:

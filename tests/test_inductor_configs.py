@@ -1,0 +1,239 @@
+"""Inductor configurations as variants (cpp_wrapper, freezing, flags sampled from the test's seed), the
+bisection of a finding's flags to the fewest that still show it, the metamorphic layout oracle, and crash
+signatures keyed on where torch.compile failed (issue 28).  Real torch throughout; a planted fault is a real
+Dynamo backend (tests/torch_fakes.py) that reads Inductor's flags as Inductor does."""
+
+from __future__ import annotations
+
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from dlcfuzz.backends.base import ERROR, Outcome, Test, Variant  # noqa: E402
+from dlcfuzz.backends.torch_compare import DIVERGENCE_ERROR, LAYOUT, VALUE, ProgramDivergence  # noqa: E402
+from dlcfuzz.backends.torch_program import (  # noqa: E402
+    CONFIG_FLAGS,
+    VARIANTS,
+    TorchProgramBackend,
+    minimal_flags,
+    sample_config,
+)
+from dlcfuzz.gen.torch_program import ProgramOptions, TorchProgramGenerator  # noqa: E402
+from dlcfuzz.oracle.torch_program import judge_outcomes, title  # noqa: E402
+from dlcfuzz.spec.torch import TORCH_REGISTRY  # noqa: E402
+from tests import torch_fakes  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+# five flags of which each planted fault needs one or two
+FLAGS = {"epilogue_fusion": False, "aggressive_fusion": True, "cpp.simdlen": 0, "split_reductions": False,
+         "inplace_buffers": False}
+
+
+def _program(ops, seed=0, layout_rate=0.0, op_range=(2, 3)):
+    gen = TorchProgramGenerator([TORCH_REGISTRY[o] for o in ops], op_range,
+                                options=ProgramOptions(layout_rate=layout_rate, backward_rate=0.0, dynamic_rate=0.0))
+    return gen.generate(seed)
+
+
+def _run(backend, graph, variant: Variant):
+    """(the backend's Ran or the error it raised, the verdict artifacts) of one variant, in this process."""
+    arts: dict[str, str] = {}
+    backend.artifact = arts.__setitem__
+    p = backend.load(Test(b"", graph.to_json(), {}))
+    try:
+        return backend.compile(p, variant), arts
+    except Exception as e:  # a crash: the variant's verdict still tells its layer
+        return e, arts
+
+
+def _judge(graph, variant: str, ran, arts):
+    if ran.divergence is None:
+        return judge_outcomes("planted", {variant: Outcome("ok", "run")}).findings
+    o = Outcome(ERROR, "run", error_type=DIVERGENCE_ERROR, message=ran.divergence.message(variant), artifacts=arts)
+    return judge_outcomes("planted", {variant: o}, {i: graph.nodes[-1].op for i in range(len(graph.outputs))}).findings
+
+
+# ---------------------------------------------------------------------------------------------
+# the variants on real Inductor
+# ---------------------------------------------------------------------------------------------
+def test_each_new_variant_compiles_a_tiny_real_program():
+    """cpp_wrapper, freezing (a program with a parameter, no grad), flags sampled from the program's meta,
+    and the layout variant, each on real Inductor: no false alarm, and the verdict says what it ran under."""
+    g = _program(("torch.linear", "torch.relu"), seed=1, op_range=(2, 2))
+    assert "torch.linear" in {n.op for n in g.nodes}  # a parameter for freezing to fold
+    g.meta["inductor_config"] = {"epilogue_fusion": False, "cpp.simdlen": 0}
+    b = TorchProgramBackend()
+    for name in ("inductor-cpp-wrapper", "inductor-freezing", "inductor-config", "inductor-layout"):
+        ran, arts = _run(b, g, Variant(name, dict(VARIANTS[name])))
+        assert not isinstance(ran, Exception), (name, ran)
+        assert ran.divergence is None, (name, ran.divergence)
+        import json
+
+        v = json.loads(arts[f"verdict-{name}.json"])
+        expected = {"inductor-cpp-wrapper": {"cpp_wrapper": True}, "inductor-freezing": {"freezing": True},
+                    "inductor-config": g.meta["inductor_config"], "inductor-layout": {}}[name]
+        assert v["config"] == expected, (name, v)
+        if name == "inductor-layout":
+            assert any(v["relayout"]), v  # the program's input was laid out another way
+
+
+def test_sampled_flags_are_reproducible_and_plan_runs_configs_on_a_share():
+    from dlcfuzz.ir import Graph
+    from dlcfuzz.run.torch_campaign import plan
+
+    assert sample_config(7) == sample_config(7) and sample_config(7) != sample_config(8)
+    for seed in range(50):
+        flags = sample_config(seed)
+        assert 2 <= len(flags) <= 6 and all(v in CONFIG_FLAGS[k] for k, v in flags.items())
+    configs = layouts = 0
+    for seed in range(1000):
+        g = Graph(meta={"language": "torch"})
+        chosen = plan(g, random.Random(seed), list(VARIANTS))
+        configs += any(v in ("inductor-config", "inductor-cpp-wrapper", "inductor-freezing") for v in chosen)
+        layouts += "inductor-layout" in chosen
+        assert ("inductor-config" in chosen) == ("inductor_config" in g.meta)
+        again = Graph(meta={"language": "torch"})
+        assert plan(again, random.Random(seed), list(VARIANTS)) == chosen and again.meta == g.meta
+    assert 150 <= configs <= 250 and 100 <= layouts <= 200, (configs, layouts)
+
+
+# ---------------------------------------------------------------------------------------------
+# bisection of the flags
+# ---------------------------------------------------------------------------------------------
+def test_ddmin_finds_the_fewest_flags():
+    flags = {f"f{i}": i for i in range(8)}
+    assert minimal_flags(flags, lambda s: "f5" in s) == {"f5": 5}
+    assert minimal_flags(flags, lambda s: {"f1", "f6"} <= set(s)) == {"f1": 1, "f6": 6}
+    assert minimal_flags(flags, lambda s: True) == {}
+
+
+@pytest.mark.parametrize("fake,expected", [("OffByOneUnderOneFlag", torch_fakes.ONE_FLAG),
+                                           ("OffByOneUnderTwoFlags", torch_fakes.TWO_FLAGS),
+                                           ("OffByOneAlways", {})])
+def test_a_planted_fault_under_some_flags_is_bisected_to_exactly_those(fake, expected):
+    """A compiler wrong only under ``expected`` (known by construction), run under five flags: the finding
+    names exactly ``expected`` (its title too), or says it is a default-config bug."""
+    g = _program(("torch.sin", "torch.add"), seed=2)
+    b = getattr(torch_fakes, fake)()
+    plain, _ = _run(b, g, Variant("inductor", {"backend": "planted"}))
+    assert (plain.divergence is not None) == (not expected)  # with no flags, only the default-config fault
+    ran, arts = _run(b, g, Variant("inductor-config", {"backend": "planted", "config": dict(FLAGS)}))
+    assert isinstance(ran.divergence, object) and ran.divergence is not None and ran.divergence.kind == VALUE
+    [f] = _judge(g, "inductor-config", ran, arts)
+    assert f.details["config"] == expected and f.details["variant_config"] == FLAGS
+    head = title(f)
+    if expected:
+        assert all(f"{k}={v!r}" in head for k, v in expected.items()), head
+        assert not any(f"{k}=" in head for k in FLAGS if k not in expected), head
+    else:
+        assert "default config" in head, head
+
+
+def test_repro_of_a_config_finding_sets_only_the_needed_flags(tmp_path):
+    """repro.py of a finding under five flags patches in the one it needs: it reproduces (exit 1) with the
+    planted compiler registered; with its flags emptied, it does not."""
+    from dlcfuzz.backends.torch_program import repro_script
+    from dlcfuzz.export.torch_program import to_program_source
+    from dlcfuzz.run.torch_campaign import finding_variant
+
+    g = _program(("torch.sin", "torch.add"), seed=2)
+    ran, arts = _run(torch_fakes.OffByOneUnderOneFlag(), g,
+                     Variant("inductor-config", {"backend": "planted", "config": dict(FLAGS)}))
+    [f] = _judge(g, "inductor-config", ran, arts)
+    variant = finding_variant(Variant("inductor-config", {"backend": "planted", "config": "sampled"}), f)
+    assert variant.options["config"] == torch_fakes.ONE_FLAG
+    text = repro_script(to_program_source(g), variant, title(f))
+    assert "# Inductor flags: epilogue_fusion=False" in text
+    code = ("import runpy, sys, torch; sys.path.insert(0, sys.argv[2]); "
+            "from torch_fakes import off_by_one_when, ONE_FLAG; "
+            "torch._dynamo.register_backend(name='planted')(off_by_one_when(ONE_FLAG)); "
+            "runpy.run_path(sys.argv[1], run_name='__main__')")
+    got = {}
+    for name, source in (("repro.py", text), ("no_flags.py", text.replace("OPTIONS.get(\"config\") or {}", "{}"))):
+        (tmp_path / name).write_text(source)
+        got[name] = subprocess.run([sys.executable, "-c", code, str(tmp_path / name), str(ROOT / "tests")],
+                                   capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                                   env={"PATH": "/usr/bin:/bin"})
+    assert got["repro.py"].returncode == 1 and "reproduced" in got["repro.py"].stdout, \
+        got["repro.py"].stdout + got["repro.py"].stderr[-2000:]
+    assert got["no_flags.py"].returncode == 0, got["no_flags.py"].stdout + got["no_flags.py"].stderr[-2000:]
+
+
+# ---------------------------------------------------------------------------------------------
+# the metamorphic layout oracle
+# ---------------------------------------------------------------------------------------------
+def test_the_layout_oracle_catches_a_planted_layout_dependent_fault(tmp_path):
+    """A compiler that reads non-contiguous inputs as contiguous, on a program of contiguous inputs: the
+    plain variant agrees with eager; the layout variant (the same values, other layouts) diverges, a finding
+    of kind ``layout``."""
+    g = _program(("torch.sin", "torch.add", "torch.mul"), seed=4, op_range=(2, 3))
+    b = torch_fakes.StridesAsContiguousLayouts()
+    plain, _ = _run(b, g, Variant("inductor", {"backend": "planted"}))
+    assert plain.divergence is None
+    ran, arts = _run(b, g, Variant("inductor-layout", {"backend": "planted", "relayout": True}))
+    assert ran.divergence is not None and ran.divergence.kind == LAYOUT, ran.divergence
+    with pytest.raises(ProgramDivergence):
+        b.run(ran, {})
+    [f] = _judge(g, "inductor-layout", ran, arts)
+    assert f.kind == LAYOUT and f.details["relayout"] and "re-laid-out" in f.details["where"]
+    # its repro.py re-lays the inputs out the same way and reproduces with the planted compiler registered
+    from dlcfuzz.backends.torch_program import repro_script
+    from dlcfuzz.export.torch_program import to_program_source
+    from dlcfuzz.run.torch_campaign import finding_variant
+
+    variant = finding_variant(Variant("inductor-layout", {"backend": "planted", "relayout": True}), f)
+    repro = tmp_path / "repro.py"
+    repro.write_text(repro_script(to_program_source(g), variant, title(f)))
+    code = ("import runpy, sys, torch; sys.path.insert(0, sys.argv[2]); "
+            "from torch_fakes import strides_as_contiguous; "
+            "torch._dynamo.register_backend(name='planted')(strides_as_contiguous); "
+            "runpy.run_path(sys.argv[1], run_name='__main__')")
+    got = subprocess.run([sys.executable, "-c", code, str(repro), str(ROOT / "tests")], capture_output=True,
+                         text=True, timeout=300, cwd=tmp_path, env={"PATH": "/usr/bin:/bin"})
+    assert got.returncode == 1 and "reproduced" in got.stdout, got.stdout + got.stderr[-2000:]
+
+
+# ---------------------------------------------------------------------------------------------
+# crash signatures keyed on where torch.compile failed
+# ---------------------------------------------------------------------------------------------
+def _traceback(program: str, inner: list[str], error: str) -> str:
+    """A chained traceback as the worker reports it: the root error raised inside ``inner`` (torch frames),
+    then Dynamo's wrapper re-raising it from the program's own frames."""
+    root = "".join(f'  File "/venv/lib/python3.11/site-packages/torch/{path}", line 10, in {fn}\n'
+                   for path, fn in (f.split(":") for f in inner))
+    outer = (f'  File "/tmp/{program}.py", line 3, in forward\n'
+             '  File "/venv/lib/python3.11/site-packages/torch/_dynamo/eval_frame.py", line 9, in compile_wrapper\n'
+             '  File "/venv/lib/python3.11/site-packages/torch/nn/modules/module.py", line 5, in _call_impl\n')
+    return (f"Traceback (most recent call last):\n{root}{error}\n\nThe above exception was the direct cause of the "
+            f"following exception:\n\nTraceback (most recent call last):\n{outer}InductorError: {error}\n")
+
+
+def test_crash_signatures_are_keyed_on_inductor_frames_and_the_lowering():
+    from dlcfuzz.ir import Graph
+    from dlcfuzz.run.dedup import graph_signature
+
+    def finding(program: str, inner: list[str], message: str, flags: dict | None = None):
+        verdict = '{"layer": "inductor"' + (f', "config": {{"cpp_wrapper": true}}, "minimal": {flags}'.replace(
+            "'", '"').replace("True", "true") if flags is not None else "") + "}"
+        o = Outcome(ERROR, "compile", error_type="InductorError", message=message,
+                    traceback=_traceback(program, inner, message), artifacts={"verdict-v.json": verdict})
+        [f] = judge_outcomes("inductor-program", {"v": o}).findings
+        return graph_signature(f, Graph(meta={"language": "torch"}))
+
+    scatter = ["_inductor/lowering.py:scatter_reduce_", "_inductor/ir.py:create", "_inductor/ir.py:realize"]
+    codegen = ["_inductor/codegen/cpp.py:codegen_loops", "_inductor/codegen/cpp.py:gen_body",
+               "_inductor/codegen/cpp.py:store"]
+    msg = "LoweringException: AssertionError: \n  target: aten.scatter_reduce.two\n  args[0]: TensorBox(buf3)"
+    # one Inductor bug reached by two programs (different outer frames, buffers): one signature
+    assert finding("g00001", scatter, msg) == finding("g00777", scatter, msg.replace("buf3", "buf9"))
+    # another lowering at the same frames, another site of the same message, other flags: distinct bugs
+    assert finding("g00001", scatter, msg) != finding("g00001", scatter, msg.replace("scatter_reduce.two",
+                                                                                     "index_put_.default"))
+    assert finding("g00001", scatter, "AssertionError: bad") != finding("g00001", codegen, "AssertionError: bad")
+    assert finding("g00001", codegen, "AssertionError: bad", {}) != \
+        finding("g00001", codegen, "AssertionError: bad", {"cpp_wrapper": True})
