@@ -13,7 +13,7 @@ import numpy as np
 from dlcfuzz.ir import TensorType
 from dlcfuzz.ir.dtypes import np_dtype
 from dlcfuzz.solve import intervals as iv
-from dlcfuzz.spec.dsl import BOOL, Choice, Const, In, Int, Maybe
+from dlcfuzz.spec.dsl import BOOL, Choice, Const, EmptyDomain, In, Int, Maybe
 from dlcfuzz.spec.torch.base import ALL, FLOATS, NUMERIC, Draw, TorchOpSpec, hull_iv, same_iv, small_domain
 from dlcfuzz.spec.torch.inplace import _ishape, _scatter_index
 
@@ -47,7 +47,15 @@ def _masked_count(c) -> int:
     from dlcfuzz.spec.dsl import broadcast_shapes
 
     shape = broadcast_shapes(c.s, tuple(c.mshape))
-    return int(np.broadcast_to(c._m, shape).sum())
+    return _data_size(int(np.broadcast_to(c._m, shape).sum()))
+
+
+def _data_size(n: int) -> int:
+    """A data-dependent size, never 0 or 1: Dynamo and Inductor take an unbacked size to be neither (a
+    size of 1 that broadcasts fails their runtime assert, by design), so such a size is refused."""
+    if n < 2:
+        raise EmptyDomain(f"a data-dependent size of {n}")
+    return n
 
 
 def _mshape(c):
@@ -60,10 +68,14 @@ def _draw_mask(c):
 
 
 def _nonzero_data(c) -> np.ndarray:
-    """Nonzero values (small integers, exact in every dtype) at a drawn density, never all zeros."""
+    """Nonzero values (small integers, exact in every dtype) at a drawn density, two at least (see
+    ``_data_size``)."""
     shape, dtype = tuple(c.s), c.T
+    if c.x.numel < 2:
+        raise EmptyDomain("nonzero: fewer than two elements")
     keep = c.np.random(shape) >= c._density
-    keep.flat[c.rng.randrange(max(1, c.x.numel))] = True
+    for k in c.rng.sample(range(c.x.numel), 2):
+        keep.flat[k] = True
     if dtype == "bool":
         data = keep
     else:
@@ -71,7 +83,7 @@ def _nonzero_data(c) -> np.ndarray:
         if dtype != "uint8":
             vals = vals * np.where(c.np.random(shape) < 0.5, -1, 1)
         data = np.where(keep, vals, 0)
-    c._nnz = int(keep.sum())
+    c._nnz = _data_size(int(keep.sum()))
     return np.asarray(data).astype(np_dtype(dtype)).reshape(shape)
 
 
@@ -101,9 +113,9 @@ def _unique_data(c) -> np.ndarray:
     data = np.asarray(data).astype(np_dtype(dtype)).reshape(shape)
     flat = data.reshape(-1)
     if c._consecutive:
-        c._k = int(1 + np.count_nonzero(flat[1:] != flat[:-1])) if flat.size else 0
+        c._k = _data_size(int(1 + np.count_nonzero(flat[1:] != flat[:-1])) if flat.size else 0)
     else:
-        c._k = int(np.unique(flat).size)
+        c._k = _data_size(int(np.unique(flat).size))
     return data
 
 
@@ -136,10 +148,9 @@ def _unique_emit(name: str):
 
 
 def unique(name: str) -> TorchOpSpec:
-    return TorchOpSpec(name, "index", [In("x", T="T", rank=(0, 4),
-                                          value=_unique_data)],
+    return TorchOpSpec(name, "index", [In("x", T="T", rank=(1, 4), value=_unique_data)],
                        _unique_out,
-                       attrs={"return_inverse": BOOL, "return_counts": BOOL, "_atoms": Int(1, 6),
+                       attrs={"return_inverse": BOOL, "return_counts": BOOL, "_atoms": Int(2, 6),
                               "_consecutive": Choice((name == "unique_consecutive",))},
                        types={"T": ALL}, transfer=_unique_iv, grad=False, dynamic_output=True,
                        emit=_unique_emit(name))
@@ -229,7 +240,7 @@ SPECS = [
                 lambda c: [TensorType((_masked_count(c),), c.T)], attrs={"mshape": _mshape}, types={"T": ALL},
                 transfer=same_iv, vdomain=small_domain(1e4), dynamic_output=True,
                 emit=lambda a, k: f"torch.masked_select({a[0]}, {a[1]})"),
-    TorchOpSpec("nonzero", "index", [In("x", T="T", rank=(0, 4), value=_nonzero_data)], _nonzero_out,
+    TorchOpSpec("nonzero", "index", [In("x", T="T", rank=(1, 4), value=_nonzero_data)], _nonzero_out,
                 attrs={"as_tuple": BOOL, "_density": Choice((0.0, 0.3, 0.6, 0.9))}, types={"T": ALL},
                 transfer=_positions_iv, grad=False, dynamic_output=True,
                 emit=lambda a, k: f"torch.nonzero({a[0]}, as_tuple=True)" if k.get("as_tuple")

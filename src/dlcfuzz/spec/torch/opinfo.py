@@ -111,5 +111,8 @@ OPINFO_EXEMPT: dict[str, str] = {
     "torch.permute": "a 0-d input is not drawn: nothing to permute",
     "torch.unfold": "a 0-d input is not drawn: unfold needs a dim to window",
     "torch.prelu": "inputs of rank < 2 are not drawn: the per-channel weight reads dim 1",
+    **{f"torch.{n}": "a 0-d input is not drawn: one element gives a data-dependent size of 0 or 1, which Dynamo "
+                     "and Inductor take to be neither (by design; see index._data_size)"
+       for n in ("nonzero", "unique", "unique_consecutive")},
     "torch.sin_int": "sin of an integer tensor (a float32 result): OpInfo's float32 samples are sin's own",
 }
