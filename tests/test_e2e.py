@@ -7,7 +7,8 @@ names every command and every listed backend):
 
 - ``fuzz``: ort, tvm, openvino, inductor (ONNX graphs, beside ort), inductor alone (torch-native programs, the
   ``inductor-program`` backend), inductor beside ort with the allocation (ONNX graphs and torch-native programs
-  in one campaign), tvm-relax here; iree in ``test_backend_iree.py``;
+  in one campaign), tvm-relax here; iree in ``test_backend_iree.py``; torch-native programs on the PyTorch
+  frontends (tvm-torch) in ``test_program_frontends.py``;
 - ``migrate``: the torch frontends (tvm-torch, openvino-torch, inductor-torch) and the library's own run
   (torch-library) here, with ``migrate apfd``; the export's path to the ONNX frontends in
   ``test_migrate_triage.py``; ``migrate record`` with tvm-torch in ``test_migrate_campaign.py``;
@@ -43,7 +44,8 @@ COVERED = {
     "fuzz": [*(f"test_e2e.py::test_fuzz_runs_tests_on_the_backend[{b}]" for b in FUZZ_RUNS),
              "test_e2e.py::test_a_campaign_with_inductor_beside_ort_runs_torch_programs_and_onnx_graphs",
              "test_e2e.py::test_fuzz_runs_tests_on_tvm_relax",
-             "test_backend_iree.py::test_campaign_draws_only_operators_iree_lowers"],
+             "test_backend_iree.py::test_campaign_draws_only_operators_iree_lowers",
+             "test_program_frontends.py::test_fuzz_with_tvm_torch_runs_programs_and_records_ok_outcomes"],
     "migrate": ["test_e2e.py::test_migrate_runs_torch_calls_through_every_frontend"],
     "migrate-record": ["test_migrate_campaign.py::test_cli_migrate_runs_recorded_torch_instances"],
     "migrate-apfd": ["test_e2e.py::test_migrate_runs_torch_calls_through_every_frontend"],

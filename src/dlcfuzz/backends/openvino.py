@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection
+from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
@@ -137,6 +138,42 @@ def run_model(model_path, inputs):
 '''
 
 
+@dataclass
+class ProgramImport:
+    """A torch-native program as OpenVINO's PyTorch frontend converted it (``backends/program_frontend.py``)."""
+
+    program: Any  # program_frontend.FrontendProgram
+    model: Any  # openvino.Model
+
+
+@dataclass
+class ProgramCompiled:
+    program: Any  # program_frontend.FrontendProgram
+    compiled: Any  # openvino.CompiledModel
+    variant: str
+
+
+def _ov_tensor(a: Any) -> Any:
+    """A torch tensor as OpenVINO takes it: its array, or (numpy has no bfloat16) its bits typed bf16."""
+    import torch
+
+    if a.dtype == torch.bfloat16:
+        import openvino as ov
+
+        return ov.Tensor(a.view(torch.int16).numpy(), list(a.shape), ov.Type.bf16)
+    return a.numpy()
+
+
+def _torch_of(value: Any, element_type: str) -> Any:
+    """An OpenVINO output as a torch tensor (a bf16 output comes back as 16-bit values holding its bits)."""
+    import torch
+
+    v = np.array(value)
+    if "bfloat16" in element_type:
+        return torch.from_numpy(v.view(np.int16)).view(torch.bfloat16)
+    return torch.from_numpy(v)
+
+
 class OpenVinoTorchBackend(OpenVinoBackend):
     """OpenVINO's PyTorch frontend on a migrated torch call (a call spec, see
     ``dlcfuzz.export.torch_call``): ``ov.convert_model(module, example_input=...)`` with the inputs'
@@ -162,14 +199,17 @@ class OpenVinoTorchBackend(OpenVinoBackend):
             return False, f"{self.name}: package 'torch' is not installed (pip install torch)"
         return super().available()
 
-    def load(self, test: Test) -> tuple[Any, list[str]]:
+    def load(self, test: Test) -> Any:
         import warnings
 
         import openvino as ov
         import torch
 
+        from dlcfuzz.backends.program_frontend import is_program_test
         from dlcfuzz.backends.torch_library import TorchExportError, example_args, first_line, load_call
 
+        if is_program_test(test):
+            return self.load_program(test)
         module, names = load_call(test)
         args = example_args(names, test.inputs)
         with warnings.catch_warnings():
@@ -180,6 +220,71 @@ class OpenVinoTorchBackend(OpenVinoBackend):
                 raise TorchExportError(f"torch.jit.trace failed: {type(e).__name__}: {first_line(e)}") from e
             model = ov.convert_model(module, example_input=args, input=[ov.PartialShape(list(a.shape)) for a in args])
         return model, names
+
+    def load_program(self, test: Test) -> ProgramImport:
+        """A torch-native program: ``torch.export.export`` (OpenVINO's frontend decomposes the
+        ExportedProgram itself), then ``ov.convert_model`` with the inputs' static shapes."""
+        import warnings
+
+        import openvino as ov
+
+        from dlcfuzz.backends.program_frontend import load_program
+
+        program = load_program(test, decompose=False)
+        args = program.namespace["make_inputs"]()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model = ov.convert_model(program.ep, input=[ov.PartialShape(list(a.shape)) for a in args])
+        return ProgramImport(program, model)
+
+    def compile(self, imported: Any, variant: Variant) -> Any:
+        if isinstance(imported, ProgramImport):
+            compiled, _ = super().compile((imported.model, []), variant)
+            return ProgramCompiled(imported.program, compiled, variant.name)
+        return super().compile(imported, variant)
+
+    def run(self, compiled: Any, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
+        """A migrated call: the call's inputs by position.  A torch-native program: its own inputs as
+        contiguous copies (OpenVINO's tensors are dense; bfloat16 as its bits), judged against eager."""
+        if not isinstance(compiled, ProgramCompiled):
+            return super().run(compiled, inputs)
+        from dlcfuzz.backends.program_frontend import dense_inputs, judge_run
+
+        model = compiled.compiled
+        result = model.create_infer_request().infer([_ov_tensor(a) for a in dense_inputs(compiled.program)])
+        outs = [_torch_of(result[o], str(o.get_element_type())) for o in model.outputs]
+        return judge_run(self, compiled.variant, compiled.program, outs, "openvino")
+
+    def program_repro(self, source: str, variant: Variant, title: str) -> str:
+        """repro.py of a torch-native program's bug: the program, then this variant's compile and the check."""
+        from dlcfuzz.backends.program_frontend import repro_script, repro_tail
+
+        reshape = ("    model.reshape({p: ov.PartialShape.dynamic(p.get_partial_shape().rank) for p in model.inputs})\n"
+                   if variant.options["dynamic"] else "")
+        run = f'''
+import numpy as np
+import openvino as ov
+
+
+def feed(a):
+    if a.dtype == torch.bfloat16:  # numpy has no bfloat16: its bits, typed for OpenVINO
+        return ov.Tensor(a.view(torch.int16).numpy(), list(a.shape), ov.Type.bf16)
+    return a.numpy()
+
+
+def run_compiled(ep, args):
+    """The exported program through OpenVINO's frontend, compiled, run on the (contiguous) args."""
+    model = ov.convert_model(ep, input=[ov.PartialShape(list(a.shape)) for a in args])
+{reshape}    compiled = ov.Core().compile_model(model, "{DEVICE}", {variant.options["config"]!r})
+    result = compiled.create_infer_request().infer([feed(a) for a in args])
+    outs = []
+    for o in compiled.outputs:
+        v = np.array(result[o])
+        bf16 = str(o.get_element_type()) == "<Type: 'bfloat16'>"
+        outs.append(torch.from_numpy(v.view(np.int16)).view(torch.bfloat16) if bf16 else torch.from_numpy(v))
+    return outs
+'''
+        return repro_script(source, repro_tail(title, self.name, variant.name, variant.options, run))
 
     def repro_source(self, variant: Variant) -> str:
         from dlcfuzz.backends.torch_library import call_source

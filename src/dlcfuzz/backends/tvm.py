@@ -16,7 +16,11 @@ structurally (about 5% of a tiny model's compile time).
 Targets are TVM 0.27 JSON dicts: the ``"llvm -mcpu=..."`` string form is no longer accepted.
 
 ``tvm-torch`` (``TvmTorchBackend``) is the same compiler behind TVM's PyTorch frontend: a migrated
-torch call goes through ``torch.export`` and ``from_exported_program``.  Both backends hand over the
+torch call, or a torch-native program (``gen/torch_program.py``: ``Model`` on ``make_inputs()``), goes
+through ``torch.export`` and ``from_exported_program``.  A program's compiled run takes contiguous copies of
+its inputs (TVM's tensors are dense) and is judged against eager torch in the worker
+(``backends/program_frontend.py``: float64 eager as the tie-breaker; outputs only: in-place writes to the
+inputs and backward are out of this path's scope).  Both backends hand over the
 artifact ``conversion``: the frontend conversion functions that handle the model (for dedup).
 """
 
@@ -216,6 +220,33 @@ def run_model(model_path, inputs):
 '''
 
 
+@dataclass
+class ProgramImport:
+    """A torch-native program as TVM's PyTorch frontend imported it (``backends/program_frontend.py``)."""
+
+    program: Any  # program_frontend.FrontendProgram
+    mod: Any  # tvm.IRModule
+
+
+@dataclass
+class ProgramCompiled:
+    program: Any  # program_frontend.FrontendProgram
+    compiled: Compiled
+    variant: str
+
+
+def _torch_outputs(out: Any) -> list[Any]:
+    """The VM's result as torch tensors (by DLPack, so that bfloat16 stays bfloat16), in output order."""
+    import torch
+    import tvm
+
+    if isinstance(out, tvm.runtime.ShapeTuple):
+        return [torch.tensor(list(out), dtype=torch.int64)]
+    if isinstance(out, tvm.runtime.Tensor):
+        return [torch.from_dlpack(out.copyto(tvm.cpu())).clone()]
+    return [a for o in out for a in _torch_outputs(o)]
+
+
 def _input_names(model: Any) -> list[str]:
     """The graph inputs that are not initializers, in order: the frontend's parameters of main."""
     inits = {t.name for t in model.graph.initializer}
@@ -346,13 +377,74 @@ class TvmTorchBackend(TvmBackend):
         from tvm.relax.frontend.torch import from_exported_program
         from tvm.relax.frontend.torch.exported_program_translator import ExportedProgramImporter
 
+        from dlcfuzz.backends.program_frontend import is_program_test, load_program
         from dlcfuzz.backends.torch_library import example_args, load_call, torch_export
 
+        if is_program_test(test):  # a torch-native program: exported and decomposed by load_program
+            program = load_program(test)
+            self.artifact("conversion", ep_conversion(program.ep, ExportedProgramImporter().convert_map))
+            return ProgramImport(program, from_exported_program(program.ep, keep_params_as_input=False,
+                                                                run_ep_decomposition=False))
         module, names = load_call(test)
         ep = _decompose(torch_export(module, example_args(names, test.inputs)))
         self.artifact("conversion", ep_conversion(ep, ExportedProgramImporter().convert_map))
         mod = from_exported_program(ep, keep_params_as_input=False, run_ep_decomposition=False)
         return mod, names
+
+    def compile(self, imported: Any, variant: Variant) -> Any:
+        if isinstance(imported, ProgramImport):
+            return ProgramCompiled(imported.program, super().compile((imported.mod, []), variant), variant.name)
+        return super().compile(imported, variant)
+
+    def run(self, compiled: Any, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
+        """A migrated call: the call's inputs.  A torch-native program: its own inputs as contiguous copies
+        (TVM's tensors are dense), handed over by DLPack (bfloat16 included), judged against eager."""
+        if not isinstance(compiled, ProgramCompiled):
+            return super().run(compiled, inputs)
+        import tvm
+
+        from dlcfuzz.backends.program_frontend import dense_inputs, judge_run
+
+        c = compiled.compiled
+        args = [tvm.runtime.from_dlpack(a) for a in dense_inputs(compiled.program)]
+        if c.device.dlpack_device_type() != tvm.cpu().dlpack_device_type():
+            args = [a.copyto(c.device) for a in args]
+        return judge_run(self, compiled.variant, compiled.program, _torch_outputs(c.vm["main"](*args)), "tvm")
+
+    def program_repro(self, source: str, variant: Variant, title: str) -> str:
+        """repro.py of a torch-native program's bug: the program, then this variant's compile and the check."""
+        from dlcfuzz.backends.program_frontend import repro_script, repro_tail
+
+        run = f'''
+import tvm
+from tvm import relax
+from tvm.relax.frontend.torch import from_exported_program
+
+TARGET = {target_dict(variant)!r}
+PIPELINE = {variant.options["pipeline"]!r}  # "cpu": relax.get_default_pipeline(target); else tvm.compile's default
+
+
+def flatten(out):
+    if isinstance(out, tvm.runtime.ShapeTuple):
+        return [torch.tensor(list(out), dtype=torch.int64)]
+    if isinstance(out, tvm.runtime.Tensor):
+        return [torch.from_dlpack(out.copyto(tvm.cpu())).clone()]
+    return [a for o in out for a in flatten(o)]
+
+
+def run_compiled(ep, args):
+    """The exported program through TVM's frontend, compiled, run on the (contiguous) args."""
+    ep = ep.run_decompositions()  # as dlcfuzz does before the frontend (its conversion names see this graph)
+    mod = from_exported_program(ep, keep_params_as_input=False, run_ep_decomposition=False)
+    target = tvm.target.Target(TARGET)
+    pipeline = relax.get_default_pipeline(target) if PIPELINE == "cpu" else "default"
+    dev = tvm.cuda() if target.kind.name == "cuda" else tvm.cpu()
+    vm = relax.VirtualMachine(tvm.compile(mod, target, relax_pipeline=pipeline), dev)
+    outs = flatten(vm["main"](*[tvm.runtime.from_dlpack(a).copyto(dev) for a in args]))
+    specs = ep.graph_signature.output_specs  # the Model's outputs, not input mutations
+    return [outs[i] for i, s in enumerate(specs) if s.kind.name == "USER_OUTPUT"] if len(outs) == len(specs) else outs
+'''
+        return repro_script(source, repro_tail(title, self.name, variant.name, variant.options, run))
 
     def repro_source(self, variant: Variant) -> str:
         from dlcfuzz.backends.torch_library import call_source

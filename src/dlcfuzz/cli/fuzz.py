@@ -125,8 +125,16 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
 
     limits = gen_options(args)
     backends = backend_names(args.backends)
+    from dlcfuzz.run.program_frontends import FRONTENDS, frontends_only
     from dlcfuzz.run.torch_campaign import runs_programs, wants_programs
 
+    if frontends_only(backends) or wants_programs(backends):  # torch-native programs only (cli/torch_programs.py)
+        from dlcfuzz.cli.torch_programs import cmd_fuzz_programs
+
+        return cmd_fuzz_programs(args, backends)
+    if any(b in FRONTENDS for b in backends):
+        raise UsageError(f"{', '.join(b for b in backends if b in FRONTENDS)} run torch-native programs only: name "
+                         "them alone or with inductor, and the ONNX compilers in a campaign of their own")
     if wants_programs(backends):  # Inductor alone: torch-native programs (cli/torch_programs.py)
         from dlcfuzz.cli.torch_programs import cmd_fuzz_programs
 

@@ -54,13 +54,16 @@ def cmd_gen_programs(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_fuzz_programs(args: argparse.Namespace) -> int:
-    """``fuzz --backends inductor``: a torch-program campaign against torch.compile."""
+def cmd_fuzz_programs(args: argparse.Namespace, backends: list[str] | None = None) -> int:
+    """``fuzz --backends inductor``: a torch-program campaign against torch.compile; with the PyTorch
+    frontends (``--backends tvm-torch``, ``openvino-torch``, with ``inductor`` or not), each program on each of
+    them (``run/program_frontends.py``)."""
     from dlcfuzz.cli.bugs import bug_summary
     from dlcfuzz.cli.display import Display
     from dlcfuzz.cli.options import known_bug_files, phase_limits
     from dlcfuzz.gen.torch_program import TORCH_LIMITS
     from dlcfuzz.run.campaign import CampaignConfig
+    from dlcfuzz.run.program_frontends import FrontendProgramCampaign, frontends_only, program_backends
     from dlcfuzz.run.store import StoreError
     from dlcfuzz.run.torch_campaign import BACKEND, TorchProgramCampaign
 
@@ -68,22 +71,25 @@ def cmd_fuzz_programs(args: argparse.Namespace) -> int:
     if args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
     out = Path(args.out)
-    cfg = CampaignConfig(out, [BACKEND], specs, args.budget, args.max_tests, args.jobs, args.seed, args.ops,
+    frontends = backends is not None and frontends_only(backends)
+    names = program_backends(backends) if frontends and backends is not None else [BACKEND]
+    cfg = CampaignConfig(out, names, specs, args.budget, args.max_tests, args.jobs, args.seed, args.ops,
                          TORCH_LIMITS, phase_limits(args), strategy="isra", known_bugs=known_bug_files(args),
                          reduce_seconds=args.reduce_budget, targeted=False)
     display = Display()
     try:
-        campaign = TorchProgramCampaign(cfg, display.update, specs)
+        campaign = (FrontendProgramCampaign if frontends else TorchProgramCampaign)(cfg, display.update, specs)
     except StoreError as e:
         raise UsageError(str(e)) from None
     campaign.start_backends()
     for why in campaign.disabled.values():
         print(f"disabled: {why}", file=sys.stderr)
-    if BACKEND not in campaign.backends:
-        raise UsageError("torch.compile could not start (see the reason above)")
-    print(f"campaign {out}: torch-native programs ({len(specs)} torch operators) on {BACKEND} "
-          f"{campaign.versions[BACKEND]}" + (" (resuming)" if campaign.resumed else ""))
-    display.devices = f"variants: {', '.join(campaign.variants[BACKEND])}"
+    started = [b for b in names if b in campaign.backends]
+    if not started:
+        raise UsageError(f"{' nor '.join(names)} could start (see the reason above)")
+    print(f"campaign {out}: torch-native programs ({len(specs)} torch operators) on "
+          f"{', '.join(f'{b} {campaign.versions[b]}' for b in started)}" + (" (resuming)" if campaign.resumed else ""))
+    display.devices = "; ".join(f"{b} variants: {', '.join(campaign.variants[b])}" for b in started)
     with display:
         progress = campaign.run()
     display.final(progress)

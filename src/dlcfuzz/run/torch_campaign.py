@@ -96,6 +96,10 @@ def ops_index(graph: Graph) -> tuple[dict[int, str], dict[int, str]]:
 def judge_program(graph: Graph, outcomes, backend: str = BACKEND) -> Verdict:
     """The torch-program rule of the judge on one backend's outcomes of ``graph``."""
     outs, ins = ops_index(graph)
+    if backend in ("tvm-torch", "openvino-torch"):  # the PyTorch frontends (run/program_frontends.py)
+        from dlcfuzz.oracle.program_frontend import judge_frontend_outcomes
+
+        return judge_frontend_outcomes(backend, outcomes, outs, ins)
     return with_variant_flags(graph, judge_outcomes(backend, outcomes, outs, ins))
 
 
@@ -265,7 +269,13 @@ def write_program_bundle(folder: Path, graph: Graph, f: Finding, variant: Varian
     if label and (folder / "program.py").exists():
         (folder / "original_program.py").write_text((folder / "program.py").read_text())
     (folder / "program.py").write_text(source)
-    (folder / "repro.py").write_text(repro_script(source, variant, title(f)))
+    if f.backend in ("tvm-torch", "openvino-torch"):  # a PyTorch frontend's own export-convert-compile check
+        from dlcfuzz.backends import load_backend
+
+        frontend = load_backend(f.backend)
+        (folder / "repro.py").write_text(frontend.program_repro(source, variant, title(f)))  # type: ignore[attr-defined]
+    else:
+        (folder / "repro.py").write_text(repro_script(source, variant, title(f)))
     model = folder / "model.onnx"
     if model.exists() and model.stat().st_size == 0:
         model.unlink()  # a torch program has no ONNX model
