@@ -1,6 +1,7 @@
 """How much of Inductor do dlcfuzz's two kinds of tests reach?  (issue 28)
 
     python benchmarks/inductor_reach.py [-n 300] [--seed 0] [--ops 10:10] [--timeout 180] [--out DIR]
+        [--native-variants NAME,...]
 
 Two sides, the same seeds (``derive_seed(seed, i)``, i < n), each in a process of its own (its own
 ``coverage.Coverage`` data file, counters and Dynamo state; neither inherits the other's lazy imports):
@@ -11,7 +12,10 @@ Two sides, the same seeds (``derive_seed(seed, i)``, i < n), each in a process o
   inductor-dynamic: a campaign without allocation runs them all);
 - ``native``: torch-native programs (``gen.torch_program.TorchProgramGenerator``) compiled by
   ``backends/torch_program.TorchProgramBackend`` on the variants a campaign gives each
-  (``run.torch_campaign.plan``: forward or backward, dynamic for three in four, threads for 15%).
+  (``run.torch_campaign.plan``: forward or backward, dynamic for three in four, threads for 15%, and since
+  the Inductor-configuration variants also cpp-wrapper / freezing / sampled flags and the layout oracle for
+  some); ``--native-variants`` keeps only the named ones (e.g.
+  ``inductor,inductor-backward,inductor-dynamic,inductor-threads``: the mix before those).
 
 Per side: distinct lines of ``torch/_inductor/**/*.py`` covered (coverage.py, measuring only that package,
 started after an identical warm-up compile in both processes, so that the core both import anyway is not
@@ -122,6 +126,13 @@ def name_pattern_handlers() -> None:
 
 
 Outcome = str  # "ok", "declined", "crashed" or "hung"
+RAN: Counter[str] = Counter()  # variant -> compiles run
+CRASHES: list[str] = []  # "variant: error" of the program in flight's crashes
+
+
+def crashed(variant: str, e: Exception) -> Outcome:
+    CRASHES.append(f"{variant}: {type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"[:240])
+    return "crashed"
 
 
 def worst(outcomes: list[Outcome]) -> Outcome:
@@ -156,7 +167,7 @@ def onnx_side(seed: int, ops: tuple[int, int]) -> tuple[Callable[[int], list[Out
         test = Test(b"", graph.to_json(), synthesize(graph, np.random.default_rng(test_seed)))
 
         def judged(phase: str, e: Exception) -> Outcome:
-            return "declined" if is_unsupported("inductor", phase, type(e).__name__, str(e)) else "crashed"
+            return "declined" if is_unsupported("inductor", phase, type(e).__name__, str(e)) else crashed(phase, e)
 
         try:
             imported = backend.load(test)
@@ -166,19 +177,20 @@ def onnx_side(seed: int, ops: tuple[int, int]) -> tuple[Callable[[int], list[Out
             return [judged("import", e)]
         got = []
         for v in variants:  # no reset between them: the backend shares the import among its variants
+            RAN[v.name] += 1
             try:
                 backend.compile(imported, v)
                 got.append("ok")
             except Hang:
                 raise
             except Exception as e:
-                got.append(judged("compile", e))
+                got.append(judged(v.name, e))
         return got
 
     return one, ", ".join(v.name for v in variants)
 
 
-def native_side(seed: int, ops: tuple[int, int]) -> tuple[Callable[[int], list[Outcome]], str]:
+def native_side(seed: int, ops: tuple[int, int], only: str = "") -> tuple[Callable[[int], list[Outcome]], str]:
     """One torch-native program (seed -> its compiles' outcomes), as a torch-program campaign runs it."""
     from dlcfuzz.backends.base import Test, Variant
     from dlcfuzz.backends.torch_compare import is_decline
@@ -188,32 +200,35 @@ def native_side(seed: int, ops: tuple[int, int]) -> tuple[Callable[[int], list[O
 
     gen = TorchProgramGenerator(None, ops)
     backend = TorchProgramBackend()
+    known = [v for v in VARIANT_NAMES if not only or v in only.split(",")]
 
     def one(test_seed: int) -> list[Outcome]:
         graph = gen.generate(test_seed)
         graph.meta["target"] = BACKEND
-        names = plan(graph, random.Random(test_seed), list(VARIANT_NAMES))
+        names = plan(graph, random.Random(test_seed), known)  # the same draws whatever is kept
         try:
             program = backend.load(Test(b"", graph.to_json(), {}))
         except Hang:
             raise
         except Exception as e:  # EagerRejects: the generator's decline
-            return ["declined" if is_decline(type(e).__name__, str(e)) else "crashed"]
+            return ["declined" if is_decline(type(e).__name__, str(e)) else crashed("import", e)]
         got = []
         for name in names:
+            RAN[name] += 1
             try:
                 backend.compile(program, Variant(name, dict(VARIANTS[name])))
                 got.append("ok")
             except Hang:
                 raise
             except Exception as e:
-                got.append("declined" if is_decline(type(e).__name__, str(e)) else "crashed")
+                got.append("declined" if is_decline(type(e).__name__, str(e)) else crashed(name, e))
         return got
 
-    return one, "plan(): " + ", ".join(VARIANT_NAMES)
+    return one, "plan(): " + ", ".join(known)
 
 
-def measure(side: str, n: int, seed: int, ops: tuple[int, int], timeout: int, out: Path, start: int) -> None:
+def measure(side: str, n: int, seed: int, ops: tuple[int, int], timeout: int, out: Path, start: int,
+            native_variants: str = "") -> None:
     """Runs programs ``start``..n-1 of one side under coverage.  After each program it saves the state
     (``out/SIDE.json``) and the coverage data (``out/SIDE.coverage.START``): a program that takes the
     process down (a segfault, or a hang in native code, which the watchdog ends) loses nothing before it,
@@ -223,14 +238,18 @@ def measure(side: str, n: int, seed: int, ops: tuple[int, int], timeout: int, ou
     from dlcfuzz.backends.inductor import PATTERN_DEBUG
 
     os.environ.setdefault(*PATTERN_DEBUG)  # Inductor counts matches per pattern name only with it set
+    import warnings
+
     import coverage
     import torch
 
     from dlcfuzz.backends.inductor import fired_keys
+
+    warnings.filterwarnings("ignore", category=FutureWarning)  # Inductor's deprecation notes, once per program
     from dlcfuzz.seeds import derive_seed
 
     name_pattern_handlers()
-    one, variants = (onnx_side if side == "onnx" else native_side)(seed, ops)
+    one, variants = onnx_side(seed, ops) if side == "onnx" else native_side(seed, ops, native_variants)
     warm_up()
     state_file = out / f"{side}.json"
     if not start:  # a kept folder's earlier run must not add its lines
@@ -238,9 +257,10 @@ def measure(side: str, n: int, seed: int, ops: tuple[int, int], timeout: int, ou
             old.unlink()
     state = json.loads(state_file.read_text()) if start else {
         "side": side, "variants": variants, "root": inductor_dir(), "done": 0, "cpu_s": 0.0, "wall_s": 0.0,
-        "programs": {}, "compiles": {}, "fired": {}, "died": []}
+        "programs": {}, "compiles": {}, "ran": {}, "fired": {}, "died": [], "crashes": []}
     programs, compiles = Counter(state["programs"]), Counter(state["compiles"])
     fired = Counter(state["fired"])  # key -> programs it fired in
+    RAN.update(state["ran"])
     cov = coverage.Coverage(data_file=str(out / f"{side}.coverage.{start}"), source=[inductor_dir()],
                             config_file=False)
     cpu0, wall0 = cpu_seconds() - state["cpu_s"], time.monotonic() - state["wall_s"]
@@ -255,6 +275,7 @@ def measure(side: str, n: int, seed: int, ops: tuple[int, int], timeout: int, ou
                     got = one(derive_seed(seed, i))
             except Hang:
                 got = ["hung"]
+                CRASHES.append(f"hung: over {timeout}s")
             except Exception as e:  # the generator's own failure: no test to compile
                 print(f"{side} #{i}: no test: {type(e).__name__}: {e}"[:300], file=sys.stderr)
                 got = ["declined"]
@@ -265,7 +286,9 @@ def measure(side: str, n: int, seed: int, ops: tuple[int, int], timeout: int, ou
             compiles.update(got)
             torch._dynamo.reset()  # each program starts from a clean Dynamo (no recompile limits, no stale caches)
             cov.save()
-            state.update(done=i + 1, programs=dict(programs), compiles=dict(compiles), fired=dict(fired),
+            state["crashes"] += [f"#{i} {c}" for c in CRASHES]
+            CRASHES.clear()
+            state.update(done=i + 1, programs=dict(programs), compiles=dict(compiles), ran=dict(RAN), fired=dict(fired),
                          cpu_s=cpu_seconds() - cpu0, wall_s=time.monotonic() - wall0)
             state_file.write_text(json.dumps(state, indent=1))
             if (i + 1) % 10 == 0 or i + 1 == n:
@@ -282,7 +305,7 @@ def run_side(side: str, a: argparse.Namespace, out: Path) -> None:
     while True:
         r = subprocess.run([sys.executable, __file__, "--side", side, "-n", str(a.n), "--seed", str(a.seed),
                             "--ops", f"{a.ops[0]}:{a.ops[1]}", "--timeout", str(a.timeout), "--out", str(out),
-                            "--start", str(start)])
+                            "--start", str(start), "--native-variants", a.native_variants])
         state_file = out / f"{side}.json"
         if r.returncode == 0:
             return
@@ -355,7 +378,11 @@ def compare(res: dict[str, dict], lines: dict[str, dict[str, set[int]]], top: in
     print(f"\n{'':<30}{'onnx':>10}{'native':>10}{'native/onnx':>13}")
     for name, a, b, r in rows:
         print(f"{name:<30}{a!s:>10}{b!s:>10}{r:>13}")
-    print(f"onnx variants: {o['variants']}; native variants: {nat['variants']}")
+    for s in SIDES:
+        ran = ", ".join(f"{k} {v}" for k, v in Counter(res[s].get("ran", {})).most_common())
+        print(f"{s} compiles by variant: {ran}")
+        for c in res[s].get("crashes", []):
+            print(f"  {s} crash {c}")
 
     both = sum(len(lines["onnx"].get(f, set()) & v) for f, v in lines["native"].items())
     print(f"\nlines: both {both}, onnx only {total['onnx'] - both}, native only {total['native'] - both}, "
@@ -398,6 +425,8 @@ def main() -> None:
     p.add_argument("--timeout", type=int, default=180, help="seconds per program before it counts as hung")
     p.add_argument("--top", type=int, default=12, help="files and folders listed per direction")
     p.add_argument("--out", help="keep each side's JSON and coverage data here (default: a temporary folder)")
+    p.add_argument("--native-variants", default="",
+                   help="comma-separated: keep only these of the campaign's torch-program variants (default: all)")
     p.add_argument("--side", choices=SIDES, help=argparse.SUPPRESS)  # internal: run one side in this process
     p.add_argument("--start", type=int, default=0, help=argparse.SUPPRESS)  # internal: resume after a dead process
     a = p.parse_args()
@@ -405,7 +434,7 @@ def main() -> None:
         out = Path(a.out) if a.out else Path(stack.enter_context(tempfile.TemporaryDirectory()))
         out.mkdir(parents=True, exist_ok=True)
         if a.side:
-            measure(a.side, a.n, a.seed, a.ops, a.timeout, out, a.start)
+            measure(a.side, a.n, a.seed, a.ops, a.timeout, out, a.start, a.native_variants)
             return
         print(f"inductor reach: {a.n} programs per side, ops {a.ops[0]}:{a.ops[1]}, seed {a.seed}", flush=True)
         for side in SIDES:  # one after the other: the machine's cores are shared
