@@ -123,7 +123,7 @@ def test_a_planted_fault_under_some_flags_is_bisected_to_exactly_those(fake, exp
     plain, _ = _run(b, g, Variant("inductor", {"backend": "planted"}))
     assert (plain.divergence is not None) == (not expected)  # with no flags, only the default-config fault
     ran, arts = _run(b, g, Variant("inductor-config", {"backend": "planted", "config": dict(FLAGS)}))
-    assert isinstance(ran.divergence, object) and ran.divergence is not None and ran.divergence.kind == VALUE
+    assert ran.divergence is not None and ran.divergence.kind == VALUE
     [f] = _judge(g, "inductor-config", ran, arts)
     assert f.details["config"] == expected and f.details["variant_config"] == FLAGS
     head = title(f)

@@ -410,7 +410,7 @@ class TorchProgramBackend(Backend):
             raise
         if ran.divergence is not None:
             opts = self._bisect(p, opts, backend, verdict, kind=ran.divergence.kind)
-            ran.divergence.layer = self._divergence_layer(p, opts)
+            ran.divergence.layer = self._divergence_layer(p, opts, ran.divergence.kind)
             verdict.divergence = ran.divergence.__dict__
         self.artifact(f"verdict-{variant.name}.json", verdict.to_json())
         return ran
@@ -578,16 +578,17 @@ class TorchProgramBackend(Backend):
                                 [_detach(a) for a in args], ref64_in)
         return d
 
-    def _divergence_layer(self, p: Program, opts: dict[str, Any]) -> str:
+    def _divergence_layer(self, p: Program, opts: dict[str, Any], kind: str = "") -> str:
         """inductor, unless aot_eager shows the divergence too (then Dynamo/AOTAutograd's, or Dynamo's
-        alone where backend='eager' shows it as well)."""
+        alone where backend='eager' shows it as well); with ``kind``, a divergence of that kind (the layout
+        variant's: a stride divergence of its first call is not its layout divergence)."""
         for backend, layer in (("aot_eager", AOT), ("eager", DYNAMO)):
             try:
                 with threads(opts.get("threads", THREADS)):
                     again = self._variant(p, opts, backend, ProgramVerdict())
             except Exception:
                 return layer if backend == "aot_eager" else AOT
-            if again.divergence is None:
+            if again.divergence is None or (kind == LAYOUT and again.divergence.kind != kind):
                 return INDUCTOR if backend == "aot_eager" else AOT
         return DYNAMO
 
