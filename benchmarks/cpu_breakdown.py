@@ -1,0 +1,54 @@
+"""Where a recorded campaign's time went: the compilers' own calls, generation, input synthesis and the
+reference, the oracle, reductions and the trigger analysis of reduced bugs (issue 29).
+
+    python benchmarks/cpu_breakdown.py CAMPAIGN --jobs 2 --wall 1800
+
+Reads the store (each test's ``t_generate``, ``t_inputs``, ``t_compilers``, ``t_oracle`` and its whole
+``seconds``; the trigger analysis's ``triggers`` meta) and each bundle's ``reduction.json``
+(a reduction's seconds, its confirmed runs included).  Shares are of the campaign's worker time: its
+jobs times its wall time (the store records neither: say them).  Tests run in parallel; reductions
+and trigger analyses run in the driver, beside them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sqlite3
+from pathlib import Path
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("campaign", type=Path)
+    p.add_argument("--jobs", type=int, required=True, help="the campaign's --jobs")
+    p.add_argument("--wall", type=float, required=True, help="the campaign's wall seconds (its --budget)")
+    a = p.parse_args()
+    db = sqlite3.connect(f"file:{a.campaign / 'campaign.sqlite'}?mode=ro", uri=True)
+    meta = dict(db.execute("SELECT key, value FROM meta"))
+    jobs, wall = a.jobs, a.wall
+    tests, whole, gen, inputs, compilers, oracle = db.execute(
+        "SELECT COUNT(*), SUM(seconds), SUM(t_generate), SUM(t_inputs), SUM(t_compilers), SUM(t_oracle) "
+        "FROM tests").fetchone()
+    triggers = json.loads(meta.get("triggers", "{}"))
+    reductions = [json.loads(f.read_text()) for f in sorted((a.campaign / "bugs").glob("*/reduction.json"))]
+    reduce_s = sum(float(r.get("seconds", 0.0)) for r in reductions)
+    trigger_s = float(triggers.get("seconds", 0.0))
+    total = jobs * wall
+    rows = [("compilers (import, compile, run)", compilers or 0.0),
+            ("generation", gen or 0.0),
+            ("inputs and the reference", inputs or 0.0),
+            ("oracle", oracle or 0.0),
+            ("rest of the tests (workers, IPC, store)", (whole or 0.0) - sum(x or 0.0 for x in (gen, inputs,
+                                                                                                compilers, oracle))),
+            (f"reductions ({len(reductions)})", reduce_s),
+            (f"trigger analysis ({triggers.get('bugs', 0)} bugs, {triggers.get('runs', 0)} runs)", trigger_s)]
+    print(f"{a.campaign}: {tests} tests, {jobs} jobs x {wall:.0f} s wall = {total:.0f} worker-seconds")
+    for name, s in rows:
+        print(f"  {name:<52} {s:9.1f} s  {100 * s / total:5.1f} %")
+    left = total - sum(s for _, s in rows)
+    print(f"  {'idle or unaccounted':<52} {left:9.1f} s  {100 * left / total:5.1f} %")
+
+
+if __name__ == "__main__":
+    main()
