@@ -1,7 +1,7 @@
 """What a fresh worker costs, started by a new interpreter (spawn) or forked by a fork server (fork).
 
     python benchmarks/fresh_worker.py [--backends ort,tvm,openvino,inductor,iree] [--n 5] [--start spawn,fork]
-                                      [--reduce BUNDLE [--reduce-budget 60s]]
+                                      [--reduce BUNDLE ... [--reduce-budget 5m]]
 
 Per backend that is installed and per start method (``WorkerPool(start=...)``, in the order given), N fresh
 workers each run one tiny test (Add, Relu, Neg on float32; one variant) and end, as a crash's
@@ -10,7 +10,7 @@ of every process they started (the workers and their tools; with fork, the serve
 too), the seconds the compiler's import, compile and run took inside them, and, for fork, what the server's
 one-time start cost and what it preloaded (or why the backend spawns instead).
 
-``--reduce BUNDLE``: ``dlcfuzz reduce`` of a copy of the bug bundle, once per start method
+``--reduce BUNDLE ...``: ``dlcfuzz reduce`` of a copy of each bug bundle, once per start method
 (``DLCFUZZ_WORKER_START``), with its wall and CPU seconds (the command and all it started) and its last
 line.
 """
@@ -40,7 +40,7 @@ from dlcfuzz.solve import GenOptions
 from dlcfuzz.spec import REGISTRY
 
 # the variant each backend compiles the test with (its first, where not named): a compiled one, not eager
-VARIANT = {"ort": "all", "inductor": "default"}
+VARIANT = {"ort": "all", "inductor": "inductor"}
 
 
 def tiny_test() -> Test:
@@ -131,8 +131,8 @@ def main() -> None:
     p.add_argument("--backends", default="ort,tvm,openvino,inductor,iree")
     p.add_argument("--n", type=int, default=5, help="fresh workers per backend and start method")
     p.add_argument("--start", default="spawn,fork", help=f"start methods, in order: {','.join(START_METHODS)}")
-    p.add_argument("--reduce", type=Path, help="a bug bundle to reduce with each start method")
-    p.add_argument("--reduce-budget", default="60s")
+    p.add_argument("--reduce", type=Path, nargs="+", default=[], help="bug bundles to reduce with each start method")
+    p.add_argument("--reduce-budget", default="5m")
     a = p.parse_args()
     starts = a.start.split(",")
     test = tiny_test()
@@ -157,10 +157,10 @@ def main() -> None:
             walls = " -> ".join(f"{mine[s]['wall'] / a.n:.2f}" for s in starts)
             cpus = " -> ".join(f"{mine[s]['cpu'] / a.n:.2f}" for s in starts)
             print(f"  {backend:9} wall {walls} s, CPU {cpus} s")
-    if a.reduce:
-        print(f"\ndlcfuzz reduce {a.reduce} (--budget {a.reduce_budget}):")
+    for bundle in a.reduce:
+        print(f"\ndlcfuzz reduce {bundle} (--budget {a.reduce_budget}):")
         for start in starts:
-            r = reduce_once(a.reduce, start, a.reduce_budget)
+            r = reduce_once(bundle, start, a.reduce_budget)
             print(f"  {start:5} wall {r['wall']:6.1f} s, CPU {r['cpu']:6.1f} s, exit {r['rc']}; {r['last']}",
                   flush=True)
 
