@@ -13,6 +13,11 @@ from dlcfuzz.ir.dtypes import DTYPES, EXTRA_DTYPES, np_dtype
 
 # operators whose integer outputs are float results cast to the output type
 COMPUTES_IN_FLOAT = frozenset({"BlackmanWindow", "HannWindow", "HammingWindow"})
+# operators whose mean and variance are computed in their ``stash_type`` (an ONNX element type: 1 float,
+# 10 float16, 11 double), and the float types by their precision
+STASHED = frozenset({"LayerNormalization", "GroupNormalization"})
+STASH_TYPES = {1: "float32", 10: "float16", 11: "float64"}
+FLOAT_WIDTH = {"float16": 1, "float32": 2, "float64": 3}
 # operators whose float attributes enter integer data: Shrink's bias (x - 0.633 in uint32 rounds either way)
 FLOAT_ATTRIBUTES = frozenset({"Shrink"})
 # operators whose integer result is real math (a square root, a mean) brought back
@@ -198,16 +203,27 @@ class Graph:
                     ("float", "bool")))
         return out
 
-    def computed_in_float32(self) -> set[str]:
-        """float64 values whose computation passes through float32, as the spec defines it: ONNX's
-        window functions compute the window in float and cast it to ``output_datatype``, and
-        LayerNormalization computes its mean and variance in ``stash_type`` (float, by default).  They
-        carry float32's rounding, and are compared with its tolerance."""
-        out: set[str] = set()
+    def computed_in_narrower_float(self) -> dict[str, str]:
+        """Float values whose computation passes through a narrower float type than their own, as the
+        spec defines it, and that type: ONNX's window functions compute the window in float and cast it
+        to ``output_datatype``; LayerNormalization and GroupNormalization compute their mean and
+        variance in ``stash_type`` (float by default; GroupNormalization's may be float16).  Such values
+        carry that type's rounding, and are compared with its tolerance."""
+        out: dict[str, str] = {}
         for n in self.toposort():
-            stashed = n.op == "LayerNormalization" and n.attrs.get("stash_type", 1) == 1
-            if n.op in COMPUTES_IN_FLOAT or stashed or any(x in out for x in n.inputs if x):
-                out.update(o for o in n.outputs if o in self.values and self.values[o].type.dtype == "float64")
+            through = [out[x] for x in n.inputs if x in out]
+            if n.op in COMPUTES_IN_FLOAT:
+                through.append("float32")
+            stash = STASH_TYPES.get(int(n.attrs.get("stash_type", 1))) if n.op in STASHED else None
+            if stash:
+                through.append(stash)
+            if not through:
+                continue
+            narrowest = min(through, key=FLOAT_WIDTH.__getitem__)
+            for o in n.outputs:
+                dtype = self.values[o].type.dtype if o in self.values else ""
+                if FLOAT_WIDTH.get(dtype, -1) > FLOAT_WIDTH[narrowest]:
+                    out[o] = narrowest
         return out
 
     def onnx_nodes(self) -> list[Node]:

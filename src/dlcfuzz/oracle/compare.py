@@ -10,13 +10,14 @@ the inputs are chosen to keep outputs finite, and a compiler that produces NaN w
 reference does not is still caught.  A variant whose options set ``low_precision`` is
 compared with ``LOW_PRECISION`` (rtol 0.1, atol 0.05): bf16 keeps 8 significant bits.
 Integer outputs computed from float math (a Cast of a float, a window function with an integer
-``output_datatype``) may move by one unit: one ulp upstream flips a rounding.  float64 outputs that
-the spec computes through float32 (``Graph.computed_in_float32``) get float32's tolerance.
+``output_datatype``) may move by one unit: one ulp upstream flips a rounding.  Outputs that the spec
+computes through a narrower float type (``Graph.computed_in_narrower_float``: float64 through float32,
+a GroupNormalization whose ``stash_type`` is float16) get that type's tolerance.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -102,14 +103,16 @@ def _first_mismatch(expected: list[np.ndarray], actual: list[np.ndarray], float_
 
 def compare(expected: list[np.ndarray], actual: list[np.ndarray],
             tolerances: dict[str, tuple[float, float]] | None = None, rounded: Collection[int] = (),
-            single: Collection[int] = ()) -> Mismatch | None:
+            single: Collection[int] | Mapping[int, str] = ()) -> Mismatch | None:
     """The first output that differs beyond tolerance, or None.  ``rounded``: indices of integer
     outputs computed from float math, which one ulp upstream can move by one unit; ``single``: indices
-    of float64 outputs computed through float32, compared with float32's tolerance."""
+    of float outputs computed through a narrower float type, compared with its tolerance (a mapping
+    index -> that type; a plain collection: float32)."""
     tol = TOLERANCES | (tolerances or {})
 
     def floats(i: int, e: np.ndarray, a: np.ndarray) -> Mismatch | None:
-        rtol, atol = tol["float32"] if i in single else tol.get(e.dtype.name, tol["float32"])
+        narrow = (single.get(i, "float32") if isinstance(single, Mapping) else "float32") if i in single else None
+        rtol, atol = tol[narrow] if narrow else tol.get(e.dtype.name, tol["float32"])
         # NaN, inf and values out of float64's range are compared, not warned about: inf - inf is NaN
         # (counted as the worst difference), a cast of a special value is what it is
         with np.errstate(invalid="ignore", over="ignore"):

@@ -124,14 +124,16 @@ class Criteria:
     baseline_name: str = "baseline"  # what computed the baseline (named in the findings)
     # the integer outputs computed from float math (``Graph.rounded_from_floats``): one unit of slack
     rounded: tuple[int, ...] = ()
-    # the float64 outputs the spec computes through float32 (``Graph.computed_in_float32``)
-    single: tuple[int, ...] = ()
+    # the float outputs the spec computes through a narrower float type, and that type (``Graph.computed_in_narrower_float``)
+    single: Mapping[int, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for name in ("low_precision", "uncompiled", "in_float32", "on_gpu"):
             object.__setattr__(self, name, frozenset(getattr(self, name)))
-        for name in ("rounded", "single"):
-            object.__setattr__(self, name, tuple(getattr(self, name)))
+        object.__setattr__(self, "rounded", tuple(self.rounded))
+        single = self.single
+        object.__setattr__(self, "single", dict(single) if isinstance(single, Mapping) else dict.fromkeys(single,
+                                                                                                          "float32"))
         object.__setattr__(self, "tolerances", dict(self.tolerances or {}))
         object.__setattr__(self, "compare_with", dict(self.compare_with or {}))
 
@@ -143,7 +145,7 @@ class Criteria:
     def for_graph(self, graph: Graph, baseline_name: str | None = None) -> Criteria:
         """These criteria for one test's graph (its rounded and single-precision outputs), and the
         baseline that computed its expected outputs."""
-        return replace(self, rounded=tuple(rounded_outputs(graph)), single=tuple(single_outputs(graph)),
+        return replace(self, rounded=tuple(rounded_outputs(graph)), single=single_outputs(graph),
                        baseline_name=self.baseline_name if baseline_name is None else baseline_name)
 
     def pair_tolerances(self, pair: Collection[Pair]) -> dict[str, tuple[float, float]]:

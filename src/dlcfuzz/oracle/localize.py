@@ -112,10 +112,11 @@ def rounded_outputs(g: Graph) -> list[int]:
     return [i for i, o in enumerate(g.outputs) if o in rounded]
 
 
-def single_outputs(g: Graph) -> list[int]:
-    """Indices of the float64 graph outputs that the spec computes through float32."""
-    single = g.computed_in_float32()
-    return [i for i, o in enumerate(g.outputs) if o in single]
+def single_outputs(g: Graph) -> dict[int, str]:
+    """The graph outputs that the spec computes through a narrower float type (their index -> that
+    type): compared with its tolerance."""
+    narrow = g.computed_in_narrower_float()
+    return {i: narrow[o] for i, o in enumerate(g.outputs) if o in narrow}
 
 
 def first_divergence(g: Graph, expected: list[np.ndarray], actual: list[np.ndarray],
@@ -129,10 +130,10 @@ def first_divergence(g: Graph, expected: list[np.ndarray], actual: list[np.ndarr
         return None
     where = {o: n for n in g.nodes for o in n.outputs}
     index = {name: k for k, name in enumerate(g.outputs)}
-    rounded, single = g.rounded_from_floats(), g.computed_in_float32()
+    rounded, single = g.rounded_from_floats(), g.computed_in_narrower_float()
     for k, name in enumerate(g.outputs):
         m = compare([expected[k]], [actual[k]], tolerances, [0] if name in rounded else [],
-                    [0] if name in single else [])
+                    {0: single[name]} if name in single else {})
         if m is not None:
             n = where[name]
             first = {"node": n.name, "op": n.op, "output": name, "kind": m.kind,
