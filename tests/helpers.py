@@ -34,14 +34,14 @@ SAFE_OPS = ["Add", "Mul", "Sub", "Relu", "Sigmoid", "Tanh", "MatMul", "Transpose
             "Softmax", "Exp", "Abs", "Neg", "Where", "Greater", "Cast"]
 
 
-def make_model(nodes, inputs, outputs, inits=()) -> bytes:
-    """A hand-written ONNX model (opset 17): inputs/outputs as (name, elem type, shape)."""
+def make_model(nodes, inputs, outputs, inits=(), opset: int = 17) -> bytes:
+    """A hand-written ONNX model (opset 17 unless said): inputs/outputs as (name, elem type, shape)."""
     from onnx import helper, numpy_helper
 
     g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(n, t, s) for n, t, s in inputs],
                           [helper.make_tensor_value_info(n, t, s) for n, t, s in outputs],
                           initializer=[numpy_helper.from_array(a, n) for n, a in inits])
-    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8).SerializeToString()
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], ir_version=8).SerializeToString()
 
 
 def run_variants(backend, model: bytes, feeds: dict[str, np.ndarray], graph_json: str = "") -> dict[str, list]:
