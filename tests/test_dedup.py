@@ -494,3 +494,25 @@ def test_a_triton_compile_error_is_keyed_on_what_is_wrong_not_on_the_kernel_list
     one, two = normalize(failure("triton_poi_fused_scatter_add_3")), normalize(failure("triton_poi_fused_index_put_0"))
     assert one == two
     assert one.startswith("CompilationError: atomic_add does not support")
+
+
+def test_crashes_raised_through_one_converter_line_have_one_root() -> None:
+    """TVM's Expand converter reads a shape it takes for static at one line: a campaign listed two crashes
+    with two messages from it.  Their root is that line; another line of the converter is another root,
+    and a crash after the import has no frontend site."""
+    from dlcfuzz.run.dedup import frontend_site_root
+
+    def crash(message: str, line: int, phase: str = "import") -> Finding:
+        site = "/venv/lib/python3.11/site-packages/tvm/relax/frontend/onnx/onnx_frontend.py"
+        tb = (f'Traceback (most recent call last):\n  File "{site}", line 6637, in _convert_operator\n'
+              f'  File "{site}", line {line}, in _impl_v13\n  File "{site}", line {line}, in <listcomp>\n'
+              f'  File "/venv/lib/python3.11/site-packages/tvm/ir/expr.py", line 57, in __getitem__\n')
+        return Finding(CRASH, "exception", "tvm", "unfused-generic", phase, message, "TypeError", tb)
+
+    subscript = crash("Type relax.ShapeType does not support subscript", 3500)
+    no_value = crash("'Var' object has no attribute 'value'", 3500)
+    assert signature(subscript) != signature(no_value)
+    assert frontend_site_root(subscript) == frontend_site_root(no_value) == \
+        "tvm: frontend onnx_frontend.py:3500 (_impl_v13)"
+    assert frontend_site_root(crash("'Var' object has no attribute 'value'", 3512)) != frontend_site_root(no_value)
+    assert frontend_site_root(crash("x", 3500, phase="compile")) == ""

@@ -300,7 +300,27 @@ def reduced_root(f: Finding, graph: Graph, first: dict | None, signed_as: str, s
     crash the nodes that feed the crashing one (``crash_upstream_root``); else the signature its reduction
     found it under (``signed_as``: bystanders of one cause, run/reduce.py); else its own."""
     return ((triggers.root if triggers is not None else "") or graph_root_cause(f, graph, first)
-            or crash_upstream_root(f, graph) or signed_as or signature)
+            or frontend_site_root(f) or crash_upstream_root(f, graph) or signed_as or signature)
+
+
+_FRAME_LINE = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')
+
+
+def frontend_site_root(f: Finding) -> str:
+    """Of a crash while a Python frontend converts the model (TVM's ONNX importer), the line of its
+    converter (``_impl_vN``) the error came through, else of the innermost frontend frame: one line's
+    defect is one root, whatever message it ends in (TVM's Expand converter, reading a shape it takes
+    for static, fails with "ShapeType does not support subscript" or "'Var' object has no attribute
+    'value'" alike); "" for anything else."""
+    if f.oracle != CRASH or f.phase != "import":
+        return ""
+    frames = [(path.rsplit("/", 1)[-1], line, fn) for path, line, fn in _FRAME_LINE.findall(f.traceback)
+              if any(d in path for d in FRONTEND_DIRS)]
+    converters = [frame for frame in frames if _CONVERTER_ENTRY.search(frame[2])]
+    if not frames:
+        return ""
+    file, line, fn = (converters or frames)[-1]  # a traceback lists the innermost frame last
+    return f"{f.backend}: frontend {file}:{line} ({fn})"
 
 
 def producer(graph: Graph, output: int) -> tuple[str, str]:
