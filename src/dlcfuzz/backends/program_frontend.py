@@ -64,21 +64,14 @@ def load_program(test: Test, decompose: bool = True) -> FrontendProgram:
     import torch
 
     from dlcfuzz.backends.torch_library import TorchExportError, first_line, torch_export
-    from dlcfuzz.backends.torch_program import EagerRejects, run_eager
+    from dlcfuzz.backends.torch_program import eager_runs
     from dlcfuzz.export.torch_program import build, to_program_source
     from dlcfuzz.ir import Graph
 
     torch.set_num_threads(1)
     source = to_program_source(Graph.from_json(test.graph_json))
     ns = build(source)
-    try:
-        eager, _ = run_eager(ns)
-    except Exception as e:
-        raise EagerRejects(f"eager torch rejects the program: {type(e).__name__}: {e}") from e
-    try:
-        fp64, _ = run_eager(ns, fp64=True)
-    except Exception:
-        fp64 = None
+    eager, _, fp64, _ = eager_runs(ns)
     ep = torch_export(ns["Model"](), ns["make_inputs"]())
     if decompose:
         try:

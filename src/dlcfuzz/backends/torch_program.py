@@ -313,6 +313,20 @@ def run_eager(ns: dict[str, Any], model: Any = None, inputs: tuple | None = None
     return [_detach(o) for o in out], [_detach(a) for a in args]
 
 
+def eager_runs(ns: dict[str, Any]) -> tuple[list[Any], list[Any], list[Any] | None, list[Any] | None]:
+    """(outputs, inputs after the run) of eager torch, then both of its float64 run (None where float64
+    fails): the references.  A program eager rejects is the generator's decline (``EagerRejects``)."""
+    try:
+        eager, eager_inputs = run_eager(ns)
+    except Exception as e:
+        raise EagerRejects(f"eager torch rejects the program: {type(e).__name__}: {e}") from e
+    try:
+        fp64, fp64_inputs = run_eager(ns, fp64=True)
+    except Exception:
+        fp64, fp64_inputs = None, None
+    return eager, eager_inputs, fp64, fp64_inputs
+
+
 def grads_of(ns: dict[str, Any], fn: Any, model: Any, args: tuple) -> tuple[list[Any], list[Any]]:
     """(outputs, gradients) of a run through ``fn`` (the model, or its compiled form) with grad: the
     gradients of the float inputs (not written in place) and the parameters of a cotangent-weighted sum
@@ -377,14 +391,7 @@ class TorchProgramBackend(Backend):
         graph = Graph.from_json(test.graph_json) if test.graph_json else None
         source = to_program_source(graph) if graph is not None else test.model.decode()
         ns = build(source)
-        try:
-            eager, eager_inputs = run_eager(ns)
-        except Exception as e:
-            raise EagerRejects(f"eager torch rejects the program: {type(e).__name__}: {e}") from e
-        try:
-            fp64, fp64_inputs = run_eager(ns, fp64=True)
-        except Exception:
-            fp64, fp64_inputs = None, None
+        eager, eager_inputs, fp64, fp64_inputs = eager_runs(ns)
         # the sampled-config variant's flags: the test's draw (plan()), or one from the program's text
         sampled = (graph.meta.get("inductor_config") if graph is not None else None) or \
             sample_config(zlib.crc32(source.encode()))

@@ -132,6 +132,16 @@ def _copy(g: Graph) -> Graph:
     return out
 
 
+def pruned_and_retyped(h: Graph, feeds: dict) -> Graph | None:
+    """``h`` without the inputs and constants a variation left unread (dropped from ``feeds`` too),
+    retyped (``retyped``)."""
+    used = {x for m in h.nodes for x in m.inputs if x}
+    for name in [k for k, v in h.values.items() if v.kind != NODE_KIND and k not in used]:
+        del h.values[name]
+        feeds.pop(name, None)
+    return retyped(h)
+
+
 def retyped(g: Graph) -> Graph | None:
     """``g`` with its node outputs' types inferred again by ONNX's strict shape inference (after an
     attribute or version changed them); None when inference rejects the model or leaves one unknown."""
@@ -405,11 +415,7 @@ def _at_version(node: Node, version: int) -> Callable[[Graph, Feeds], tuple[Grap
         if any(x not in ordered for x in inputs.values()):
             return None
         n.inputs = ordered
-        used = {x for m in h.nodes for x in m.inputs if x}
-        for name in [k for k, v in h.values.items() if v.kind != NODE_KIND and k not in used]:
-            del h.values[name]
-            new.pop(name, None)
-        h2 = retyped(h)
+        h2 = pruned_and_retyped(h, new)
         return (h2, new) if h2 is not None else None
     return apply
 
@@ -452,11 +458,7 @@ def _resize_form(node: Node) -> Callable[[Graph, Feeds], tuple[Graph, Feeds] | N
         while ins and not ins[-1]:
             ins.pop()
         n.inputs = ins
-        used = {v for m in h.nodes for v in m.inputs if v}
-        for k in [k for k, v in h.values.items() if v.kind != NODE_KIND and k not in used]:
-            del h.values[k]
-            new.pop(k, None)
-        h2 = retyped(h)
+        h2 = pruned_and_retyped(h, new)
         return (h2, new) if h2 is not None and h2.values[n.outputs[0]].type == out.type else None
     return apply if node.op == "Resize" else None
 
