@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import sqlite3
 from pathlib import Path
+
+from dlcfuzz.run.store import StoreReader
 
 
 def main() -> None:
@@ -24,13 +25,11 @@ def main() -> None:
     p.add_argument("--jobs", type=int, required=True, help="the campaign's --jobs")
     p.add_argument("--wall", type=float, required=True, help="the campaign's wall seconds (its --budget)")
     a = p.parse_args()
-    db = sqlite3.connect(f"file:{a.campaign / 'campaign.sqlite'}?mode=ro", uri=True)
-    meta = dict(db.execute("SELECT key, value FROM meta"))
+    store = StoreReader(a.campaign)
+    tests, whole, gen, inputs, compilers, oracle = store.time_split()
+    triggers = json.loads(store.meta_value("triggers") or "{}")
+    store.close()
     jobs, wall = a.jobs, a.wall
-    tests, whole, gen, inputs, compilers, oracle = db.execute(
-        "SELECT COUNT(*), SUM(seconds), SUM(t_generate), SUM(t_inputs), SUM(t_compilers), SUM(t_oracle) "
-        "FROM tests").fetchone()
-    triggers = json.loads(meta.get("triggers", "{}"))
     reductions = [json.loads(f.read_text()) for f in sorted((a.campaign / "bugs").glob("*/reduction.json"))]
     reduce_s = sum(float(r.get("seconds", 0.0)) for r in reductions)
     trigger_s = float(triggers.get("seconds", 0.0))
