@@ -49,6 +49,7 @@ BRANCH_DEFAULT = ("torch.sin", "torch.tanh", "torch.relu", "torch.neg", "torch.a
                   "torch.roll", "torch.layer_norm", "torch.clone")
 # calls that may return their input itself (torch.cond refuses a branch output that aliases an operand)
 _MAY_ALIAS = frozenset({"torch.contiguous", "torch.channels_last", "torch.type_as", "torch.to", "torch.dropout_eval"})
+IDIOM = "idiom"  # the spec family of idioms (spec/torch/idiom.py)
 PIN_DRAWN = 0.5  # share of drawn data (nonzero's, unique's input) taken at run time, pinned
 LANGUAGE = TORCH_LANGUAGE  # graph.meta["language"] of a torch-native program
 
@@ -77,6 +78,9 @@ class ProgramOptions:
     empty_rate: float = 0.04
     # share of such calls that read an earlier empty tensor, where the program has one of the right type
     empty_reuse: float = 0.6
+    # share of calls that are idioms (``spec/torch/idiom.py``: snippets Inductor's passes rewrite), where the
+    # generator has both idioms and single operators: 1-3 of a program's 10 calls, ~90% of programs with one
+    idiom_rate: float = 0.2
 
 
 def is_program(graph: Graph) -> bool:
@@ -127,6 +131,8 @@ class TorchProgramGenerator:
         self.limits = limits
         self.options = options or ProgramOptions()
         self.stats = Stats()
+        self._idioms = [s for s in self.specs if s.family == IDIOM]
+        self._singles = [s for s in self.specs if s.family != IDIOM]
 
     def generate(self, seed: int) -> Graph:
         rng = random.Random(seed)
@@ -150,7 +156,7 @@ class TorchProgramGenerator:
     def _insert(self, inst: Instantiator, rng: random.Random, ties: list[str]) -> None:
         stats = self.stats
         for attempt in range(MAX_TRIES):
-            spec = self.specs[rng.randrange(len(self.specs))]
+            spec = self._draw(rng)
             fresh = None
             try:
                 first = None
@@ -177,6 +183,14 @@ class TorchProgramGenerator:
                 _forget(inst, name)
             break
         stats.insertions += 1
+
+    def _draw(self, rng: random.Random) -> TorchOpSpec:
+        """The next call's operator: an idiom at ``idiom_rate`` where the generator has idioms and single
+        operators (one random draw more only then: a generator of either kind alone draws as before)."""
+        if self._idioms and self._singles:
+            group = self._idioms if rng.random() < self.options.idiom_rate else self._singles
+            return group[rng.randrange(len(group))]
+        return self.specs[rng.randrange(len(self.specs))]
 
     def _branch_specs(self) -> list[TorchOpSpec]:
         """The operators a branch of torch.cond may call: the generator's own where they may (no view,
