@@ -65,6 +65,7 @@ FIRES: dict[str, tuple[Callable[[Graph, Node], bool], bool, str]] = {
     "torch.idiom_onehot_scatter": (lambda g, n: n.attrs["bg"] == 0.0, False, "joint_graph.scatter_upon_const_tensor"),
     "torch.idiom_mm_bias": (lambda g, n: n.attrs["act"] == "none" and _float32(g, n) and _rows(g, n), False,
                              "post_grad.addmm"),
+    "torch.idiom_numpy_axis": (lambda g, n: True, False, "numpy_compat_normalization"),
     "torch.idiom_conv_binary": (_params(1, 3), True, "binary_folding"),
     "torch.idiom_linear_act": (lambda g, n: _params(1)(g, n) and _rows(g, n), True,
                                "mkldnn_linear_weight_pack_matcher_count"),

@@ -12,6 +12,8 @@ pass each one aims at (``torch/_inductor/fx_passes/``; ``TARGETS`` below):
   ``conv_binary`` (conv2d then add/sub/mul/div by per-channel constants): under freezing, conv-bn folding,
   binary folding and the mkldnn weight-packing and conv/linear + unary fusions; else the addmm
   decomposition and convolution lowering;
+- ``numpy_axis`` (``torch.sum(x, axis=1, keepdims=True)``, NumPy's keywords): the pre-grad normalization of
+  NumPy-style keywords;
 - ``split_cat``, ``cat_split``, ``cat_slice_cat``: post_grad's split_with_sizes/cat eliminations and the
   cat-slice-cat lowering (issues #99686, #100807); in another order than the split's, the check that refuses;
 - ``view_pair``, ``permute_pair``, ``convert_pair``: joint_graph's pointless view(-pair), permute-pair and
@@ -219,6 +221,25 @@ CONV_BINARY = _spec(
     attrs={**_conv_attrs(), "op": Choice(tuple(_BINOPS)), "per_channel": Choice((1, 1, 0)),
            "act": Choice(("none", "none", "relu"))},
     types={"T": ("float32",)}, vdomain=_conv_binary_domain)
+
+
+def _numpy_out(c) -> list[TensorType]:
+    return _partial_out(c)
+
+
+def _numpy_iv(c: iv.Call) -> iv.Iv:
+    if c.attrs["fn"] != "sum":
+        return iv.hull(c.x, (0.0, 0.0))
+    n = c.types[0].shape[c.attrs["dim"]]  # type: ignore[union-attr]
+    return iv.hull((c.x[0] * n, c.x[1] * n), (0.0, 0.0))
+
+
+NUMPY_AXIS = _spec(
+    "numpy_axis", [In("x", T="T", rank=(1, 4))], _numpy_out,
+    lambda a, k: f"torch.{k['fn']}({a[0]}, axis={k['dim']}, keepdims={bool(k['keepdim'])})",
+    lambda c: [iv.widen(_numpy_iv(c), c.n, 64.0, absolute=4.0)],
+    attrs={"dim": lambda c: Int(-c.r, c.r - 1), "keepdim": BOOL, "fn": Choice(("sum", "mean", "amax", "amin"))},
+    vdomain=small_domain(64.0))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -569,9 +590,9 @@ GELU = _spec(
     attrs={"kind": Choice(("tanh", "erf", "quick", "silu"))}, vdomain=small_domain(16.0))
 
 
-SPECS = [MM_BIAS, LINEAR_ACT, CONV_BN, CONV_BINARY, SPLIT_CAT, CAT_SPLIT, CAT_SLICE_CAT, UNBIND_STACK, VIEW_PAIR,
-         PERMUTE_PAIR, CONVERT_PAIR, SCALED_SOFTMAX, ATTENTION, FULL_CUMSUM, ONEHOT_SCATTER, PARTIAL_REDUCE, NOOP,
-         RMS_NORM, LAYER_NORM, GELU]
+SPECS = [MM_BIAS, LINEAR_ACT, CONV_BN, CONV_BINARY, NUMPY_AXIS, SPLIT_CAT, CAT_SPLIT, CAT_SLICE_CAT,
+         UNBIND_STACK, VIEW_PAIR, PERMUTE_PAIR, CONVERT_PAIR, SCALED_SOFTMAX, ATTENTION, FULL_CUMSUM, ONEHOT_SCATTER,
+         PARTIAL_REDUCE, NOOP, RMS_NORM, LAYER_NORM, GELU]
 
 # the pass each idiom aims at: counters["inductor"] keys or pattern-matcher pattern names (as
 # benchmarks/inductor_reach.py names them), under the default config unless the entry says freezing
@@ -592,6 +613,7 @@ TARGETS: dict[str, tuple[str, ...]] = {
     "torch.idiom_linear_act": ("freezing: mkldnn_linear_weight_pack_matcher_count",),
     "torch.idiom_conv_bn": ("freezing: mkldnn_conv_weight_pack_matcher_count",),
     "torch.idiom_conv_binary": ("freezing: binary_folding",),
+    "torch.idiom_numpy_axis": ("numpy_compat_normalization",),
 }
 
 # what takes an empty first input (a dim of 0) as eager does: the shape-preserving ones of plain arithmetic
