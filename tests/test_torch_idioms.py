@@ -66,6 +66,9 @@ FIRES: dict[str, tuple[Callable[[Graph, Node], bool], bool, str]] = {
     "torch.idiom_mm_bias": (lambda g, n: n.attrs["act"] == "none" and _float32(g, n) and _rows(g, n), False,
                              "post_grad.addmm"),
     "torch.idiom_numpy_axis": (lambda g, n: True, False, "numpy_compat_normalization"),
+    # a batch of one is an mm (joint_graph's bmm_to_mm), not a bmm
+    "torch.idiom_batched_dot": (lambda g, n: math.prod(g.values[n.inputs[0]].type.shape[:-1]) > 1, False,
+                                "decompose_bmm"),
     "torch.idiom_conv_binary": (_params(1, 3), True, "binary_folding"),
     "torch.idiom_linear_act": (lambda g, n: _params(1)(g, n) and _rows(g, n), True,
                                "mkldnn_linear_weight_pack_matcher_count"),

@@ -8,6 +8,7 @@ operands typed by the same constraint DSL, so that the solver instantiates it li
 pass each one aims at (``torch/_inductor/fx_passes/``; ``TARGETS`` below):
 
 - ``mm_bias`` (``mm(x, w) + b``, an activation after): post_grad's addmm fusion;
+- ``batched_dot`` (``a.unsqueeze(-2) @ b.unsqueeze(-1)``): the CPU decomposition of a bmm of rows by columns;
 - ``linear_act`` (``act(F.linear(x, w, b))``), ``conv_bn`` (conv2d -> batch_norm in eval -> activation),
   ``conv_binary`` (conv2d then add/sub/mul/div by per-channel constants): under freezing, conv-bn folding,
   binary folding and the mkldnn weight-packing and conv/linear + unary fusions; else the addmm
@@ -130,6 +131,16 @@ LINEAR_ACT = _spec(
     lambda a, k: _act(k, f"F.linear({a[0]}, {a[1]}, {a[2] if len(a) > 2 and a[2] else 'None'})"),
     _contraction_iv(lambda c: c.types[0].shape[-1]),
     attrs={"o": Int(1, 6), "act": Choice(tuple(ACTS))},
+    vdomain=_budget(lambda c: c.s[-1]))
+
+
+# a batch of dot products as a matmul of a row by a column: Inductor decomposes such a bmm into pointwise
+# code and a sum on CPU (decompose_bmm)
+BATCHED_DOT = _spec(
+    "batched_dot", [In("a", T="T", rank=(2, 3)), In("b", T="T", shape=lambda c: c.s, weight=True)],
+    lambda c: [TensorType(c.s[:-1] if c.squeeze else (*c.s[:-1], 1, 1), c.T)],
+    lambda a, k: f"({a[0]}.unsqueeze(-2) @ {a[1]}.unsqueeze(-1))" + (".squeeze(-1).squeeze(-1)" * k["squeeze"]),
+    _contraction_iv(lambda c: c.types[0].shape[-1]), attrs={"squeeze": Choice((1, 1, 0))},
     vdomain=_budget(lambda c: c.s[-1]))
 
 
@@ -590,7 +601,7 @@ GELU = _spec(
     attrs={"kind": Choice(("tanh", "erf", "quick", "silu"))}, vdomain=small_domain(16.0))
 
 
-SPECS = [MM_BIAS, LINEAR_ACT, CONV_BN, CONV_BINARY, NUMPY_AXIS, SPLIT_CAT, CAT_SPLIT, CAT_SLICE_CAT,
+SPECS = [MM_BIAS, LINEAR_ACT, BATCHED_DOT, CONV_BN, CONV_BINARY, NUMPY_AXIS, SPLIT_CAT, CAT_SPLIT, CAT_SLICE_CAT,
          UNBIND_STACK, VIEW_PAIR, PERMUTE_PAIR, CONVERT_PAIR, SCALED_SOFTMAX, ATTENTION, FULL_CUMSUM, ONEHOT_SCATTER,
          PARTIAL_REDUCE, NOOP, RMS_NORM, LAYER_NORM, GELU]
 
@@ -614,6 +625,7 @@ TARGETS: dict[str, tuple[str, ...]] = {
     "torch.idiom_conv_bn": ("freezing: mkldnn_conv_weight_pack_matcher_count",),
     "torch.idiom_conv_binary": ("freezing: binary_folding",),
     "torch.idiom_numpy_axis": ("numpy_compat_normalization",),
+    "torch.idiom_batched_dot": ("decompose_bmm",),
 }
 
 # what takes an empty first input (a dim of 0) as eager does: the shape-preserving ones of plain arithmetic
