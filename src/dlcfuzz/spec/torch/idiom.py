@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -47,8 +48,9 @@ FAMILY = "idiom"
 T_F = {"T": FLOATS}
 
 
-def _spec(name: str, inputs: list, out, emit, transfer, attrs: dict | None = None, types: dict | None = None,
-          vdomain=None, **kw) -> TorchOpSpec:
+def _spec(name: str, inputs: list, out: Callable, emit: Callable[[list[str], dict], str],
+          transfer: Callable[[iv.Call], list[iv.Iv]], attrs: dict | None = None, types: dict | None = None,
+          vdomain: Callable | None = None, **kw: Any) -> TorchOpSpec:
     return TorchOpSpec(f"idiom_{name}", FAMILY, inputs, out, attrs=attrs or {}, types=types or T_F, emit=emit,
                        transfer=transfer, vdomain=vdomain or small_domain(8.0), **kw)
 
@@ -101,7 +103,7 @@ def _contraction_iv(count: Callable[[iv.Call], float]) -> Callable[[iv.Call], li
     return t
 
 
-def _budget(count, first: float = 4.0):
+def _budget(count: Callable[[Any], float], first: float = 4.0) -> Callable:
     """Operands of a contraction within the dtype's budget: x within ``first``, the others within
     budget / (count * max|x|)."""
     def d(slot, n, numel, c, ivs):
