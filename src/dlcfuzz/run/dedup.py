@@ -308,18 +308,17 @@ _FRAME_LINE = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')
 
 def frontend_site_root(f: Finding) -> str:
     """Of a crash while a Python frontend converts the model (TVM's ONNX importer), the line of its
-    converter (``_impl_vN``) the error came through, else of the innermost frontend frame: one line's
-    defect is one root, whatever message it ends in (TVM's Expand converter, reading a shape it takes
-    for static, fails with "ShapeType does not support subscript" or "'Var' object has no attribute
-    'value'" alike); "" for anything else."""
+    converter (``_impl_vN``) the error came through: one line's defect is one root, whatever message it
+    ends in (TVM's Expand converter, reading a shape it takes for static, fails with "ShapeType does not
+    support subscript" or "'Var' object has no attribute 'value'" alike).  Not the dispatcher's line that
+    calls every converter, nor a helper's that many call: "" without a converter frame."""
     if f.oracle != CRASH or f.phase != "import":
         return ""
-    frames = [(path.rsplit("/", 1)[-1], line, fn) for path, line, fn in _FRAME_LINE.findall(f.traceback)
-              if any(d in path for d in FRONTEND_DIRS)]
-    converters = [frame for frame in frames if _CONVERTER_ENTRY.search(frame[2])]
-    if not frames:
+    converters = [(path.rsplit("/", 1)[-1], line, fn) for path, line, fn in _FRAME_LINE.findall(f.traceback)
+                  if any(d in path for d in FRONTEND_DIRS) and _CONVERTER_ENTRY.search(fn)]
+    if not converters:
         return ""
-    file, line, fn = (converters or frames)[-1]  # a traceback lists the innermost frame last
+    file, line, fn = converters[-1]  # a traceback lists the innermost frame last
     return f"{f.backend}: frontend {file}:{line} ({fn})"
 
 
