@@ -82,6 +82,13 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "Min/Max": ("Min", "Max"),
     "ArgMax/ArgMin": ("ArgMax", "ArgMin"),
 }
+# operators that read these attributes through one shared helper in the runtimes (ONNX Runtime's
+# ConvAttributes, TVM's and OpenVINO's auto-pad code): a trigger in one of them is the family's, which a
+# sibling run cannot show (a float Conv does not become a QLinearConv by its name)
+SHARED_ATTRIBUTES: dict[str, tuple[tuple[str, ...], frozenset[str]]] = {
+    "Conv/ConvInteger/QLinearConv": (("Conv", "ConvInteger", "QLinearConv"),
+                                     frozenset({"auto_pad", "pads", "strides", "dilations", "group", "kernel_shape"})),
+}
 # the variant options a variation switches: option path -> (the value that is the suspected cause, its name)
 OPTION_CAUSES: dict[tuple[str, ...], tuple[str, Any, str]] = {
     ("dynamic",): (STATIC, True, "dynamic shapes"),
@@ -665,6 +672,9 @@ def analyze(runner: Runner, finding: Finding, graph: Graph, feeds: Feeds, first:
                 break
         if not needed and a.family == node.op:
             a.family = ""  # no trigger and no sibling shows it: the signature stands
+        if named and all(v.kind == ATTRIBUTE for v in named):
+            a.family = next((name for name, (ops, attrs) in SHARED_ATTRIBUTES.items() if node.op in ops
+                             and all(v.cause.split("=")[0] in attrs for v in named)), a.family)
     a.trigger = [v.cause for v in needed]
     a.kinds = [v.kind for v in needed]
     a.unvaried = unavailable
