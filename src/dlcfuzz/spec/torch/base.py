@@ -192,9 +192,9 @@ def onnx_iv(onnx_op: str) -> Callable[[iv.Call], list[iv.Iv]]:
     return lambda c: iv.TRANSFER[onnx_op](c)
 
 
-def budget_domain(count: Callable[[Any], float], first: float = 64.0) -> Callable:
+def budget_domain(count: Callable[[Any], float], first: float = 64.0, cap: float | None = None) -> Callable:
     """Input domains of an amplifying operator: the first input within ``first``, later ones such that
-    count * max|x0| * max|xk| stays within the dtype's budget."""
+    count * max|x0| * max|xk| stays within the dtype's budget (and within ``cap``, where given)."""
     def d(slot, n, numel, c, ivs):
         if n.kind != "f":
             return None
@@ -202,7 +202,7 @@ def budget_domain(count: Callable[[Any], float], first: float = 64.0) -> Callabl
             return iv.mag(min(first, n.budget))
         m = max(1.0, iv.amax(ivs[0])) if ivs and ivs[0] is not None else first
         k = max(1.0, float(count(c)))
-        return iv.mag(max(1.0, min(n.budget / (k * m), n.fmax / 4)))
+        return iv.mag(max(1.0, min(n.budget / (k * m), n.fmax / 4 if cap is None else cap)))
     return d
 
 

@@ -42,7 +42,7 @@ import numpy as np
 from dlcfuzz.ir import TensorType
 from dlcfuzz.solve import intervals as iv
 from dlcfuzz.spec.dsl import BOOL, Choice, Const, In, Int
-from dlcfuzz.spec.torch.base import FLOATS, INTS, Draw, TorchOpSpec, same_iv, small_domain
+from dlcfuzz.spec.torch.base import FLOATS, INTS, Draw, TorchOpSpec, budget_domain, same_iv, small_domain
 
 FAMILY = "idiom"
 T_F = {"T": FLOATS}
@@ -103,17 +103,10 @@ def _contraction_iv(count: Callable[[iv.Call], float]) -> Callable[[iv.Call], li
     return t
 
 
-def _budget(count: Callable[[Any], float], first: float = 4.0) -> Callable:
-    """Operands of a contraction within the dtype's budget: x within ``first``, the others within
+def _budget(count: Callable[[Any], float]) -> Callable:
+    """Operands of a contraction within the dtype's budget: x within 4, the others within 4 and
     budget / (count * max|x|)."""
-    def d(slot, n, numel, c, ivs):
-        if n.kind != "f":
-            return None
-        if slot == 0:
-            return iv.mag(min(first, n.budget))
-        m = max(1.0, iv.amax(ivs[0])) if ivs and ivs[0] is not None else first
-        return iv.mag(max(1.0, min(4.0, n.budget / (float(count(c)) * m + 1.0))))
-    return d
+    return budget_domain(count, first=4.0, cap=4.0)
 
 
 MM_BIAS = _spec(
