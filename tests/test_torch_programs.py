@@ -289,6 +289,10 @@ def test_planted_compiler_that_reads_non_contiguous_inputs_as_contiguous_is_caug
     assert f["oracle"] == "metamorphic" and f["kind"] == VALUE
     assert f["details"]["layer"] == "inductor"  # aot_eager and eager agree with eager: the compiler's
     assert f["signature"] == folders[0].name
+    # the report hands over the program, not an (empty) ONNX model
+    report = (folders[0] / "report.md").read_text()
+    assert "class Model(torch.nn.Module)" in report and "import onnx" not in report
+    assert f["title"].startswith("Inductor: value mismatch against eager"), f["title"]
     repro = folders[0] / "repro.py"
     text = repro.read_text()
     assert "class Model(torch.nn.Module)" in text and "dlcfuzz." not in text.replace("# ---- dlcfuzz", "")

@@ -223,7 +223,13 @@ def write_report(folder: Path) -> Path:
     sections += ["## The model", ""]
     script, lang = "", "python"
     torch_call = (folder / "call.pt").exists()
-    if (case / "model.onnx").exists() and finding["backend"] != "tvm-relax" and not torch_call:
+    program = folder / "program.py"  # a torch-native program (run/torch_campaign.py): no ONNX model
+    if program.exists():
+        sections += ["A torch program: `Model` (a `torch.nn.Module`) and `make_inputs()` (its arguments, in "
+                     "the layouts the program chose). `repro.py` compiles it as the finding's variant did and "
+                     "compares it with eager torch, float64 eager as the tie-breaker.", ""]
+        script = program.read_text()
+    elif (case / "model.onnx").exists() and finding["backend"] != "tvm-relax" and not torch_call:
         import onnx
 
         model = onnx.load(str(case / "model.onnx"))
@@ -244,8 +250,9 @@ def write_report(folder: Path) -> Path:
         sections += ["Build it:", "", f"```{lang}", script.rstrip(), "```", ""]
     sections += ["## Reproduce", "", "```sh", f"python {'reduced/' if reduction else ''}repro.py"
                  if (case / "repro.py").exists() else "python repro.py", "```", "",
-                 "`repro.py` needs only numpy, onnx and the compiler; it exits 1 while the bug is present, 0 once "
-                 "it is fixed.", "", "## Expected vs actual", "", _expected_vs_actual(case, finding), "",
+                 f"`repro.py` needs only {'torch' if program.exists() else 'numpy, onnx and the compiler'}; it "
+                 "exits 1 while the bug is present, 0 once it is fixed.", "", "## Expected vs actual", "",
+                 finding.get("message", "") if program.exists() else _expected_vs_actual(case, finding), "",
                  "## Environment", "", _environment(finding), ""]
     path = folder / "report.md"
     path.write_text("\n".join(sections))

@@ -15,6 +15,7 @@ variant with eager; the reduction drops calls while the same signature shows, an
 
 from __future__ import annotations
 
+import json
 import random
 import time
 from collections.abc import Callable
@@ -26,6 +27,7 @@ from dlcfuzz.gen.torch_program import ProgramOptions, TorchProgramGenerator, mut
 from dlcfuzz.ir import Graph
 from dlcfuzz.oracle import COMPILER, Finding, Verdict
 from dlcfuzz.oracle.torch_program import judge_outcomes
+from dlcfuzz.run.bugreport import write_report
 from dlcfuzz.run.campaign import Campaign, CampaignConfig, Executed, Progress
 from dlcfuzz.run.dedup import graph_signature
 from dlcfuzz.run.store import TestRecord
@@ -279,6 +281,12 @@ def write_program_bundle(folder: Path, graph: Graph, f: Finding, variant: Varian
     model = folder / "model.onnx"
     if model.exists() and model.stat().st_size == 0:
         model.unlink()  # a torch program has no ONNX model
+    # the generic bundle's finding.json and report.md were written for an ONNX model: the program's title
+    # and report replace them
+    found = folder / "finding.json"
+    if found.exists():
+        found.write_text(json.dumps(json.loads(found.read_text()) | {"title": title(f)}, indent=1, default=str))
+    write_report(folder)
 
 
 def _without(graph: Graph, drop: set[int]) -> Graph:
