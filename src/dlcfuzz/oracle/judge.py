@@ -124,7 +124,8 @@ class Criteria:
     baseline_name: str = "baseline"  # what computed the baseline (named in the findings)
     # the integer outputs computed from float math (``Graph.rounded_from_floats``): one unit of slack
     rounded: tuple[int, ...] = ()
-    # the float outputs the spec computes through a narrower float type, and that type (``Graph.computed_in_narrower_float``)
+    # the float outputs the spec computes through a narrower float type, and that type
+    # (``Graph.computed_in_narrower_float``)
     single: Mapping[int, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
