@@ -170,12 +170,16 @@ def _conv_bn_iv(c: iv.Call) -> list[iv.Iv]:
     return _bound(conv * _amax(c, 5) / math.sqrt(0.5) * 1.01 + _amax(c, 6) + 1.0, c)
 
 
-def _conv_bn_domain(slot, n, numel, c, ivs):
-    if n.kind != "f":
-        return None
-    if slot == 4:  # running variance
-        return iv.Domain(0.5, 2.0)
-    return _budget(lambda c: _conv_count(c))(slot, n, numel, c, ivs)
+def _conv_domain(positive: int) -> Callable:
+    """A convolution's operands within the dtype's budget, and operand ``positive`` in [0.5, 2] (a running
+    variance, or a constant that divides: away from 0)."""
+    budget = _budget(_conv_count)
+
+    def d(slot, n, numel, c, ivs):
+        if n.kind != "f":
+            return None
+        return iv.Domain(0.5, 2.0) if slot == positive else budget(slot, n, numel, c, ivs)
+    return d
 
 
 CONV_BN = _spec(
@@ -188,7 +192,7 @@ CONV_BN = _spec(
                 In("beta", T="T", shape=lambda c: (c.o,), weight=True)],
     _conv_out, _conv_bn_emit, _conv_bn_iv,
     attrs={**_conv_attrs(), "eps": Choice((1e-5, 1e-3)), "act": Choice(("none", "relu", "relu", "silu", "hardtanh"))},
-    types={"T": ("float32",)}, vdomain=_conv_bn_domain)
+    types={"T": ("float32",)}, vdomain=_conv_domain(4))  # 4: the running variance
 
 
 _BINOPS = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
@@ -208,14 +212,6 @@ def _conv_binary_iv(c: iv.Call) -> list[iv.Iv]:
     return _bound(m + _amax(c, 4) + 1.0, c)
 
 
-def _conv_binary_domain(slot, n, numel, c, ivs):
-    if n.kind != "f":
-        return None
-    if slot == 3:  # the constant: away from 0, so that a division stays bounded
-        return iv.Domain(0.5, 2.0)
-    return _budget(lambda c: _conv_count(c))(slot, n, numel, c, ivs)
-
-
 CONV_BINARY = _spec(
     "conv_binary", [In("x", T="T", rank=(4, 4)),
                     In("w", T="T", shape=lambda c: (c.o, c.s[1], c.k, c.k), weight=True),
@@ -226,7 +222,7 @@ CONV_BINARY = _spec(
     _conv_out, _conv_binary_emit, _conv_binary_iv,
     attrs={**_conv_attrs(), "op": Choice(tuple(_BINOPS)), "per_channel": Choice((1, 1, 0)),
            "act": Choice(("none", "none", "relu"))},
-    types={"T": ("float32",)}, vdomain=_conv_binary_domain)
+    types={"T": ("float32",)}, vdomain=_conv_domain(3))  # 3: the constant
 
 
 def _numpy_out(c) -> list[TensorType]:
