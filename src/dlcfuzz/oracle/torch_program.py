@@ -86,7 +86,7 @@ _CHAIN = re.compile(r"\n\s*(?:The above exception was the direct cause of the fo
                     r"|During handling of the above exception, another exception occurred:)\s*\n")
 # Inductor's LoweringException names the operator it failed to lower ("target: aten.index_put_.default")
 _LOWERING = re.compile(r"\btarget: ((?:aten|prims|torch|quantized|_c10d_functional|inductor)\.[\w.]+)")
-SITE_FRAMES = 3  # as many as run/dedup.compiler_frames reads
+SITE_FRAMES = 3  # as many as run/dedup.compiler_frames reads where a finding has no site
 # the first error of a C++ compiler's output in Inductor's CppCompileError (whose first lines are the same
 # for every C++ compile error)
 _CXX_ERROR = re.compile(r"\berror: (.+)")
@@ -127,14 +127,10 @@ def crash_site(traceback: str, message: str, flags: Mapping[str, Any] | None = N
     return (frames[-keep:] if keep else []) + extra
 
 
-def signed_traceback(traceback: str, site: list[str]) -> str:
-    """The traceback with the crash's site appended as its last ``SITE_FRAMES`` frames, which the campaign's
-    signature (``run/dedup.compiler_frames``: the innermost compiler frames) reads; the traceback itself is
-    kept whole above them for the reader."""
-    site = (["-:-"] * SITE_FRAMES + site)[-SITE_FRAMES:]
-    lines = [f'  File "/torch/_inductor/{entry.split(":", 1)[0]}", line 0, in {entry.split(":", 1)[1]}'
-             for entry in site]
-    return f"{traceback}\n\ndlcfuzz: where torch.compile failed (the signature's frames):\n" + "\n".join(lines)
+def padded_site(site: list[str]) -> list[str]:
+    """The crash's site as exactly ``SITE_FRAMES`` entries (``-:-`` before a shorter one): a finding's
+    ``details["site"]``, which the campaign's signature reads in place of the traceback's frames."""
+    return (["-:-"] * SITE_FRAMES + site)[-SITE_FRAMES:]
 
 
 def flags_of(v: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -194,11 +190,11 @@ def judge_outcomes(backend: str, outcomes: Mapping[str, Outcome], ops_of_output:
         message = f"[{o.step}] {o.message}" if o.step else o.message
         if layer and layer != INDUCTOR:
             message = f"{message} [layer: {layer}]"
-        traceback = o.traceback
+        details = {"layer": layer or INDUCTOR, **flag_details(v)}
         if kind == "exception":  # keyed on where torch.compile failed, not on the program that led there
-            traceback = signed_traceback(o.traceback, crash_site(o.traceback, o.message, flags_of(v)))
-        findings.append(Finding(CRASH, kind, backend, variant, o.phase, message, o.error_type, traceback,
-                                details={"layer": layer or INDUCTOR, **flag_details(v)}))
+            details["site"] = padded_site(crash_site(o.traceback, o.message, flags_of(v)))
+        findings.append(Finding(CRASH, kind, backend, variant, o.phase, message, o.error_type, o.traceback,
+                                details=details))
     return Verdict(findings, unsupported)
 
 

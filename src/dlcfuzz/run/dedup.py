@@ -161,8 +161,11 @@ def signature(f: Finding, producer_op: str = "", dtype: str = "", names: Iterabl
                  *compiler_frames(f.traceback)]
     elif f.oracle == CRASH:
         # where a hang was stopped is the moment's, not the cause's (a loop passes through many frames)
+        # where it failed: the site the oracle read (a torch program's: ``details["site"]``), else the
+        # innermost compiler frames
+        site = f.details.get("site") or compiler_frames(f.traceback)
         parts = [f.backend, f.category, f.kind, f.phase, f.error_type, normalize(f.message, names=names),
-                 *(compiler_frames(f.traceback) if f.kind != "timeout" else ())]
+                 *(site if f.kind != "timeout" else ())]
     elif f.category == BASELINE:  # the baseline's fault, whichever backends outvoted it
         parts = [BASELINE, f.other, *divergence(f, producer_op, dtype)]
     elif blamed_pass(f):  # one pass's defect, at whichever operator it rewrote (oracle/blame.py)
