@@ -143,6 +143,17 @@ def test_fuzz_inductor_with_an_unknown_torch_operator_is_one_line_and_exit_2(tmp
     assert len(err) == 1 and "unknown torch operator" in err[0]
 
 
+def test_a_torch_only_backend_beside_onnx_compilers_is_one_line_and_exit_2(tmp_path, capsys):
+    """inductor-torch takes torch code, no ONNX graph: fed the ONNX campaign's graphs, every test was a
+    false crash listed as its bug."""
+    from dlcfuzz.cli import main
+
+    assert main(["fuzz", "--backends", "ort,inductor-torch", "--max-tests", "1", "--out", str(tmp_path / "c")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "inductor-torch run torch-native programs only" in err[0]
+    assert not (tmp_path / "c" / "bugs").exists()
+
+
 def test_layouts_are_the_ones_the_program_chose():
     gen = TorchProgramGenerator(op_range=(4, 8), options=ProgramOptions(layout_rate=1.0))
     seen = set()

@@ -126,19 +126,16 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     limits = gen_options(args)
     backends = backend_names(args.backends)
     from dlcfuzz.run.program_frontends import FRONTENDS, frontends_only
-    from dlcfuzz.run.torch_campaign import runs_programs, wants_programs
+    from dlcfuzz.run.torch_campaign import PROGRAMS_ONLY, runs_programs, wants_programs
 
     if frontends_only(backends) or wants_programs(backends):  # torch-native programs only (cli/torch_programs.py)
         from dlcfuzz.cli.torch_programs import cmd_fuzz_programs
 
         return cmd_fuzz_programs(args, backends)
-    if any(b in FRONTENDS for b in backends):
-        raise UsageError(f"{', '.join(b for b in backends if b in FRONTENDS)} run torch-native programs only: name "
-                         "them alone or with inductor, and the ONNX compilers in a campaign of their own")
-    if wants_programs(backends):  # Inductor alone: torch-native programs (cli/torch_programs.py)
-        from dlcfuzz.cli.torch_programs import cmd_fuzz_programs
-
-        return cmd_fuzz_programs(args)
+    torch_only = [b for b in backends if b in FRONTENDS or b in PROGRAMS_ONLY]
+    if torch_only:  # they take no ONNX graph (fed one, each test was a false crash)
+        raise UsageError(f"{', '.join(torch_only)} run torch-native programs only: name them alone or with "
+                         "inductor, and the ONNX compilers in a campaign of their own")
     specs = _supported_specs(resolve_op_set(split_names(args.op_set) if args.op_set else None), backends)
     program_specs = _program_specs(args, backends) if runs_programs(backends) else []
     if args.jobs < 1:

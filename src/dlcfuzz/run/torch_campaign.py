@@ -43,7 +43,9 @@ CONFIG_VARIANTS = ("inductor-config", "inductor-config", "inductor-cpp-wrapper",
 CONFIG_SHARE = 0.2
 LAYOUT_SHARE = 0.15  # the metamorphic layout oracle
 # `--backends inductor` alone runs torch-native programs on this backend (with others beside it, besides ONNX graphs)
-PROGRAM_BACKENDS = {"inductor": BACKEND, BACKEND: BACKEND}
+PROGRAM_BACKENDS = {"inductor": BACKEND, BACKEND: BACKEND, "inductor-torch": BACKEND}
+# of those, the ones that take no ONNX graph (Inductor's torch path): in a campaign of programs only
+PROGRAMS_ONLY = frozenset(PROGRAM_BACKENDS) - {"inductor"}
 
 
 def wants_programs(backends: list[str]) -> bool:
