@@ -5,8 +5,9 @@ reference, the oracle, reductions and the trigger analysis of reduced bugs (issu
 
 Reads the store (each test's ``t_generate``, ``t_inputs``, ``t_compilers``, ``t_oracle`` and its whole
 ``seconds``; the trigger analysis's ``triggers`` meta) and each bundle's ``reduction.json``
-(a reduction's seconds, its confirmed runs included).  Shares are of the campaign's worker time: its
-jobs times its wall time (the store records neither: say them).  Tests run in parallel; reductions
+(a reduction's seconds, its confirmed runs included) or ``program_reduction.json`` (a torch
+program's).  Shares are of the campaign's worker time: its jobs times its wall time (the store records
+neither: say them).  Tests run in parallel; reductions
 and trigger analyses run in the driver, beside them.
 """
 
@@ -30,7 +31,10 @@ def main() -> None:
     triggers = json.loads(store.meta_value("triggers") or "{}")
     store.close()
     jobs, wall = a.jobs, a.wall
-    reductions = [json.loads(f.read_text()) for f in sorted((a.campaign / "bugs").glob("*/reduction.json"))]
+    # ONNX bugs' reductions (reduction.json) and torch programs' (program_reduction.json: its trigger
+    # analysis is in the store's ``triggers`` meta with the ONNX ones')
+    reductions = [json.loads(f.read_text()) for name in ("reduction.json", "program_reduction.json")
+                  for f in sorted((a.campaign / "bugs").glob(f"*/{name}"))]
     reduce_s = sum(float(r.get("seconds", 0.0)) for r in reductions)
     trigger_s = float(triggers.get("seconds", 0.0))
     total = jobs * wall

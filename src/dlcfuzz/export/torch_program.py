@@ -107,11 +107,13 @@ def _input_expr(v: Value, layout: dict) -> str:
 
 
 def _call_lines(op: str, inputs: list[str], outputs: list[str], attrs: dict[str, Any], names: dict[str, str],
-                indent: str) -> list[str]:
+                indent: str, plain: bool = False) -> list[str]:
     """One call's lines (its outputs bound by name in ``names``); torch.cond's (``attrs["branches"]``) start
-    with its two branch functions, whose parameters are its operands after the predicate's."""
+    with its two branch functions, whose parameters are its operands after the predicate's.  ``plain``: the
+    call spelled without its mechanism (``TorchOpSpec.plain``)."""
     spec = TORCH_REGISTRY[op]
-    assert spec.emit is not None
+    emit = spec.plain if plain and spec.plain is not None else spec.emit
+    assert emit is not None
     lines: list[str] = []
     if "branches" in attrs:
         params = [x for x in inputs[1:]]
@@ -123,7 +125,7 @@ def _call_lines(op: str, inputs: list[str], outputs: list[str], attrs: dict[str,
             # torch.cond takes branch results of one layout: both contiguous
             lines.append(f"{indent}    return ({local[result]}.contiguous(),)")
     args = [names[x] if x else "" for x in inputs]
-    expr = spec.emit(args, attrs)
+    expr = emit(args, attrs)
     if len(outputs) == 1 and op not in SEQUENCE_OPS and not attrs.get("as_tuple") and "branches" not in attrs:
         lines.append(f"{indent}{outputs[0]} = {expr}  # {op}")
     else:
@@ -148,8 +150,10 @@ def to_program_source(graph: Graph) -> str:
         else:
             init.append(f"        self.register_buffer({v.name!r}, {_literal(v.data, v.type.dtype)})")
     body: list[str] = []
+    plain = set(graph.meta.get("plain", []))
     for n in graph.nodes:
-        body += _call_lines(n.op, list(n.inputs), list(n.outputs), dict(n.attrs), names, "        ")
+        body += _call_lines(n.op, list(n.inputs), list(n.outputs), dict(n.attrs), names, "        ",
+                            bool(n.outputs) and n.outputs[0] in plain)
     outs = ", ".join(graph.outputs)
     body.append(f"        return ({outs},)")
     layouts = graph.meta.get("layouts", {})

@@ -91,6 +91,12 @@ def spec_of(node: Node) -> TorchOpSpec:
     return TORCH_REGISTRY[node.op]
 
 
+def spelled_plainly(graph: Graph, node: Node) -> bool:
+    """Whether the program spells the call without its mechanism (``meta["plain"]``: the first outputs of
+    such calls; ``TorchOpSpec.plain``): an in-place write out of place writes nothing and aliases nothing."""
+    return bool(node.outputs) and node.outputs[0] in graph.meta.get("plain", ())
+
+
 def roots(graph: Graph, name: str) -> list[str]:
     """The chain of values a view-produced value aliases, itself first, its base last."""
     producer = {o: n for n in graph.nodes for o in n.outputs}
@@ -98,7 +104,8 @@ def roots(graph: Graph, name: str) -> list[str]:
     while chain[-1] in producer:
         n = producer[chain[-1]]
         spec = TORCH_REGISTRY.get(n.op)
-        if spec is None or not (spec.view or spec.mutates is not None) or not n.inputs or not n.inputs[0]:
+        if (spec is None or not (spec.view or spec.mutates is not None) or not n.inputs or not n.inputs[0]
+                or spelled_plainly(graph, n)):
             break
         chain.append(n.inputs[0])
     return chain
@@ -109,7 +116,7 @@ def mutated_inputs(graph: Graph) -> list[str]:
     out: list[str] = []
     for n in graph.nodes:
         spec = TORCH_REGISTRY.get(n.op)
-        if spec is None:
+        if spec is None or spelled_plainly(graph, n):
             continue
         for k in mutated_slots(spec, n.attrs):
             if k < len(n.inputs) and n.inputs[k]:

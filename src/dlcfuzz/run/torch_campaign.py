@@ -25,17 +25,20 @@ from dlcfuzz.backends.base import Test, Variant
 from dlcfuzz.export.torch_program import to_program_source
 from dlcfuzz.gen.torch_program import ProgramOptions, TorchProgramGenerator, mutated_inputs
 from dlcfuzz.ir import Graph
-from dlcfuzz.oracle import COMPILER, Finding, Verdict
+from dlcfuzz.oracle import COMPILER, CRASH, Finding, Verdict
 from dlcfuzz.oracle.torch_program import judge_outcomes
+from dlcfuzz.oracle.triggers import Analysis
+from dlcfuzz.run import program_triggers as pt
 from dlcfuzz.run.bugreport import write_report
 from dlcfuzz.run.campaign import Campaign, CampaignConfig, Executed, Progress
-from dlcfuzz.run.dedup import graph_signature
+from dlcfuzz.run.dedup import graph_signature, record_triggers
 from dlcfuzz.run.store import TestRecord
 from dlcfuzz.run.worker import PhaseLimits
 from dlcfuzz.seeds import derive_seed
 from dlcfuzz.spec.torch import TorchOpSpec
 
 BACKEND = "inductor-program"
+PROGRAM_REDUCTION = "program_reduction.json"  # a program bug's reduction and trigger analysis, in its bundle
 VARIANT_NAMES = ("inductor", "inductor-dynamic", "inductor-threads", "inductor-backward", "inductor-cpp-wrapper",
                  "inductor-freezing", "inductor-config", "inductor-layout")
 # the variants under Inductor flags, one of which runs on CONFIG_SHARE of the programs (the sampled one for half)
@@ -206,7 +209,7 @@ def finish_program_bugs(campaign: Campaign, graph: Graph, new: list[tuple[Path, 
             continue
         variant = finding_variant(campaign.variants[f.backend][f.variant], f, graph)
         write_program_bundle(folder, graph, f, variant)
-        smallest = graph
+        smallest, analysis = graph, None
         if budget and f.category == COMPILER:
             t0 = time.monotonic()
             reduced = reduce_program(with_flags(graph, f), f, campaign.pool, budget)
@@ -214,12 +217,16 @@ def finish_program_bugs(campaign: Campaign, graph: Graph, new: list[tuple[Path, 
                 smallest = reduced
                 write_program_bundle(folder, reduced, f, variant, "reduced")
             spent = time.monotonic() - t0
-            campaign.allocator.credit(f.backend, spent, 0, tests=0)
+            analysis = program_triggers(campaign.pool, f, with_flags(smallest, f))
+            write_program_reduction(folder, graph, reduced, spent, analysis)
+            campaign.allocator.credit(f.backend, spent + analysis.seconds, 0, tests=0)
             with campaign.lock:
                 campaign.progress.reduced += reduced is not None
                 campaign.progress.reduce_seconds += spent
+                record_triggers(campaign.store, None, analysis)
         with campaign.lock:  # bugs whose smallest programs call the same operators the same way are one
-            campaign.store.merge_root(graph_signature(f, graph), program_root(f, smallest), program_title(f))
+            campaign.store.merge_root(graph_signature(f, graph), program_root(f, smallest, analysis),
+                                      program_title(f))
 
 
 def finding_variant(variant: Variant, f: Finding, graph: Graph | None = None) -> Variant:
@@ -245,11 +252,71 @@ def with_flags(graph: Graph, f: Finding) -> Graph:
     return graph
 
 
-def program_root(f: Finding, graph: Graph) -> str:
-    """The root cause a program bug merges by: its kind and layer (and crash type), the Inductor flags it
-    needs, and the operators its smallest program still calls."""
+def shows_again(pool, f: Finding, graph: Graph) -> bool | None:
+    """Whether ``graph`` (a variation of the bug's program) still shows the bug on its variant: a finding
+    of the same oracle and kind (a crash: of the same error type); None where eager torch or the compiler
+    declined it."""
+    got = pool.run(f.backend, Test(b"", graph.to_json(), {}), [f.variant])
+    verdict = judge_program(graph, got, f.backend)
+    if any(x.oracle == f.oracle and x.kind == f.kind and (f.oracle != CRASH or x.error_type == f.error_type)
+           for x in verdict.findings):
+        return True
+    return None if verdict.unsupported else False
+
+
+def program_triggers(pool, f: Finding, graph: Graph) -> Analysis:
+    """The trigger analysis of a program bug's smallest program (``run/program_triggers.py``)."""
+    t0 = time.monotonic()
+    runs = 0
+
+    def shows(g: Graph) -> bool | None:
+        nonlocal runs
+        runs += 1
+        return shows_again(pool, f, g)
+
+    results = pt.analyze(graph, shows)
+    trigger = pt.triggers(results)
+    return Analysis(root=pt.root_name(f, trigger), trigger=trigger, kinds=["mechanism"] * len(trigger), runs=runs,
+                    seconds=time.monotonic() - t0,
+                    tried=[{"kind": "mechanism", "cause": m, "result": r} for m, r in results.items()])
+
+
+def write_program_reduction(folder: Path, graph: Graph, reduced: Graph | None, seconds: float,
+                            analysis: Analysis) -> None:
+    """The bundle's record of its program's reduction (``program_reduction.json``: calls before and after,
+    seconds, the trigger analysis) and the smallest program as ``reduced/graph.json`` (what retriage and
+    the bug list read)."""
+    if reduced is not None:
+        (folder / "reduced").mkdir(exist_ok=True)
+        (folder / "reduced" / "graph.json").write_text(reduced.to_json())
+    record = {"calls_before": len(graph.nodes), "calls_after": len((reduced or graph).nodes),
+              "reproduced": reduced is not None, "seconds": round(seconds, 2), "triggers": analysis.summary()}
+    (folder / PROGRAM_REDUCTION).write_text(json.dumps(record, indent=1))
+
+
+def retriage_program(pool, folder: Path, f: Finding, graph: Graph, recorded_root: str) -> tuple[str, Analysis]:
+    """A recorded program bug's root as today's dlcfuzz gives it (``dlcfuzz retriage``): the trigger
+    analysis of its smallest program (``reduced/graph.json``, else the program that found it); without a
+    trigger, its operators' root where the smallest program is kept, else the root it was recorded under
+    (an older bundle keeps no reduced program, and the found program's operators would split its root)."""
+    try:
+        smallest, kept = Graph.from_json((folder / "reduced" / "graph.json").read_text()), True
+    except (OSError, ValueError, KeyError, TypeError):
+        smallest, kept = graph, False
+    analysis = program_triggers(pool, f, with_flags(smallest, f))
+    if analysis.root or kept or not recorded_root:
+        return program_root(f, smallest, analysis), analysis
+    return recorded_root, analysis
+
+
+def program_root(f: Finding, graph: Graph, analysis: Analysis | None = None) -> str:
+    """The root cause a program bug merges by: the mechanism whose plain spelling makes it vanish, where
+    the trigger analysis found one (``run/program_triggers.py``); else its kind and layer (and crash
+    type), the Inductor flags it needs, and the operators its smallest program still calls."""
     import hashlib
 
+    if analysis is not None and analysis.root:
+        return analysis.root
     parts = [f.backend, f.oracle, f.kind, f.details.get("layer", ""), f.error_type,
              *sorted({n.op for n in graph.nodes})]
     if f.details.get("config"):  # the Inductor flags it needs

@@ -14,7 +14,12 @@ the same Isra instantiation), named in the ``torch`` namespace (``torch.add_``, 
 - ``grad``: whether its float outputs carry gradients back (backward's loss reads them);
 - ``dynamic_output``: an output size depends on values (masked_select, nonzero, unique);
 - ``empty``: the operator takes a first input with a dim of length 0 (the generator then sometimes gives
-  it one; ``EMPTY_OK`` in each family module lists them).
+  it one; ``EMPTY_OK`` in each family module lists them);
+- ``mechanism`` and ``plain``: a mechanism of torch.compile's own that the call goes through beyond its
+  values (an in-place write: functionalization; ``torch.cond``: a higher-order operator), and the call
+  spelled without it, with the same values (the write out of place; both branches and a select).  The
+  trigger analysis of a program bug (``oracle/program_triggers.py``) spells a program's calls plainly to
+  tell a bug of the mechanism, shared by every operator that goes through it, from one operator's.
 
 Element types are torch's: ``TORCH_DTYPES`` (bfloat16 included); a binary operator's two type
 variables may differ and its output takes torch's type promotion (``promote``).
@@ -56,6 +61,8 @@ class TorchOpSpec(OpSpec):
     dynamic_output: bool = False
     # takes a first input with a dim of length 0 (an empty tensor): eager runs it and ``out`` gives its shape
     empty: bool = False
+    mechanism: str = ""
+    plain: Emit | None = None
 
     def __post_init__(self) -> None:
         if not self.op.startswith(NAMESPACE + "."):

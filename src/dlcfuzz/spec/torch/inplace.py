@@ -5,12 +5,17 @@ duplicate indices (index_put_ without accumulate, scatter_) write distinct posit
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from dlcfuzz.ir import TensorType
 from dlcfuzz.solve import intervals as iv
 from dlcfuzz.spec.dsl import BOOL, Choice, Const, Float, In, Int
-from dlcfuzz.spec.torch.base import ALL, FLOATS, NUMERIC, TorchOpSpec, hull_iv, small_domain
+from dlcfuzz.spec.torch.base import ALL, FLOATS, NUMERIC, Emit, TorchOpSpec, hull_iv, small_domain
+
+WRITE = "an in-place write"  # the mechanism (``TorchOpSpec.mechanism``): Dynamo and AOTAutograd functionalize it
+_METHOD = re.compile(r"\.([a-z]\w*)_\(")
 
 
 def _same(c) -> list[TensorType]:
@@ -146,3 +151,23 @@ EMPTY_OK = frozenset(s.op for s in SPECS if s.op not in {"torch.index_put_", "to
                                                             "torch.index_fill_"})
 for _s in SPECS:
     _s.empty = _s.op in EMPTY_OK
+
+
+def _out_of_place(emit: Emit) -> Emit:
+    """The call's out-of-place method (``x.scatter_(...)`` -> ``x.scatter(...)``) in ``x``'s dtype, as the
+    write kept it (``x.add_(y)`` keeps x's dtype, ``x.add(y)`` promotes)."""
+    def plain(a: list[str], k: dict) -> str:
+        call = _METHOD.sub(lambda m: f".{m.group(1)}(", emit(a, k), count=1)
+        return f"({call}).to({a[0]}.dtype)"
+    return plain
+
+
+# the out-of-place forms that are not the method without its underscore
+_PLAIN: dict[str, Emit] = {
+    "torch.zero_": lambda a, k: f"torch.zeros_like({a[0]})",
+    "torch.fill_": lambda a, k: f"torch.full_like({a[0]}, {k['value']})",
+    "torch.copy_": lambda a, k: f"torch.ops.aten.copy({a[0]}, {a[1]})",
+}
+for _s in SPECS:
+    assert _s.emit is not None
+    _s.mechanism, _s.plain = WRITE, _PLAIN.get(_s.op) or _out_of_place(_s.emit)

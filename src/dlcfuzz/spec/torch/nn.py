@@ -403,6 +403,13 @@ def _cond_emit(a: list[str], k: dict) -> str:
     return f"torch.cond({pred}, {fn}_true, {fn}_false, ({', '.join(a[1:])},))"
 
 
+def _cond_plain(a: list[str], k: dict) -> str:
+    """torch.cond without the higher-order operator: both branches traced inline, and a select."""
+    pred = COND_PREDICATES[k["pred"]].format(p=a[0])
+    fn, ops = k.get("fn", "branch"), ", ".join(a[1:])
+    return f"(torch.where({pred}, {fn}_true({ops})[0], {fn}_false({ops})[0]),)"
+
+
 # The spec draws the predicate's operand and the branches' first operand (the call's type: both branches
 # end in it); the program generator builds the branches (``branches``: per branch, its calls as node
 # dicts; ``results``: each branch's result), lifting the tensors they create into further operands, and
@@ -411,7 +418,7 @@ COND = TorchOpSpec(
     "cond", "nn",
     [In("pred", T="T", rank=(0, 5)), In("x", T="T1", shape=lambda c: c.bcast(c.s))],
     lambda c: [c.ins[1]], attrs={"pred": _cond_predicates},
-    types={"T": (*FLOATS, *INTS, "bool"), "T1": FLOATS}, emit=_cond_emit,
+    types={"T": (*FLOATS, *INTS, "bool"), "T1": FLOATS}, emit=_cond_emit, mechanism="torch.cond", plain=_cond_plain,
     transfer=lambda c: [tuple(c.attrs["bound"]) if "bound" in c.attrs else c.ivs[1] for _ in c.outs],
     vdomain=small_domain(16.0))
 
