@@ -5,7 +5,10 @@ and no new generated test, it signs the bug again (``dedup.graph_signature``), r
 analysis of its reduced case (``oracle/triggers.py``, a few confirmed runs each), and records its root
 (``dedup.reduced_root``, ``Store.merge_root``): bugs with one root are one entry.  It prints the number
 of roots before and after as ``dlcfuzz bugs`` counts them (``run.roots``), and which bugs merged.
-It takes the campaign's writer lock.  Categories stay as recorded: the other compilers' vote on a
+A reduced case whose reduction did not confirm the bug is analyzed too (its control run says whether
+the bug shows there: a metamorphic bug whose reduced case both variants now get wrong alike still shows
+to the baseline), but only a root its analysis names merges it.  It takes the campaign's writer lock.
+Categories stay as recorded: the other compilers' vote on a
 reduced case needs the campaign's backends together (``Campaign._outvoted``).
 """
 
@@ -40,15 +43,16 @@ def _read(bundle: Path) -> tuple[Any, Any, dict] | None:
         return None
 
 
-def _reduced(bundle: Path) -> tuple[Any, dict, dict] | None:
-    """(graph, inputs, reduction.json) of a bundle's reduced case that reproduced; None without one."""
+def _reduced(bundle: Path, reproduced: bool = True) -> tuple[Any, dict, dict] | None:
+    """(graph, inputs, reduction.json) of a bundle's reduced case that reproduced (any reduced case, without
+    ``reproduced``); None without one."""
     import numpy as np
 
     from dlcfuzz.ir import Graph
 
     try:
         summary = json.loads((bundle / "reduction.json").read_text())
-        if not summary.get("reproduced"):
+        if reproduced and not summary.get("reproduced"):
             return None
         graph = Graph.from_json((bundle / "reduced" / "graph.json").read_text())
         with np.load(bundle / "reduced" / "inputs.npz") as f:
@@ -96,6 +100,14 @@ def cmd_retriage(args: argparse.Namespace) -> int:
             signature = graph_signature(finding, graph)  # the signature today's dlcfuzz gives it
             root, analysis = signature, None
             reduced = _reduced(bundle)
+            unconfirmed = _reduced(bundle, reproduced=False) if reduced is None else None
+            if unconfirmed is not None:
+                rgraph, inputs, summary = unconfirmed
+                analysis = analyze_triggers(pool, finding, rgraph, inputs, summary.get("first_diverging"),
+                                            summary.get("signature", signature), tolerances,
+                                            **({"max_runs": args.max_runs} if args.max_runs else {}))
+                root = analysis.root or signature
+                record_triggers(store, bundle, analysis)
             if reduced is not None:
                 rgraph, inputs, summary = reduced
                 first = summary.get("first_diverging")

@@ -16,19 +16,30 @@ operator's) whose removal does, else the first pair that does (``analyze``), wit
   initializers fed at run time;
 - ``STATIC``: a variant compiled for dynamic shapes replaced by its static twin (variants carry
   their options: the twin is the variant whose options differ in ``dynamic`` alone), and likewise
-  ``THREADS`` for one inference thread, where the backend has a variant with the plugin's default;
+  ``THREADS`` for one inference thread, where the backend has a variant with the plugin's default,
+  and ``PIPELINE`` for TVM's optimizing pipeline (``pipeline=cpu`` with its ``opt-level``: the twin
+  runs the default pipeline, in which LegalizeOps' leftovers reach no FoldConstant);
 - ``ATTRIBUTE``: an attribute off its default set back to it (omitted), a negative axis made positive;
 - ``OPSET``: the operator at its neighbouring version, an attribute there taken as an input (or the
   reverse) where the versions differ in that.
 
 The cause names the root: a trigger in the values' range, the element types or the variant
 (``OPERATOR_FREE``) is the backend's, whichever operator met it; a trigger in an operand's form, an
-operator's attributes or its version is that operator's (a crash's, but for the integer range and
-the threads, too: ``CRASH_OPERATOR_FREE``), or its converter family's (``FAMILIES``: Reduce*,
+operator's attributes or its version is that operator's (a crash's, but for the integer range, the
+threads and the optimizing pipeline, whose passes meet every operator, too: ``CRASH_OPERATOR_FREE``),
+or its converter family's (``FAMILIES``: Reduce*,
 pooling, comparisons, Resize through ``scales`` or ``sizes``) when a sibling of the family run on the
 same case shows the bug too.  The
 root is a readable name, e.g. "OpenVINO: integer values beyond the int32 range" or "TVM: Reduce*
 with noop_with_empty_axes=1".
+
+A trial judges the bug as its signature reads it, whichever oracle saw it: a metamorphic bug's trial
+runs the variant beside its mate *and* against the baseline (the signature is the divergence, not the
+oracle), so that the variations of a metamorphic bug can show it, and of one whose reduced case both
+variants now get wrong alike; a variation with the mate's options is no variation of a metamorphic
+pair.  A variation the compiler declines (an "unsupported" error) neither shows nor hides a bug, a
+crash's neither: the compiler stopped before the crash's site (IREE's importer lowers no MaxPool
+before version 12).
 
 The judging needs the signature (``run/dedup.py``), which the oracle does not import: the caller
 hands ``analyze`` a ``Sign`` that says whether a trial's findings hold the bug.
@@ -47,7 +58,7 @@ import numpy as np
 from dlcfuzz.backends.base import OK, Test, Variant
 from dlcfuzz.ir import CONST_KIND, INPUT_KIND, NODE_KIND, Graph, Node, TensorType, Value
 from dlcfuzz.oracle.compare import all_finite
-from dlcfuzz.oracle.findings import CRASH, DIFFERENTIAL, Finding
+from dlcfuzz.oracle.findings import CRASH, DIFFERENTIAL, METAMORPHIC, Finding
 from dlcfuzz.oracle.judge import CONFIRM_RUNS, Runner, criteria_for, judge, run_baseline, run_confirmed
 
 MAX_RUNS = 12  # confirmed runs per bug, all variations and siblings together
@@ -55,17 +66,19 @@ MAX_SIBLINGS = 4  # siblings of the operator's family tried (until one shows the
 INT32 = (-(2 ** 31), 2 ** 31 - 1)
 
 # kinds of variation
-INT32_RANGE, SIGNED, INITIALIZER, RUNTIME, STATIC, THREADS, ATTRIBUTE, OPSET, SIBLING = (
-    "int32", "signed", "initializer", "runtime", "static", "threads", "attribute", "opset", "sibling")
+INT32_RANGE, SIGNED, INITIALIZER, RUNTIME, STATIC, THREADS, PIPELINE, ATTRIBUTE, OPSET, SIBLING = (
+    "int32", "signed", "initializer", "runtime", "static", "threads", "pipeline", "attribute", "opset", "sibling")
 # triggers that name no operator: the backend's, whichever operator met them (its integer precision, its
 # dynamic-shape kernels, its threads).  An operand's form names the operator: constant folding evaluates
 # each operator with its own code, and a converter reads a constant or a runtime operand in its own way.
 # A crash is at a site of an operator's own code unless its trigger is the backend's integer range (or its
 # threads): OpenVINO's dynamic-shape compile failures fail in each operator's shape code with its own check.
 OPERATOR_FREE = frozenset({INT32_RANGE, SIGNED, STATIC, THREADS})
-CRASH_OPERATOR_FREE = frozenset({INT32_RANGE, THREADS})
-# the order causes are named in
-_ORDER = (INT32_RANGE, SIGNED, INITIALIZER, RUNTIME, STATIC, THREADS, OPSET, ATTRIBUTE)
+# A crash only the optimizing pipeline shows is in its passes (TVM's FoldConstant legalizing what LegalizeOps
+# left, on whichever operator): the pipeline's.
+CRASH_OPERATOR_FREE = frozenset({INT32_RANGE, THREADS, PIPELINE})
+# the order causes are named in (the pipeline last: an operator's own cause is named before it)
+_ORDER = (INT32_RANGE, SIGNED, INITIALIZER, RUNTIME, STATIC, THREADS, OPSET, ATTRIBUTE, PIPELINE)
 
 BACKEND_NAMES = {"openvino": "OpenVINO", "tvm": "TVM", "tvm-relax": "TVM Relax", "ort": "ONNX Runtime",
                  "iree": "IREE", "inductor": "Inductor"}
@@ -89,10 +102,12 @@ SHARED_ATTRIBUTES: dict[str, tuple[tuple[str, ...], frozenset[str]]] = {
     "Conv/ConvInteger/QLinearConv": (("Conv", "ConvInteger", "QLinearConv"),
                                      frozenset({"auto_pad", "pads", "strides", "dilations", "group", "kernel_shape"})),
 }
-# the variant options a variation switches: option path -> (the value that is the suspected cause, its name)
-OPTION_CAUSES: dict[tuple[str, ...], tuple[str, Any, str]] = {
-    ("dynamic",): (STATIC, True, "dynamic shapes"),
-    ("config", "INFERENCE_NUM_THREADS"): (THREADS, 1, "one inference thread"),
+# the variant options a variation switches: option path -> (kind, the value that is the suspected cause, its
+# name, the other option paths that go with it: the twin may differ there too)
+OPTION_CAUSES: dict[tuple[str, ...], tuple[str, Any, str, tuple[tuple[str, ...], ...]]] = {
+    ("dynamic",): (STATIC, True, "dynamic shapes", ()),
+    ("config", "INFERENCE_NUM_THREADS"): (THREADS, 1, "one inference thread", ()),
+    ("pipeline",): (PIPELINE, "cpu", "the optimizing pipeline", (("target", "opt-level"),)),
 }
 
 Feeds = dict[str, np.ndarray]
@@ -489,21 +504,30 @@ def _without(options: Mapping[str, Any], path: tuple[str, ...]) -> dict[str, Any
     return out
 
 
-def twin(variants: Mapping[str, Mapping[str, Any]], variant: str, path: tuple[str, ...]) -> str:
-    """The variant whose options are ``variant``'s but for the option at ``path`` (unset, or another value);
-    "" when the backend has none."""
+def twin(variants: Mapping[str, Mapping[str, Any]], variant: str, path: tuple[str, ...],
+         also: tuple[tuple[str, ...], ...] = ()) -> str:
+    """The variant whose options are ``variant``'s but for the option at ``path`` (unset, or another value)
+    and those at ``also`` (which go with it); "" when the backend has none."""
     mine = variants.get(variant)
     if mine is None:
         return ""
-    base = _without(mine, path)
-    return next((name for name, o in variants.items() if name != variant and _without(o, path) == base
+
+    def rest(o: Mapping[str, Any]) -> dict[str, Any]:
+        out = _without(o, path)
+        for p in also:
+            out = _without(out, p)
+        return out
+
+    base = rest(mine)
+    return next((name for name, o in variants.items() if name != variant and rest(o) == base
                  and _option(o, path) != _option(mine, path)), "")
 
 
 def variations(g: Graph, feeds: Feeds, first: Mapping[str, Any] | None, variant: str,
-               variants: Mapping[str, Mapping[str, Any]]) -> tuple[list[Variation], list[str]]:
+               variants: Mapping[str, Mapping[str, Any]], mate: str = "") -> tuple[list[Variation], list[str]]:
     """The variations that apply to the case, each switching one suspected cause off, and the causes
-    present that no variation can switch off here (a variant option without a twin)."""
+    present that no variation can switch off here (a variant option without a twin); ``mate``: the
+    variant a metamorphic bug's variant is compared with (its twin is no variation of the pair)."""
     out: list[Variation] = []
     unavailable: list[str] = []
     data = [v.data for v in g.values.values() if v.data is not None] + list(feeds.values())
@@ -517,9 +541,11 @@ def variations(g: Graph, feeds: Feeds, first: Mapping[str, Any] | None, variant:
         out.append(Variation(INITIALIZER, "operands fed at run time", _pinned_to_initializers))
     if any(v.kind == CONST_KIND and v.data is not None for v in g.values.values()):
         out.append(Variation(RUNTIME, "operands folded as initializers", _initializers_to_inputs))
-    for path, (kind, value, cause) in OPTION_CAUSES.items():
+    for path, (kind, value, cause, also) in OPTION_CAUSES.items():
         if _option(variants.get(variant, {}), path) == value:
-            other = twin(variants, variant, path)
+            other = twin(variants, variant, path, also)
+            if other == mate and mate:
+                continue
             if other:
                 out.append(Variation(kind, cause, variant=other))
             else:
@@ -568,8 +594,9 @@ class Trial:
         self.runs = 0
 
     def __call__(self, g: Graph, feeds: Feeds, variant: str) -> list[Finding] | None:
-        """The findings of ``variant`` on the case, or None when the case is not valid (no finite baseline,
-        or it does not run on the compiler and fails elsewhere than the bug did)."""
+        """The findings of ``variant`` on the case (a metamorphic bug's: beside its mate, and against the
+        baseline), or None when the case is not valid (no finite baseline, or it does not run on the
+        compiler and fails elsewhere than the bug did, or the compiler declines it)."""
         from dlcfuzz.export.onnx import to_bytes
 
         try:
@@ -582,12 +609,16 @@ class Trial:
         if base.outputs is None or not all_finite(base.outputs):
             return None
         runs = CONFIRM_RUNS if self.f.oracle == CRASH else 1
-        got, late, _ = run_confirmed(self.runner, self.f.backend, test, [variant], runs=runs)
-        criteria = self.criteria.for_graph(g, base.name if self.f.oracle == DIFFERENTIAL else self.f.other)
-        verdict = judge({self.f.backend: got}, base.outputs if self.f.oracle == DIFFERENTIAL else None, criteria)
-        o = got.get(variant)
-        if self.f.oracle != CRASH and (o is None or o.status != OK):
-            return None  # declined or failed: it neither shows nor hides wrong values
+        pair = self.f.oracle == METAMORPHIC and self.f.other and self.f.other != variant
+        names = [self.f.other, variant] if pair else [variant]  # the mate first: the variant is compared with it
+        got, late, _ = run_confirmed(self.runner, self.f.backend, test, names, runs=runs)
+        by_baseline = self.f.oracle in (DIFFERENTIAL, METAMORPHIC)
+        criteria = self.criteria.for_graph(g, base.name if by_baseline else self.f.other)
+        verdict = judge({self.f.backend: got}, base.outputs if by_baseline else None, criteria)
+        if any(b == self.f.backend and v in names for b, v, _ in verdict.unsupported):
+            return None  # declined: the compiler stopped before the bug's site, which it neither shows nor hides
+        if self.f.oracle != CRASH and any(v not in got or got[v].status != OK for v in names):
+            return None  # failed: it neither shows nor hides wrong values
         return [f for f in verdict.findings + late if f.backend == self.f.backend]
 
 
@@ -602,10 +633,11 @@ def analyze(runner: Runner, finding: Finding, graph: Graph, feeds: Feeds, first:
     ``skip``: kinds of variation left out."""
     t0 = time.monotonic()
     a = Analysis()
-    if finding.oracle not in (DIFFERENTIAL, CRASH) or finding.variant not in variants:
+    if finding.oracle not in (DIFFERENTIAL, METAMORPHIC, CRASH) or finding.variant not in variants:
         return a
     trial = Trial(runner, finding, variants, tolerances)
-    found, unavailable = variations(graph, feeds, first, finding.variant, variants)
+    mate = finding.other if finding.oracle == METAMORPHIC else ""
+    found, unavailable = variations(graph, feeds, first, finding.variant, variants, mate)
     found = [v for v in found if v.kind not in skip]
 
     def run(vs: tuple[Variation, ...], kind: str) -> bool | None:

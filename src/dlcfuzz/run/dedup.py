@@ -13,6 +13,15 @@ Disruptive findings (invalid models on purpose) get their own
 namespace: backend, symptom, phase, the operator and the kind of constraint the model breaks
 (dtype, arity, ...: not its exact value), plus the compiler frames for crashes.
 
+Roots (``reduced_root``) merge signatures of one cause: the trigger analysis's; a reduced case whose
+reduction located no first diverging node is read at the finding's own (``reduced_first``), when the
+reduction kept that node; a crash whose message quotes an operator of a converter family (IREE's
+``onnx.MaxPool``) is keyed by its message with the family in place of the operator, before its triggers
+(``family_crash_root``);
+a crash fed by a tensor out of a sequence (any sequence idiom) is keyed as the sequence's
+(``crash_upstream_root``: a frontend's sequence operators hand on a tensor of unknown rank or type,
+on which each consumer fails in its own way).
+
 Migrated single-operator tests (OPERA) are deduplicated by *conversion function*: the frontend
 function that converted the operator (``migrated_signature``), since different operators can
 share one converter (MaxPool and AveragePool) and one operator's failures share its converter.
@@ -32,7 +41,7 @@ from typing import Any
 from dlcfuzz.ir import CONST_KIND, Graph, Node
 from dlcfuzz.oracle import BASELINE, CRASH, DISRUPTIVE, EXPORTER, METAMORPHIC, Finding
 from dlcfuzz.oracle.blame import blamed_pass
-from dlcfuzz.oracle.triggers import MAX_RUNS, Analysis, analyze
+from dlcfuzz.oracle.triggers import FAMILIES, MAX_RUNS, Analysis, analyze
 
 _FRAME = re.compile(r'File "([^"]+)", line \d+, in (\S+)')
 _NORMALIZE = [
@@ -281,10 +290,61 @@ def crash_upstream_root(f: Finding, graph: Graph) -> str:
             todo += [made_by[i] for i in n.inputs if i in made_by]
     sources = {name: n for name, n in ancestors.items() if not any(i in made_by for i in n.inputs if i)}
     parts = ["crash upstream", f.backend, f.category, f.phase]
+    keys = set()
     for _, n in sorted(sources.items()):
+        if _through_sequence(n.op):  # whichever sequence operators: the tensor taken out of a sequence
+            keys.add(("a tensor out of a sequence",))
+            continue
         family, trigger = _triggers(n.op, graph.opset, n.attrs, _data_shapes(n, graph))
-        parts += [",".join(family or (n.op,)), *trigger]
+        keys.add((",".join(family or (n.op,)), *trigger))
+    for key in sorted(keys):
+        parts += key
     return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:16]
+
+
+@functools.lru_cache(maxsize=256)
+def _through_sequence(op: str) -> bool:
+    """Whether an operator (or an idiom of several, "SplitToSequence+ConcatFromSequence") reads or makes
+    an ONNX sequence."""
+    from onnx import defs
+
+    for part in op.split("+"):
+        try:
+            schema = defs.get_schema(part)
+        except defs.SchemaError:
+            continue
+        if any(t.startswith("seq(") for io in (*schema.inputs, *schema.outputs) for t in io.types):
+            return True
+    return False
+
+
+# an operator an error message quotes: IREE's torch.operator "onnx.MaxPool", OpenVINO's <Node(ReduceSum): ...>
+_FAMILY_OF = {op: name for name, ops in FAMILIES.items() for op in ops}
+_QUOTED_OP = re.compile(r"(?<![\w])(?:onnx\.|Node\()(" + "|".join(sorted(_FAMILY_OF, key=len, reverse=True))
+                        + r")(?![\w])")
+
+
+def family_crash_root(f: Finding, names: Iterable[str] = ()) -> str:
+    """Of a crash whose message quotes the failing operator, where that operator is of a converter family
+    (``oracle/triggers.py``'s ``FAMILIES``: MaxPool, AveragePool and LpPool share IREE's pooling lowering),
+    the signature of its message with the family in place of the operator: one lowering's defect with one
+    message is one root, whichever of the family the case had (a sibling run cannot always show it: the
+    case that makes MaxPool fail may be one that AveragePool pads otherwise); "" otherwise."""
+    if f.oracle != CRASH or not _QUOTED_OP.search(f.message or ""):
+        return ""
+    message = _QUOTED_OP.sub(lambda m: m.group(0)[:m.start(1) - m.start(0)] + _FAMILY_OF[m.group(1)], f.message)
+    parts = ["family crash", f.backend, f.category, f.kind, f.phase, f.error_type,
+             normalize(message, names=names), *compiler_frames(f.traceback)]
+    return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:16]
+
+
+def reduced_first(f: Finding, graph: Graph, first: dict | None) -> dict | None:
+    """The first diverging node of a reduced case: the reduction's, else the finding's own where the
+    reduced graph still has that node (a reduction that kept the case whole locates nothing new)."""
+    if first:
+        return first
+    own = f.details.get("first_diverging") or {}
+    return own if own.get("node") and any(n.name == own["node"] for n in graph.nodes) else first
 
 
 def graph_root_cause(f: Finding, graph: Graph, first: dict | None) -> str:
@@ -301,9 +361,15 @@ def reduced_root(f: Finding, graph: Graph, first: dict | None, signed_as: str, s
     """The root a reduced bug merges by: the readable root of its trigger analysis (``triggers``:
     ``trigger_root``, oracle/triggers.py), else its trigger's by attributes (``graph_root_cause``), or for a
     crash the nodes that feed the crashing one (``crash_upstream_root``); else the signature its reduction
-    found it under (``signed_as``: bystanders of one cause, run/reduce.py); else its own."""
-    return ((triggers.root if triggers is not None else "") or graph_root_cause(f, graph, first)
-            or frontend_site_root(f) or crash_upstream_root(f, graph) or signed_as or signature)
+    found it under (``signed_as``: bystanders of one cause, run/reduce.py); else its own.  A crash's family
+    root (``family_crash_root``) comes first, unless the crash is fed by other nodes (then it is theirs): the
+    lowering's own error names the defect, whichever attribute brought the case to it (MaxPool's ceil_mode,
+    AveragePool's pads)."""
+    first = reduced_first(f, graph, first)
+    upstream = crash_upstream_root(f, graph)
+    family = "" if upstream else family_crash_root(f, [*graph.values, *(n.name for n in graph.nodes if n.name)])
+    return (family or (triggers.root if triggers is not None else "") or graph_root_cause(f, graph, first)
+            or frontend_site_root(f) or upstream or signed_as or signature)
 
 
 _FRAME_LINE = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')
@@ -482,6 +548,7 @@ def analyze_triggers(pool: Any, finding: Finding, graph: Graph, inputs: dict, fi
     except Exception:  # the backend's worker cannot start: nothing to vary
         return Analysis()
     feeds = {v.name: (v.data if v.pinned else inputs[v.name]) for v in graph.inputs if v.pinned or v.name in inputs}
+    first = reduced_first(finding, graph, first)
     return analyze(pool, finding, graph, feeds, first, dict(described), trigger_shows(finding, signature, first),
                    tolerances, max_runs, tuple(skip))
 
