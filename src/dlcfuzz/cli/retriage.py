@@ -3,7 +3,8 @@
 From each compiler bug's bundle (finding.json, graph.json) and reduced case (reduced/, reduction.json)
 and no new generated test, it signs the bug again (``dedup.graph_signature``), runs the trigger
 analysis of its reduced case (``oracle/triggers.py``, a few confirmed runs each), and records its root
-(``dedup.reduced_root``, ``Store.merge_root``): bugs with one root are one entry.  It prints the number
+(``dedup.reduced_root``, ``Store.merge_root``): bugs with one root are one entry.  A torch program's
+bug gets the analysis of its mechanisms (``run/program_triggers.py``) on its smallest program.  It prints the number
 of roots before and after as ``dlcfuzz bugs`` counts them (``run.roots``), and which bugs merged.
 A reduced case whose reduction did not confirm the bug is analyzed too (its control run says whether
 the bug shows there: a metamorphic bug whose reduced case both variants now get wrong alike still shows
@@ -71,9 +72,11 @@ def _roots(store: Any, folder: Path) -> dict[str, list[str]]:
 
 
 def cmd_retriage(args: argparse.Namespace) -> int:
+    from dlcfuzz.ir.graph import is_torch_program
     from dlcfuzz.oracle.triggers import MAX_RUNS
     from dlcfuzz.run.dedup import analyze_triggers, graph_signature, record_triggers, reduced_root
     from dlcfuzz.run.store import Store
+    from dlcfuzz.run.torch_campaign import retriage_program
     from dlcfuzz.run.worker import PhaseLimits, WorkerPool
 
     folder = Path(args.campaign)
@@ -99,8 +102,11 @@ def cmd_retriage(args: argparse.Namespace) -> int:
             finding, graph, _ = got
             signature = graph_signature(finding, graph)  # the signature today's dlcfuzz gives it
             root, analysis = signature, None
-            reduced = _reduced(bundle)
-            unconfirmed = _reduced(bundle, reproduced=False) if reduced is None else None
+            if is_torch_program(graph):  # a torch program's bug: the analysis of its mechanisms
+                root, analysis = retriage_program(pool, bundle, finding, graph, str(row.get("root") or signature))
+                record_triggers(store, None, analysis)
+            reduced = _reduced(bundle) if analysis is None else None
+            unconfirmed = _reduced(bundle, reproduced=False) if reduced is None and analysis is None else None
             if unconfirmed is not None:
                 rgraph, inputs, summary = unconfirmed
                 analysis = analyze_triggers(pool, finding, rgraph, inputs, summary.get("first_diverging"),
