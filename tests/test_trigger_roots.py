@@ -146,3 +146,34 @@ def test_a_reduced_case_that_kept_the_node_is_read_at_the_findings_first() -> No
     assert reduced_first(f, g, None) == {"node": "n0", "op": "Pad", "kind": "value"}
     f.details["first_diverging"]["node"] = "gone"
     assert reduced_first(f, g, None) is None
+
+
+def resize_scales(scales: list[float], out: tuple[int, ...]) -> tuple[Graph, dict[str, np.ndarray]]:
+    """Resize of a [1, 1, 1, 1, 1] input by ``scales`` (some on the batch and channel axes)."""
+    g = Graph(opset=18)
+    x = np.full((1, 1, 1, 1, 1), 0.4, np.float32)
+    g.add_value(Value("x", TensorType(x.shape, "float32"), INPUT_KIND))
+    g.add_value(Value("scales", TensorType((5,), "float32"), CONST_KIND, np.array(scales, np.float32)))
+    g.add_value(Value("y", TensorType(out, "float32"), NODE_KIND))
+    g.add_node(Node("Resize", ["x", "", "scales"], ["y"], {"keep_aspect_ratio_policy": "stretch"}, "n0"))
+    g.outputs = ["y"]
+    return g, {"x": x}
+
+
+def test_openvino_resize_that_its_static_compile_declines_is_one_root_under_dynamic_shapes(pool) -> None:
+    """OpenVINO's static compile refuses a Resize that scales the batch or channel axis ("only supports
+    resize on spatial dimensions"); its dynamic-shape path runs it and returns a wrong shape.  The static
+    twin's decline hides the bug, so no variation makes it vanish: the refusal names the root, the same for
+    every such case whatever its scales and node names."""
+    need("openvino")
+    roots = []
+    for scales, out in (([0.8, 1.2, 0.6, 2.62, 2.5], (0, 1, 0, 2, 2)), ([2.0, 1.0, 1.0, 2.0, 2.0], (2, 1, 1, 2, 2))):
+        g, feeds = resize_scales(scales, out)
+        wrong = [f for f in findings(pool, g, feeds, "openvino", ["f32-dynamic"]) if f.diverges]
+        assert len(wrong) == 1, wrong
+        a = analyze_triggers(pool, wrong[0], g, feeds, {"node": "n0", "kind": wrong[0].kind},
+                             graph_signature(wrong[0], g))
+        assert any(t["kind"] == "static" and t["result"] == "invalid" for t in a.tried), a.tried
+        roots.append(a.root)
+    assert roots[0] == roots[1] and "only supports resize on spatial dimensions" in roots[0], roots
+    assert "dynamic shapes" in roots[0] and not any(c.isdigit() for c in roots[0]), roots[0]

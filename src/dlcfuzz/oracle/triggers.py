@@ -23,6 +23,10 @@ operator's) whose removal does, else the first pair that does (``analyze``), wit
 - ``OPSET``: the operator at its neighbouring version, an attribute there taken as an input (or the
   reverse) where the versions differ in that.
 
+Where no variation makes the bug vanish but the static twin *declines* the case, the refusal names the
+root (``DECLINED_TWIN``): the static compile checks a feature that the dynamic-shape path runs unchecked,
+and wrongly (OpenVINO's Resize of the batch or channel axis), whichever operator carries it.
+
 The cause names the root: a trigger in the values' range, the element types or the variant
 (``OPERATOR_FREE``) is the backend's, whichever operator met it; a trigger in an operand's form, an
 operator's attributes or its version is that operator's (a crash's, but for the integer range, the
@@ -48,6 +52,7 @@ hands ``analyze`` a ``Sign`` that says whether a trial's findings hold the bug.
 from __future__ import annotations
 
 import itertools
+import re
 import time
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
@@ -77,6 +82,31 @@ OPERATOR_FREE = frozenset({INT32_RANGE, SIGNED, STATIC, THREADS})
 # A crash only the optimizing pipeline shows is in its passes (TVM's FoldConstant legalizing what LegalizeOps
 # left, on whichever operator): the pipeline's.
 CRASH_OPERATOR_FREE = frozenset({INT32_RANGE, THREADS, PIPELINE})
+# A variation whose twin variant *declines* the case says where the bug lives: the static compile checks
+# a feature (and refuses it) that the dynamic-shape path runs without the check, and wrongly.  Every case
+# that reaches that unchecked path, whichever operator carries it, is one root, named by the refusal.
+DECLINED_TWIN = frozenset({STATIC})
+DECLINED_TWIN_NAME = "static"
+_REFUSAL_CHARS = 90
+_NUMBER = re.compile(r"\d+")
+_QUOTED = re.compile(r"'[^']*'")
+_STEP = re.compile(r"^\[[\w -]+\] ")  # the step a judge prefixes a crash's message with
+
+
+def message_head(message: str, chars: int) -> str:
+    """What a compiler's message says failed, to key a root by: its first line that says more than a
+    heading (``Exception from core.cpp:117:``, ``backend='inductor' raised:`` introduce what they wrap),
+    without its numbers and quoted names (a node's, a tensor's), at most ``chars`` characters."""
+    lines = [x.strip() for x in _STEP.sub("", message.strip()).splitlines() if x.strip()]
+    said = next((x for x in lines if not x.endswith(":")), lines[0] if lines else "")
+    return _NUMBER.sub("#", _QUOTED.sub("'…'", said))[:chars].strip()
+
+
+def _refusal(decline: str) -> str:
+    """A decline's words: what the compiler refused."""
+    return message_head(decline, _REFUSAL_CHARS)
+
+
 # the order causes are named in (the pipeline last: an operator's own cause is named before it)
 _ORDER = (INT32_RANGE, SIGNED, INITIALIZER, RUNTIME, STATIC, THREADS, OPSET, ATTRIBUTE, PIPELINE)
 
@@ -592,6 +622,7 @@ class Trial:
         self.criteria = criteria_for({finding.backend: {n: Variant(n, dict(o)) for n, o in variants.items()}},
                                      dict(tolerances or {}))
         self.runs = 0
+        self.declined = ""  # the compiler's decline of the last case it declined
 
     def __call__(self, g: Graph, feeds: Feeds, variant: str) -> list[Finding] | None:
         """The findings of ``variant`` on the case (a metamorphic bug's: beside its mate, and against the
@@ -615,7 +646,9 @@ class Trial:
         by_baseline = self.f.oracle in (DIFFERENTIAL, METAMORPHIC)
         criteria = self.criteria.for_graph(g, base.name if by_baseline else self.f.other)
         verdict = judge({self.f.backend: got}, base.outputs if by_baseline else None, criteria)
-        if any(b == self.f.backend and v in names for b, v, _ in verdict.unsupported):
+        declines = [why for b, v, why in verdict.unsupported if b == self.f.backend and v in names]
+        if declines:
+            self.declined = declines[0]
             return None  # declined: the compiler stopped before the bug's site, which it neither shows nor hides
         if self.f.oracle != CRASH and any(v not in got or got[v].status != OK for v in names):
             return None  # failed: it neither shows nor hides wrong values
@@ -666,11 +699,15 @@ def analyze(runner: Runner, finding: Finding, graph: Graph, feeds: Feeds, first:
         return a
     needed: list[Variation] = []
     kept: list[Variation] = []  # variations that ran and left the bug (candidates for pairs)
+    refused = ""  # what the compiler said declining the case on a variant twin (see DECLINED_TWIN)
     for v in sorted(found, key=lambda v: _ORDER.index(v.kind)):
         if trial.runs >= max_runs:
             break
+        trial.declined = ""
         result = run((v,), v.kind)
         note((v,), result)
+        if result is None and v.kind in DECLINED_TWIN and trial.declined:
+            refused = refused or trial.declined
         if result is False:  # the smallest set: one cause, the first in ``_ORDER`` that makes it vanish
             needed = [v]
             break
@@ -712,6 +749,9 @@ def analyze(runner: Runner, finding: Finding, graph: Graph, feeds: Feeds, first:
     a.unvaried = unavailable
     if (needed or a.family) and not (named and node is None):  # an operator's trigger, at no one operator: no root
         a.root = root_name(finding, a.trigger, a.family if (named or not needed) else "")
+    elif refused:  # what the static compile refuses, the dynamic one runs wrongly: one root per refusal
+        a.trigger, a.kinds = [f"a case its {DECLINED_TWIN_NAME} twin declines"], [STATIC]
+        a.root = f"{BACKEND_NAMES.get(finding.backend, finding.backend)}: {_refusal(refused)}, run on dynamic shapes"
     a.runs, a.seconds = trial.runs, time.monotonic() - t0
     return a
 

@@ -20,12 +20,12 @@ the operators' (``run.torch_campaign.program_root``).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 
 from dlcfuzz.gen.torch_program import mutated_inputs
 from dlcfuzz.ir import Graph
 from dlcfuzz.oracle.findings import CRASH, Finding
+from dlcfuzz.oracle.triggers import message_head
 from dlcfuzz.spec.torch import TORCH_REGISTRY
 
 __all__ = ["analyze", "mechanisms", "root_name", "spelled_plainly_in", "triggers"]
@@ -33,8 +33,6 @@ __all__ = ["analyze", "mechanisms", "root_name", "spelled_plainly_in", "triggers
 BACKEND_NAMES = {"inductor-program": "torch.compile", "tvm-torch": "TVM's PyTorch frontend",
                  "openvino-torch": "OpenVINO's PyTorch frontend"}
 _HEAD_CHARS = 60  # of a crash's message: what failed, before the values it failed on
-_NUMBER = re.compile(r"\d+")
-_STEP = re.compile(r"^\[[\w -]+\] ")  # the step the judge prefixes a crash's message with
 
 
 def mechanisms(graph: Graph) -> list[str]:
@@ -81,11 +79,7 @@ def triggers(results: dict[str, str]) -> list[str]:
 
 
 def _head(message: str) -> str:
-    """What failed: the message's first line that says more than a heading (``backend='inductor'
-    raised:`` introduces the error it wraps), numbers dropped."""
-    lines = [x.strip() for x in _STEP.sub("", message.strip()).splitlines() if x.strip()]
-    said = next((x for x in lines if not x.endswith(":")), lines[0] if lines else "")
-    return _NUMBER.sub("#", said)[:_HEAD_CHARS]
+    return message_head(message, _HEAD_CHARS)
 
 
 def root_name(f: Finding, triggers: list[str]) -> str:
