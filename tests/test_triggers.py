@@ -274,3 +274,4 @@ def test_retriage_folds_a_recorded_campaigns_bugs_under_one_root(pool, tmp_path:
     finally:
         store.close()
     assert main(["retriage", str(tmp_path / "nowhere")]) == 2
+    assert main(["retriage", str(out), "--jobs", "0"]) == 2

@@ -29,6 +29,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("campaign")
     r.add_argument("--max-runs", type=int, default=None,
                    help="confirmed runs of each bug's trigger analysis (default: oracle/triggers.py's MAX_RUNS)")
+    r.add_argument("--jobs", type=int, default=2, help="bugs analyzed at once (default: 2)")
     r.set_defaults(func=cmd_retriage)
 
 
@@ -71,12 +72,46 @@ def _roots(store: Any, folder: Path) -> dict[str, list[str]]:
     return {r.signature: [r.signature, *(m.signature for m in r.members)] for r in read(store, folder).of(COMPILER)}
 
 
-def cmd_retriage(args: argparse.Namespace) -> int:
+def _triage(pool: Any, folder: Path, row: dict, tolerances: dict, max_runs: int | None) -> tuple[str, Any, bool] | None:
+    """One bug's root as today's dlcfuzz gives it: (root, its trigger analysis or None, whether the
+    analysis belongs in the bundle's reduction.json); None where its bundle cannot be read.  Runs the
+    compilers only (the caller writes the store): bugs are triaged in parallel."""
     from dlcfuzz.ir.graph import is_torch_program
-    from dlcfuzz.oracle.triggers import MAX_RUNS
-    from dlcfuzz.run.dedup import analyze_triggers, graph_signature, record_triggers, reduced_root
-    from dlcfuzz.run.store import Store
+    from dlcfuzz.run.dedup import analyze_triggers, graph_signature, reduced_root
     from dlcfuzz.run.torch_campaign import retriage_program
+
+    bundle = folder / str(row.get("dir") or f"bugs/{row['signature']}")
+    got = _read(bundle)
+    if got is None:
+        return None
+    finding, graph, _ = got
+    signature = graph_signature(finding, graph)  # the signature today's dlcfuzz gives it
+    runs = {"max_runs": max_runs} if max_runs else {}
+    if is_torch_program(graph):  # a torch program's bug: the analysis of its mechanisms
+        root, analysis = retriage_program(pool, bundle, finding, graph, str(row.get("root") or signature))
+        return root, analysis, False
+    reduced = _reduced(bundle)
+    if reduced is not None:
+        rgraph, inputs, summary = reduced
+        first = summary.get("first_diverging")
+        analysis = analyze_triggers(pool, finding, rgraph, inputs, first, summary.get("signature", signature),
+                                    tolerances, **runs)
+        return reduced_root(finding, rgraph, first, summary.get("signed_as", ""), signature, analysis), analysis, True
+    unconfirmed = _reduced(bundle, reproduced=False)
+    if unconfirmed is not None:
+        rgraph, inputs, summary = unconfirmed
+        analysis = analyze_triggers(pool, finding, rgraph, inputs, summary.get("first_diverging"),
+                                    summary.get("signature", signature), tolerances, **runs)
+        return analysis.root or signature, analysis, True
+    return signature, None, False
+
+
+def cmd_retriage(args: argparse.Namespace) -> int:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from dlcfuzz.oracle.triggers import MAX_RUNS
+    from dlcfuzz.run.dedup import record_triggers
+    from dlcfuzz.run.store import Store
     from dlcfuzz.run.worker import PhaseLimits, WorkerPool
 
     folder = Path(args.campaign)
@@ -84,6 +119,8 @@ def cmd_retriage(args: argparse.Namespace) -> int:
         raise UsageError(f"{folder} is not a campaign folder (no campaign.sqlite)")
     if args.max_runs is not None and args.max_runs < 1:
         raise UsageError("--max-runs must be >= 1")
+    if args.jobs < 1:
+        raise UsageError("--jobs must be >= 1")
     store = Store(folder, lock=True)  # the writer's lock: a campaign running there refuses it (one line)
     pool = WorkerPool(PhaseLimits())
     try:
@@ -91,41 +128,23 @@ def cmd_retriage(args: argparse.Namespace) -> int:
         tolerances = {k: tuple(v) for k, v in (config.get("tolerances") or {}).items()}
         before = _roots(store, folder)
         named: dict[str, str] = {}
-        for row in sorted(store.bug_entries(), key=lambda r: (r["first_seen"], r["signature"])):
-            if row.get("category") != "compiler":
-                continue
-            bundle = folder / str(row.get("dir") or f"bugs/{row['signature']}")
-            got = _read(bundle)
-            if got is None:
-                print(f"{row['signature']}: bundle unreadable, root kept")
-                continue
-            finding, graph, _ = got
-            signature = graph_signature(finding, graph)  # the signature today's dlcfuzz gives it
-            root, analysis = signature, None
-            if is_torch_program(graph):  # a torch program's bug: the analysis of its mechanisms
-                root, analysis = retriage_program(pool, bundle, finding, graph, str(row.get("root") or signature))
-                record_triggers(store, None, analysis)
-            reduced = _reduced(bundle) if analysis is None else None
-            unconfirmed = _reduced(bundle, reproduced=False) if reduced is None and analysis is None else None
-            if unconfirmed is not None:
-                rgraph, inputs, summary = unconfirmed
-                analysis = analyze_triggers(pool, finding, rgraph, inputs, summary.get("first_diverging"),
-                                            summary.get("signature", signature), tolerances,
-                                            **({"max_runs": args.max_runs} if args.max_runs else {}))
-                root = analysis.root or signature
-                record_triggers(store, bundle, analysis)
-            if reduced is not None:
-                rgraph, inputs, summary = reduced
-                first = summary.get("first_diverging")
-                analysis = analyze_triggers(pool, finding, rgraph, inputs, first, summary.get("signature", signature),
-                                            tolerances, **({"max_runs": args.max_runs} if args.max_runs else {}))
-                root = reduced_root(finding, rgraph, first, summary.get("signed_as", ""), signature, analysis)
-                record_triggers(store, bundle, analysis)
-            store.merge_root(row["signature"], root)
-            named[row["signature"]] = root
-            runs = f"{analysis.runs} runs" if analysis is not None else "not reduced"
-            print(f"{row['signature']}: {root if analysis is not None and analysis.root else 'root ' + root[:16]} "
-                  f"({runs})")
+        rows = [r for r in sorted(store.bug_entries(), key=lambda r: (r["first_seen"], r["signature"]))
+                if r.get("category") == "compiler"]
+        with ThreadPoolExecutor(args.jobs) as jobs:  # in the order found: the first found of a root stays its root
+            for row, got in zip(rows, jobs.map(lambda r: _triage(pool, folder, r, tolerances, args.max_runs), rows),
+                                strict=True):
+                if got is None:
+                    print(f"{row['signature']}: bundle unreadable, root kept")
+                    continue
+                root, analysis, in_bundle = got
+                if analysis is not None:
+                    record_triggers(store, folder / str(row.get("dir") or f"bugs/{row['signature']}") if in_bundle
+                                    else None, analysis)
+                store.merge_root(row["signature"], root)
+                named[row["signature"]] = root
+                runs = f"{analysis.runs} runs" if analysis is not None else "not reduced"
+                print(f"{row['signature']}: {root if analysis is not None and analysis.root else 'root ' + root[:16]} "
+                      f"({runs})", flush=True)
         after = _roots(store, folder)
     finally:
         pool.close()
