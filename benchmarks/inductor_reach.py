@@ -14,7 +14,9 @@ Two sides, the same seeds (``derive_seed(seed, i)``, i < n), each in a process o
   ``backends/torch_program.TorchProgramBackend`` on the variants a campaign gives each
   (``run.torch_campaign.plan``: forward or backward, dynamic for three in four, threads for 15%, and since
   the Inductor-configuration variants also cpp-wrapper / freezing / sampled flags and the layout oracle for
-  some); ``--native-variants`` keeps only the named ones (e.g.
+  some, and for some of those that multiply matrices / split or concatenate, max_autotune's C++ GEMM template
+  on a frozen model / the split-cat and batch-fusion passes, and the FX graph cache); ``--native-variants``
+  keeps only the named ones (e.g.
   ``inductor,inductor-backward,inductor-dynamic,inductor-threads``: the mix before those).
 
 Per side: distinct lines of ``torch/_inductor/**/*.py`` covered (coverage.py, measuring only that package,

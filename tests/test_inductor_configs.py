@@ -99,7 +99,7 @@ def test_sampled_flags_are_reproducible_and_plan_runs_configs_on_a_share():
         assert ("inductor-config" in chosen) == ("inductor_config" in g.meta)
         again = Graph(meta={"language": "torch"})
         assert plan(again, random.Random(seed), list(VARIANTS)) == chosen and again.meta == g.meta
-    assert 150 <= configs <= 250 and 100 <= layouts <= 200, (configs, layouts)
+    assert 250 <= configs <= 350 and 100 <= layouts <= 200, (configs, layouts)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -237,3 +237,101 @@ def test_crash_signatures_are_keyed_on_inductor_frames_and_the_lowering():
     assert finding("g00001", scatter, "AssertionError: bad") != finding("g00001", codegen, "AssertionError: bad")
     assert finding("g00001", codegen, "AssertionError: bad", {}) != \
         finding("g00001", codegen, "AssertionError: bad", {"cpp_wrapper": True})
+
+
+# ---------------------------------------------------------------------------------------------
+# the variants aimed at parts of Inductor a default compile leaves alone
+# ---------------------------------------------------------------------------------------------
+def _fired_under(name: str, g) -> set[str]:
+    """The counters["inductor"] keys that one variant's compile of ``g`` made grow (it matched eager)."""
+    from torch._dynamo.utils import counters
+
+    counters.clear()
+    ran, _ = _run(TorchProgramBackend(), g, Variant(name, dict(VARIANTS[name])))
+    assert not isinstance(ran, Exception), (name, ran)
+    assert ran.divergence is None, (name, ran.divergence)
+    return {k for k, v in counters["inductor"].items() if v}
+
+
+def test_the_autotune_variant_runs_the_cpp_gemm_template_on_a_frozen_linear():
+    """inductor-autotune: freezing packs the linear's weight (mkldnn), max_autotune weighs the C++ GEMM
+    template against ATen (select_algorithm) and generates it; the result matches eager."""
+    from dlcfuzz.ir import CONST_KIND
+
+    def frozen_float_linear(g) -> bool:  # a float32 linear whose weight is a parameter, of several rows and columns
+        [n] = g.nodes
+        x, w = (g.values[v] for v in n.inputs[:2])
+        return (w.kind == CONST_KIND and x.type.dtype == "float32" and x.type.rank == 2
+                and min(*x.type.shape, w.type.shape[0]) > 1)
+
+    g = next(g for g in (_program(("torch.linear",), seed=s, op_range=(1, 1)) for s in range(200))
+             if frozen_float_linear(g))
+    fired = _fired_under("inductor-autotune", g)
+    # (select_algorithm_autotune counts only a benchmark run: a choice timed before is read from the cache)
+    assert {"mkldnn_linear_weight_pack_matcher_count", "select_algorithm_weight_prune",
+            "cpp_templated_kernel_counter"} <= fired, sorted(fired)
+
+
+def test_the_fx_passes_variant_runs_the_split_cat_passes():
+    """inductor-fx-passes: the pre-grad split/cat passes named in pre_grad_fusion_options rewrite a
+    split-then-cat (and the post-grad ones run)."""
+    g = _program(("torch.idiom_split_cat",), seed=0, op_range=(1, 1))
+    fired = _fired_under("inductor-fx-passes", g)
+    assert {"normalization_pass", "normalization_aten_pass"} <= fired, sorted(fired)
+    assert fired & {"merge_getitem_cat_pass", "split_cat_pass", "split_cat_to_slices_pass", "merge_splits_pass"}, \
+        sorted(fired)
+
+
+def test_the_cache_variant_judges_a_compile_served_from_the_fx_graph_cache(tmp_path, monkeypatch):
+    """inductor-cache, on an empty cache: its first compile misses and fills the FX graph cache, the one
+    judged (against eager) is served from it."""
+    from torch._dynamo.utils import counters
+    from torch._inductor.codecache import FxGraphCache
+
+    monkeypatch.setattr(FxGraphCache, "_get_tmp_dir", staticmethod(lambda: str(tmp_path)))  # graphs only, not kernels
+    g = _program(("torch.sin", "torch.add"), seed=2)
+    _fired_under("inductor-cache", g)
+    assert (counters["inductor"]["fxgraph_cache_miss"], counters["inductor"]["fxgraph_cache_hit"]) == (1, 1), \
+        dict(counters["inductor"])
+
+
+def test_plan_aims_the_autotune_and_fx_passes_variants_at_what_the_program_holds():
+    from dlcfuzz.ir import Graph, Node
+    from dlcfuzz.run.torch_campaign import AUTOTUNE_SHARE, CACHE_SHARE, FX_PASSES_SHARE, plan
+
+    def holding(*ops: str) -> Graph:
+        return Graph(nodes=[Node(op, [], []) for op in ops], meta={"language": "torch"})
+
+    runs = {"inductor-autotune": 0, "inductor-fx-passes": 0, "inductor-cache": 0}
+    for seed in range(1000):
+        for ops, never in ((("torch.sin", "torch.scatter_add"), ("inductor-autotune", "inductor-fx-passes")),
+                           (("torch.idiom_linear_act", "torch.idiom_split_cat"), ())):
+            chosen = plan(holding(*ops), random.Random(seed), list(VARIANTS))
+            assert not set(never) & set(chosen), (ops, chosen)
+            if not never:
+                for v in runs:
+                    runs[v] += v in chosen
+    for v, share in (("inductor-autotune", AUTOTUNE_SHARE), ("inductor-fx-passes", FX_PASSES_SHARE),
+                     ("inductor-cache", CACHE_SHARE)):
+        assert abs(runs[v] - 1000 * share) < 60, (v, runs[v])
+
+
+def test_the_sampled_memory_planning_flag_pools_the_buffers_and_matches_eager():
+    """memory_planning (one of CONFIG_FLAGS): the wrapper allocates the program's buffers from pools, and the
+    sampled-config variant under it finds no divergence."""
+    from torch._inductor import config
+    from torch._inductor.utils import run_and_get_code
+
+    from dlcfuzz.export.torch_program import build, to_program_source
+
+    assert CONFIG_FLAGS["memory_planning"] == (True,)
+    g = _program(("torch.sin", "torch.matmul", "torch.relu"), seed=0, op_range=(3, 3))
+    g.meta["inductor_config"] = {"memory_planning": True}
+    ran, _ = _run(TorchProgramBackend(), g, Variant("inductor-config", dict(VARIANTS["inductor-config"])))
+    assert not isinstance(ran, Exception) and ran.divergence is None, ran
+    ns = build(to_program_source(g))
+    torch._dynamo.reset()
+    with torch.no_grad(), config.patch(memory_planning=True, fx_graph_cache=False):
+        _, code = run_and_get_code(torch.compile(ns["Model"](), fullgraph=True), *ns["make_inputs"]())
+    torch._dynamo.reset()
+    assert "alloc_from_pool(" in "".join(code), code

@@ -18,6 +18,10 @@ on fresh inputs in the program's layouts:
   ``meta["inductor_config"]``): the forward under ``torch._inductor.config.patch(flags)``; a finding there is
   bisected (``minimal_flags``: delta debugging over the flag set) to the fewest flags that still show it, ``{}``
   where it shows with none (a default-config bug);
+- ``inductor-autotune`` (``AUTOTUNE_FLAGS``: freezing and max_autotune, the C++ GEMM template against ATen),
+  ``inductor-fx-passes`` (``FX_PASSES_FLAGS``: the split/cat and batch-fusion passes named in
+  pre/post_grad_fusion_options) and ``inductor-cache`` (the FX graph cache on: a first compile fills it, the
+  compile judged is served from it): the forward under those flags, bisected like the others;
 - ``inductor-layout``: the metamorphic layout oracle: after a call in the program's layouts, a call with each
   runtime input re-laid-out (``relayout``: contiguous <-> channels_last / transposed / step-sliced, the same
   values), judged on values alone against eager in the original layouts (kind ``layout``);
@@ -62,6 +66,27 @@ from dlcfuzz.backends.torch_compare import (
     is_decline,
 )
 
+# inductor-autotune: the CPU GEMM templates as a user asks for them (mode="max-autotune" on a frozen model in
+# eval): freezing (parameters folded as constants, the mkldnn weight packing and conv/linear fusions), then
+# max_autotune choosing between ATen and Inductor's C++ GEMM template (codegen/cpp_gemm_template.py,
+# select_algorithm.py) for each matmul, within the default search space
+AUTOTUNE_FLAGS: dict[str, Any] = {"freezing": True, "max_autotune": True, "max_autotune_gemm_backends": "CPP,ATEN",
+                                  "max_autotune_gemm_search_space": "DEFAULT"}
+# inductor-fx-passes: the split/cat, unbind/stack and batch-fusion passes that are off unless named in
+# pre_grad_fusion_options / post_grad_fusion_options (fx_passes/split_cat.py, group_batch_fusion.py), all of
+# them by name, as their users turn them on (the CPU's: no GPU-only group fusion)
+PRE_GRAD_PASSES = ("normalization_pass", "remove_split_with_size_one_pass", "merge_getitem_cat_pass",
+                   "merge_stack_tahn_unbind_pass", "merge_splits_pass", "mutate_cat_pass", "split_cat_pass",
+                   "unbind_stack_pass", "split_cat_to_slices_pass", "unbind_cat_to_view_pass",
+                   "split_stack_to_cats_pass", "unbind_stack_to_slices_pass", "move_reshape_out_of_split_stack_pass",
+                   "einsum_to_pointwise_pass", "batch_linear", "batch_linear_lhs", "batch_layernorm", "batch_tanh",
+                   "batch_sigmoid", "batch_relu", "batch_detach", "batch_nan_to_num", "batch_clamp", "batch_dropout")
+POST_GRAD_PASSES = ("normalization_aten_pass", "decompose_mm_pass", "unbind_stack_aten_pass", "split_cat_aten_pass",
+                    "select_cat_aten_pass", "move_view_after_cat_aten_pass", "batch_linear_post_grad",
+                    "batch_aten_tanh", "batch_aten_sigmoid", "batch_aten_relu", "batch_aten_add", "batch_aten_sub",
+                    "batch_aten_div", "batch_aten_mul")
+FX_PASSES_FLAGS: dict[str, Any] = {"pre_grad_fusion_options": {n: {} for n in PRE_GRAD_PASSES},
+                                   "post_grad_fusion_options": {n: {} for n in POST_GRAD_PASSES}}
 VARIANTS = {
     "inductor": {"backend": "inductor"},
     "inductor-dynamic": {"backend": "inductor", "dynamic": True},
@@ -71,6 +96,9 @@ VARIANTS = {
     "inductor-freezing": {"backend": "inductor", "config": {"freezing": True}},
     "inductor-config": {"backend": "inductor", "config": "sampled"},
     "inductor-layout": {"backend": "inductor", "relayout": True},
+    "inductor-autotune": {"backend": "inductor", "config": AUTOTUNE_FLAGS},
+    "inductor-fx-passes": {"backend": "inductor", "config": FX_PASSES_FLAGS},
+    "inductor-cache": {"backend": "inductor", "config": {"fx_graph_cache": True}, "cached": True},
 }
 # Inductor flags a sampled-config variant draws from (each with its values other than the default): ones
 # that change what Inductor generates for a CPU (fusion, reductions, buffer reuse, the pattern passes, the
@@ -105,6 +133,8 @@ CONFIG_FLAGS: dict[str, tuple[Any, ...]] = {
     "cpp.max_horizontal_fusion_size": (0, 1),
     "cpp.enable_loop_tail_vec": (False,),
     "cpp.use_decompose_tanh": (True,),
+    "memory_planning": (True,),  # the wrapper's buffers planned into pools (codegen/memory_planning.py)
+    "freezing": (True,),  # beside the others: the frozen graph's mkldnn packing under other codegen flags
 }
 BISECT_RUNS = 24  # the most runs a bisection of one finding's flags takes
 # with a GPU: the same program on it, judged against eager torch on the same device (float64 there too)
@@ -228,6 +258,8 @@ def configure() -> None:
     dynamo_config.capture_scalar_outputs = True
     dynamo_config.capture_dynamic_output_shape_ops = True
     dynamo_config.recompile_limit = 64
+    inductor_config.max_autotune_report_choices_stats = False  # max_autotune's tables, printed per choice
+    inductor_config.autotune_num_choices_displayed = 0
 
 
 @contextlib.contextmanager
@@ -501,6 +533,10 @@ class TorchProgramBackend(Backend):
         ns = p.namespace
         device = opts.get("device", "cpu")
         model, fn = self._compiled(p, backend, opts)
+        if opts.get("cached"):  # a first compile fills the FX graph cache, the compile judged is served from it
+            with torch.no_grad():
+                fn(*(to_device(a, device) for a in ns["make_inputs"]()))
+            model, fn = self._compiled(p, backend, opts)
         state = {k: v.detach().clone() for k, v in model.state_dict().items()} if opts.get("relayout") else {}
         args = tuple(to_device(a, device) for a in ns["make_inputs"]())
         if opts.get("backward"):
@@ -722,6 +758,12 @@ def check():
     backward, dynamic = OPTIONS.get("backward", False), OPTIONS.get("dynamic", False)
     model = Model().to(DEVICE)
     fn = torch.compile(model, backend=OPTIONS.get("backend", "inductor"), fullgraph=True, dynamic=dynamic or None)
+    if OPTIONS.get("cached"):  # a first compile fills the FX graph cache; the one checked is served from it
+        with torch.no_grad():
+            fn(*inputs())
+        torch._dynamo.reset()
+        model = Model().to(DEVICE)
+        fn = torch.compile(model, backend=OPTIONS.get("backend", "inductor"), fullgraph=True, dynamic=dynamic or None)
     calls = [(0, None)]
     if dynamic:  # a second call: the most common dim length of the inputs, one longer everywhere
         old = Counter(d for a in make_inputs() for d in a.shape if d > 1).most_common(1)
@@ -787,5 +829,5 @@ def repro_script(source: str, variant: Variant, title: str) -> str:
                                 relayout_src=_standalone(relayout))
 
 
-__all__ = ["CONFIG_FLAGS", "VARIANTS", "EagerRejects", "TorchProgramBackend", "minimal_flags", "relayout",
-           "repro_script", "sample_config"]
+__all__ = ["AUTOTUNE_FLAGS", "CONFIG_FLAGS", "FX_PASSES_FLAGS", "VARIANTS", "EagerRejects", "TorchProgramBackend",
+           "minimal_flags", "relayout", "repro_script", "sample_config"]

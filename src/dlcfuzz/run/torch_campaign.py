@@ -40,11 +40,21 @@ from dlcfuzz.spec.torch import TorchOpSpec
 BACKEND = "inductor-program"
 PROGRAM_REDUCTION = "program_reduction.json"  # a program bug's reduction and trigger analysis, in its bundle
 VARIANT_NAMES = ("inductor", "inductor-dynamic", "inductor-threads", "inductor-backward", "inductor-cpp-wrapper",
-                 "inductor-freezing", "inductor-config", "inductor-layout")
+                 "inductor-freezing", "inductor-config", "inductor-layout", "inductor-autotune", "inductor-fx-passes",
+                 "inductor-cache")
 # the variants under Inductor flags, one of which runs on CONFIG_SHARE of the programs (the sampled one for half)
 CONFIG_VARIANTS = ("inductor-config", "inductor-config", "inductor-cpp-wrapper", "inductor-freezing")
-CONFIG_SHARE = 0.2
+CONFIG_SHARE = 0.3
 LAYOUT_SHARE = 0.15  # the metamorphic layout oracle
+# the configurations aimed at what a program holds (an operator's name, split at "_", holding one of the words):
+# max_autotune's C++ GEMM template (with freezing) where it multiplies matrices or convolves, the split/cat and
+# batch-fusion passes where it splits, concatenates, stacks or unbinds; the FX graph cache for any
+GEMM_WORDS = frozenset({"linear", "mm", "bmm", "addmm", "baddbmm", "matmul", "einsum", "attention", "sdpa", "dot",
+                        "conv", "conv1d", "conv2d", "conv3d"})
+SPLIT_CAT_WORDS = frozenset({"split", "cat", "stack", "unbind", "chunk", "hstack", "vstack"})
+AUTOTUNE_SHARE = 0.3
+FX_PASSES_SHARE = 0.3
+CACHE_SHARE = 0.1
 # `--backends inductor` alone runs torch-native programs on this backend (with others beside it, besides ONNX graphs)
 PROGRAM_BACKENDS = {"inductor": BACKEND, BACKEND: BACKEND, "inductor-torch": BACKEND}
 # of those, the ones that take no ONNX graph (Inductor's torch path): in a campaign of programs only
@@ -66,7 +76,9 @@ def plan(graph: Graph, rng: random.Random, known: list[str] | None = None) -> li
     the dynamic-shape compile for three in four programs that may be dynamic (two of the first three real
     bugs found needed it), the threaded one for a few, one under Inductor flags for ``CONFIG_SHARE`` of them
     (cpp_wrapper, freezing, or flags sampled from the test's seed: ``meta["inductor_config"]``), the layout
-    oracle for ``LAYOUT_SHARE``
+    oracle for ``LAYOUT_SHARE``, max_autotune's GEMM template for ``AUTOTUNE_SHARE`` of those that multiply
+    matrices or convolve, the split/cat passes for ``FX_PASSES_SHARE`` of those that split or concatenate, the
+    FX graph cache for ``CACHE_SHARE``
     (of the ``known`` variants of the backend, where given); on a GPU, each of these that has a CUDA form
     (``inductor-cuda``, ``inductor-cuda-dynamic``, ``inductor-cuda-backward``) runs there too."""
     out = ["inductor-backward" if graph.meta.get("backward") else "inductor"]
@@ -82,6 +94,13 @@ def plan(graph: Graph, rng: random.Random, known: list[str] | None = None) -> li
             graph.meta["inductor_config"] = sample_config(rng.getrandbits(32))
     if rng.random() < LAYOUT_SHARE:
         out.append("inductor-layout")
+    words = {w for n in graph.nodes for w in n.op.rsplit(".", 1)[-1].split("_")}
+    if rng.random() < AUTOTUNE_SHARE and words & GEMM_WORDS:
+        out.append("inductor-autotune")
+    if rng.random() < FX_PASSES_SHARE and words & SPLIT_CAT_WORDS:
+        out.append("inductor-fx-passes")
+    if rng.random() < CACHE_SHARE:
+        out.append("inductor-cache")
     if known is not None:
         on_gpu = [v.replace("inductor", "inductor-cuda", 1) for v in out]
         out = [v for v in out + on_gpu if v in known] or known[:1]
