@@ -29,13 +29,13 @@ def main() -> None:
     width = duration(a.bin)
     store = StoreReader(a.campaign)
     try:
-        start = store.db.execute("SELECT MIN(finished - seconds) FROM tests").fetchone()[0]
-        end = store.db.execute("SELECT MAX(finished) FROM tests").fetchone()[0]
+        tests = store.tests()  # (id, ops, baseline, finite, valid, finished, seconds)
         bugs = read(store, a.campaign)
     finally:
         store.close()
-    if start is None:
+    if not tests:
         raise SystemExit(f"{a.campaign}: no tests recorded")
+    start, end = min(t[5] - t[6] for t in tests), max(t[5] for t in tests)
     roots = bugs.of(COMPILER)
     n_bins = max(1, int((end - start) // width) + (1 if (end - start) % width else 0))
     found = Counter(min(n_bins - 1, int((r.first_seen - start) // width)) for r in roots)

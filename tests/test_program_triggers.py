@@ -119,14 +119,14 @@ def test_a_cond_operand_layout_crash_is_rooted_in_torch_cond(pool):
 
 
 def test_retriage_roots_a_recorded_program_bug_by_its_mechanism_else_keeps_its_recorded_root(pool, tmp_path):
-    """``dlcfuzz retriage`` on program bundles: the smallest program kept in reduced/graph.json is analyzed;
+    """``dlcfuzz retriage`` on program bundles: the smallest program kept in reduced_program.json is analyzed;
     an older bundle without one keeps the root it was recorded under when no mechanism explains it."""
     from dlcfuzz.run.torch_campaign import retriage_program
 
     g = _program("masked_fill_transposed")
     f = _finding(pool, g, "inductor")
-    (tmp_path / "a" / "reduced").mkdir(parents=True)
-    (tmp_path / "a" / "reduced" / "graph.json").write_text(g.to_json())
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "reduced_program.json").write_text(g.to_json())
     root, analysis = retriage_program(pool, tmp_path / "a", f, g, "program:recorded")
     assert analysis.trigger == ["an in-place write"] and "in-place write" in root
     g = _program("batch_norm_permuted")

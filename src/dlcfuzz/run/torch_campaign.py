@@ -39,6 +39,7 @@ from dlcfuzz.spec.torch import TorchOpSpec
 
 BACKEND = "inductor-program"
 PROGRAM_REDUCTION = "program_reduction.json"  # a program bug's reduction and trigger analysis, in its bundle
+REDUCED_PROGRAM = "reduced_program.json"  # its smallest program's graph
 VARIANT_NAMES = ("inductor", "inductor-dynamic", "inductor-threads", "inductor-backward", "inductor-cpp-wrapper",
                  "inductor-freezing", "inductor-config", "inductor-layout", "inductor-autotune", "inductor-fx-passes",
                  "inductor-cache")
@@ -303,11 +304,10 @@ def program_triggers(pool, f: Finding, graph: Graph) -> Analysis:
 def write_program_reduction(folder: Path, graph: Graph, reduced: Graph | None, seconds: float,
                             analysis: Analysis) -> None:
     """The bundle's record of its program's reduction (``program_reduction.json``: calls before and after,
-    seconds, the trigger analysis) and the smallest program as ``reduced/graph.json`` (what retriage and
-    the bug list read)."""
+    seconds, the trigger analysis) and the smallest program's graph as ``reduced_program.json`` (what
+    retriage reads; not ``reduced/``, which holds an ONNX reducer's model)."""
     if reduced is not None:
-        (folder / "reduced").mkdir(exist_ok=True)
-        (folder / "reduced" / "graph.json").write_text(reduced.to_json())
+        (folder / REDUCED_PROGRAM).write_text(reduced.to_json())
     record = {"calls_before": len(graph.nodes), "calls_after": len((reduced or graph).nodes),
               "reproduced": reduced is not None, "seconds": round(seconds, 2), "triggers": analysis.summary()}
     (folder / PROGRAM_REDUCTION).write_text(json.dumps(record, indent=1))
@@ -315,11 +315,11 @@ def write_program_reduction(folder: Path, graph: Graph, reduced: Graph | None, s
 
 def retriage_program(pool, folder: Path, f: Finding, graph: Graph, recorded_root: str) -> tuple[str, Analysis]:
     """A recorded program bug's root as today's dlcfuzz gives it (``dlcfuzz retriage``): the trigger
-    analysis of its smallest program (``reduced/graph.json``, else the program that found it); without a
+    analysis of its smallest program (``reduced_program.json``, else the program that found it); without a
     trigger, its operators' root where the smallest program is kept, else the root it was recorded under
     (an older bundle keeps no reduced program, and the found program's operators would split its root)."""
     try:
-        smallest, kept = Graph.from_json((folder / "reduced" / "graph.json").read_text()), True
+        smallest, kept = Graph.from_json((folder / REDUCED_PROGRAM).read_text()), True
     except (OSError, ValueError, KeyError, TypeError):
         smallest, kept = graph, False
     analysis = program_triggers(pool, f, with_flags(smallest, f))
