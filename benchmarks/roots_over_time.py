@@ -12,6 +12,7 @@ bin, as the duplicates the triage kept off the list.
 from __future__ import annotations
 
 import argparse
+import math
 from collections import Counter
 from pathlib import Path
 
@@ -37,13 +38,13 @@ def main() -> None:
         raise SystemExit(f"{a.campaign}: no tests recorded")
     start, end = min(t[5] - t[6] for t in tests), max(t[5] for t in tests)
     roots = bugs.of(COMPILER)
-    n_bins = max(1, int((end - start) // width) + (1 if (end - start) % width else 0))
+    n_bins = max(1, math.ceil((end - start) / width - 0.02))  # a tail under 2 % of a bin joins the last one
     found = Counter(min(n_bins - 1, int((r.first_seen - start) // width)) for r in roots)
     folded = Counter(min(n_bins - 1, int((m.first_seen - start) // width)) for r in roots for m in r.members)
     print(f"{a.campaign}: {len(roots)} compiler roots, {sum(folded.values())} members folded under them, "
           f"{(end - start) / 3600:.2f} h of tests")
     for i in range(n_bins):
-        lo, hi = i * width, min((i + 1) * width, end - start)
+        lo, hi = i * width, (i + 1) * width if i < n_bins - 1 else end - start
         hours = max(hi - lo, 1e-9) / 3600
         per_backend = Counter(r.backend for r in roots if min(n_bins - 1, int((r.first_seen - start) // width)) == i)
         backends = ", ".join(f"{b} {n}" for b, n in sorted(per_backend.items()))
