@@ -85,8 +85,7 @@ CRASH_OPERATOR_FREE = frozenset({INT32_RANGE, THREADS, PIPELINE})
 # A variation whose twin variant *declines* the case says where the bug lives: the static compile checks
 # a feature (and refuses it) that the dynamic-shape path runs without the check, and wrongly.  Every case
 # that reaches that unchecked path, whichever operator carries it, is one root, named by the refusal.
-DECLINED_TWIN = frozenset({STATIC})
-DECLINED_TWIN_NAME = "static"
+DECLINED_TWIN = STATIC
 _REFUSAL_CHARS = 90
 _NUMBER = re.compile(r"\d+")
 _QUOTED = re.compile(r"'[^']*'")
@@ -706,7 +705,7 @@ def analyze(runner: Runner, finding: Finding, graph: Graph, feeds: Feeds, first:
         trial.declined = ""
         result = run((v,), v.kind)
         note((v,), result)
-        if result is None and v.kind in DECLINED_TWIN and trial.declined:
+        if result is None and v.kind == DECLINED_TWIN and trial.declined:
             refused = refused or trial.declined
         if result is False:  # the smallest set: one cause, the first in ``_ORDER`` that makes it vanish
             needed = [v]
@@ -750,7 +749,7 @@ def analyze(runner: Runner, finding: Finding, graph: Graph, feeds: Feeds, first:
     if (needed or a.family) and not (named and node is None):  # an operator's trigger, at no one operator: no root
         a.root = root_name(finding, a.trigger, a.family if (named or not needed) else "")
     elif refused:  # what the static compile refuses, the dynamic one runs wrongly: one root per refusal
-        a.trigger, a.kinds = [f"a case its {DECLINED_TWIN_NAME} twin declines"], [STATIC]
+        a.trigger, a.kinds = ["a case its static twin declines"], [DECLINED_TWIN]
         a.root = f"{BACKEND_NAMES.get(finding.backend, finding.backend)}: {_refusal(refused)}, run on dynamic shapes"
     a.runs, a.seconds = trial.runs, time.monotonic() - t0
     return a

@@ -43,7 +43,7 @@ from dlcfuzz.oracle import BASELINE, CRASH, DISRUPTIVE, EXPORTER, METAMORPHIC, F
 from dlcfuzz.oracle.blame import blamed_pass
 from dlcfuzz.oracle.triggers import FAMILIES, MAX_RUNS, Analysis, analyze
 
-_FRAME = re.compile(r'File "([^"]+)", line \d+, in (\S+)')
+_FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')  # a traceback's frame: file, line, function
 _NORMALIZE = [
     # OpenVINO's node dumps list the node's arguments with the operations that produced them
     # ("opset1::Reshape Reshape_6 (opset1::Add n9[0]:f32[1], opset8::Slice ...) -> (...)"): whichever
@@ -138,7 +138,7 @@ def _names_pattern(names: tuple[str, ...]) -> re.Pattern[str]:
 
 def compiler_frames(traceback: str, n: int = 3) -> list[str]:
     """The innermost ``n`` frames inside a compiler's own code, as 'file:function'."""
-    frames = [(path, fn) for path, fn in _FRAME.findall(traceback) if any(d in path for d in COMPILER_DIRS)]
+    frames = [(path, fn) for path, _, fn in _FRAME.findall(traceback) if any(d in path for d in COMPILER_DIRS)]
     # faulthandler lists the innermost frame first, tracebacks last
     if "Fatal Python error" in traceback or "most recent call first" in traceback:
         frames = frames[::-1]
@@ -372,9 +372,6 @@ def reduced_root(f: Finding, graph: Graph, first: dict | None, signed_as: str, s
             or frontend_site_root(f) or upstream or signed_as or signature)
 
 
-_FRAME_LINE = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')
-
-
 def frontend_site_root(f: Finding) -> str:
     """Of a crash while a Python frontend converts the model (TVM's ONNX importer), the line of its
     converter (``_impl_vN``) the error came through: one line's defect is one root, whatever message it
@@ -383,7 +380,7 @@ def frontend_site_root(f: Finding) -> str:
     calls every converter, nor a helper's that many call: "" without a converter frame."""
     if f.oracle != CRASH or f.phase != "import":
         return ""
-    converters = [(path.rsplit("/", 1)[-1], line, fn) for path, line, fn in _FRAME_LINE.findall(f.traceback)
+    converters = [(path.rsplit("/", 1)[-1], line, fn) for path, line, fn in _FRAME.findall(f.traceback)
                   if any(d in path for d in FRONTEND_DIRS) and _CONVERTER_ENTRY.search(fn)]
     if not converters:
         return ""
@@ -452,7 +449,7 @@ _TYPE_TEXT = [
 
 def _frontend_frames(traceback: str) -> list[tuple[str, str]]:
     """(file, function) of the frames inside a frontend's own Python code, innermost first."""
-    return [(path.rsplit("/", 1)[-1], fn) for path, fn in _FRAME.findall(traceback)[::-1]
+    return [(path.rsplit("/", 1)[-1], fn) for path, _, fn in _FRAME.findall(traceback)[::-1]
             if any(d in path for d in FRONTEND_DIRS)]
 
 

@@ -75,19 +75,17 @@ def analyze(graph: Graph, shows: Callable[[Graph], bool | None]) -> dict[str, st
 
 
 def triggers(results: dict[str, str]) -> list[str]:
+    """The mechanisms whose plain spelling made the bug vanish."""
     return [m for m, r in results.items() if r == VANISHED]
 
 
-def _head(message: str) -> str:
-    return message_head(message, _HEAD_CHARS)
-
-
-def root_name(f: Finding, triggers: list[str]) -> str:
-    """The readable root of a bug whose triggers were found (see the module doc); "" without one."""
-    if not triggers:
+def root_name(f: Finding, causes: list[str]) -> str:
+    """The readable root of a bug whose triggers (``causes``) were found (see the module doc); "" without
+    one."""
+    if not causes:
         return ""
     who = BACKEND_NAMES.get(f.backend, f.backend)
-    through = " and ".join(triggers)
+    through = " and ".join(causes)
     if f.oracle == CRASH:
-        return f"{who}: {f.error_type} through {through}: {_head(f.message)}"
+        return f"{who}: {f.error_type} through {through}: {message_head(f.message, _HEAD_CHARS)}"
     return f"{who}: {f.kind} mismatch through {through} ({f.details.get('layer', '')})"

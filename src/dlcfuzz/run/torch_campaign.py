@@ -287,16 +287,10 @@ def shows_again(pool, f: Finding, graph: Graph) -> bool | None:
 def program_triggers(pool, f: Finding, graph: Graph) -> Analysis:
     """The trigger analysis of a program bug's smallest program (``run/program_triggers.py``)."""
     t0 = time.monotonic()
-    runs = 0
-
-    def shows(g: Graph) -> bool | None:
-        nonlocal runs
-        runs += 1
-        return shows_again(pool, f, g)
-
-    results = pt.analyze(graph, shows)
+    results = pt.analyze(graph, lambda g: shows_again(pool, f, g))  # one run per mechanism
     trigger = pt.triggers(results)
-    return Analysis(root=pt.root_name(f, trigger), trigger=trigger, kinds=["mechanism"] * len(trigger), runs=runs,
+    return Analysis(root=pt.root_name(f, trigger), trigger=trigger, kinds=["mechanism"] * len(trigger),
+                    runs=len(results),
                     seconds=time.monotonic() - t0,
                     tried=[{"kind": "mechanism", "cause": m, "result": r} for m, r in results.items()])
 
