@@ -27,6 +27,12 @@ Where no variation makes the bug vanish but the static twin *declines* the case,
 root (``DECLINED_TWIN``): the static compile checks a feature that the dynamic-shape path runs unchecked,
 and wrongly (OpenVINO's Resize of the batch or channel axis), whichever operator carries it.
 
+A crash of several nodes with no trigger of its own may be a *knock-on* (``KNOCK_ON``, ``knock_on``): a
+producer in the case, alone, diverges from the baseline (or gives an output shaped only at run time),
+and without it (its output fed as the baseline gives it) the crash vanishes.  Its root is the
+producer's divergence, as that bug alone would be rooted (``run/dedup.py`` analyzes it in turn), so
+that TVM's Dropout mask of the wrong dtype is one root, whichever consumer fails on it.
+
 The cause names the root: a trigger in the values' range, the element types or the variant
 (``OPERATOR_FREE``) is the backend's, whichever operator met it; a trigger in an operand's form, an
 operator's attributes or its version is that operator's (a crash's, but for the integer range, the
@@ -63,7 +69,7 @@ import numpy as np
 from dlcfuzz.backends.base import OK, Test, Variant
 from dlcfuzz.ir import CONST_KIND, INPUT_KIND, NODE_KIND, Graph, Node, TensorType, Value
 from dlcfuzz.oracle.compare import all_finite
-from dlcfuzz.oracle.findings import CRASH, DIFFERENTIAL, METAMORPHIC, Finding
+from dlcfuzz.oracle.findings import COMPILER, CRASH, DIFFERENTIAL, METAMORPHIC, Finding
 from dlcfuzz.oracle.judge import CONFIRM_RUNS, Runner, criteria_for, judge, run_baseline, run_confirmed
 
 MAX_RUNS = 12  # confirmed runs per bug, all variations and siblings together
@@ -71,8 +77,10 @@ MAX_SIBLINGS = 4  # siblings of the operator's family tried (until one shows the
 INT32 = (-(2 ** 31), 2 ** 31 - 1)
 
 # kinds of variation
-INT32_RANGE, SIGNED, INITIALIZER, RUNTIME, STATIC, THREADS, PIPELINE, ATTRIBUTE, OPSET, SIBLING = (
-    "int32", "signed", "initializer", "runtime", "static", "threads", "pipeline", "attribute", "opset", "sibling")
+INT32_RANGE, SIGNED, INITIALIZER, RUNTIME, STATIC, THREADS, PIPELINE, ATTRIBUTE, OPSET, SIBLING, KNOCK_ON = (
+    "int32", "signed", "initializer", "runtime", "static", "threads", "pipeline", "attribute", "opset", "sibling",
+    "knock-on")
+MAX_PRODUCERS = 2  # producers of a crash's case checked for a wrong output of their own (``knock_on``)
 # triggers that name no operator: the backend's, whichever operator met them (its integer precision, its
 # dynamic-shape kernels, its threads).  An operand's form names the operator: constant folding evaluates
 # each operator with its own code, and a converter reads a constant or a runtime operand in its own way.
@@ -167,10 +175,24 @@ class Analysis:
     runs: int = 0
     seconds: float = 0.0  # wall time of the analysis (its runs are in the compilers and the baseline)
     tried: list[dict[str, Any]] = field(default_factory=list)  # {kind, cause, result}: vanished / shows / invalid
+    # a knock-on crash's upstream divergence (``knock_on``): the producer alone, as a case of its own
+    upstream: Upstream | None = None
 
     def summary(self) -> dict[str, Any]:
+        up = self.upstream
         return {"root": self.root, "trigger": self.trigger, "kinds": self.kinds, "family": self.family,
-                "unvaried": self.unvaried, "runs": self.runs, "seconds": round(self.seconds, 2), "tried": self.tried}
+                "unvaried": self.unvaried, "runs": self.runs, "seconds": round(self.seconds, 2), "tried": self.tried,
+                **({"upstream": up.first} if up is not None else {})}
+
+
+@dataclass
+class Upstream:
+    """The producer whose wrong output a crash needs, alone: its case, and its divergence there."""
+
+    finding: Finding | None  # None: its values are right, but its output's shape is known only at run time
+    graph: Graph
+    feeds: dict[str, np.ndarray]
+    first: dict[str, Any]  # {node, op, output, kind}: the producer, as a first diverging node
 
 
 # -- graph surgery ------------------------------------------------------------------------------------
@@ -618,6 +640,7 @@ class Trial:
     def __init__(self, runner: Runner, finding: Finding, variants: Mapping[str, Mapping[str, Any]],
                  tolerances: Mapping[str, tuple[float, float]] | None = None) -> None:
         self.runner, self.f = runner, finding
+        self.variants, self.tolerances = variants, tolerances
         self.criteria = criteria_for({finding.backend: {n: Variant(n, dict(o)) for n, o in variants.items()}},
                                      dict(tolerances or {}))
         self.runs = 0
@@ -652,6 +675,150 @@ class Trial:
         if self.f.oracle != CRASH and any(v not in got or got[v].status != OK for v in names):
             return None  # failed: it neither shows nor hides wrong values
         return [f for f in verdict.findings + late if f.backend == self.f.backend]
+
+
+    def intermediates(self, g: Graph, feeds: Feeds) -> Feeds:
+        """Every tensor a node of ``g`` makes, as the baseline computes it ({} where it cannot)."""
+        from dlcfuzz.export.onnx import to_bytes
+
+        names = [o for n in g.nodes for o in n.outputs if o and o in g.values]
+        visible = _copy(g)
+        visible.outputs = names
+        try:
+            test = Test(to_bytes(visible), visible.to_json(), {k: np.asarray(v) for k, v in feeds.items()})
+        except (ValueError, KeyError, TypeError):
+            return {}
+        self.runs += 1
+        base = run_baseline(self.runner, test, visible)
+        if base.outputs is None or len(base.outputs) != len(names):
+            return {}
+        return {k: a for k, a in zip(names, base.outputs, strict=True) if isinstance(a, np.ndarray)}
+
+
+# -- a crash on a producer's wrong output -------------------------------------------------------------
+def _fed(g: Graph, name: str, inter: Feeds) -> Value | None:
+    """``name`` (a node's output) as a runtime input holding the baseline's value; None where the
+    baseline has no value of its declared type (a sequence, an unknown shape)."""
+    v, a = g.values[name], inter.get(name)
+    if a is None or tuple(a.shape) != tuple(v.type.shape) or a.dtype.name != v.type.dtype:
+        return None
+    return Value(name, v.type, INPUT_KIND)
+
+
+def alone(g: Graph, node: Node, feeds: Feeds, inter: Feeds) -> tuple[Graph, Feeds] | None:
+    """``node`` alone: what other nodes gave it fed at run time with the baseline's values, its outputs
+    the case's."""
+    made = {o for n in g.nodes for o in n.outputs}
+    h = Graph(opset=g.opset, meta=dict(g.meta))
+    new: Feeds = {}
+    for name in dict.fromkeys(x for x in node.inputs if x):
+        if name in made:
+            fed = _fed(g, name, inter)
+            if fed is None:
+                return None
+            h.values[name], new[name] = fed, inter[name]
+        else:
+            h.values[name] = _copy(g).values[name]
+            if name in feeds:
+                new[name] = feeds[name]
+    for name in node.outputs:
+        if name:
+            h.values[name] = Value(name, g.values[name].type, NODE_KIND)
+    h.nodes = [Node(node.op, list(node.inputs), list(node.outputs), dict(node.attrs), node.name)]
+    h.outputs = [o for o in node.outputs if o]
+    return h, new
+
+
+def cut(g: Graph, node: Node, feeds: Feeds, inter: Feeds) -> tuple[Graph, Feeds] | None:
+    """``g`` without ``node``: what it gave the others fed at run time with the baseline's values, and
+    what only fed it dropped."""
+    h, new = _copy(g), dict(feeds)
+    h.nodes = [n for n in h.nodes if n.name != node.name]
+    for name in node.outputs:
+        if name in h.values:
+            fed = _fed(g, name, inter)
+            if fed is None:
+                return None
+            h.values[name], new[name] = fed, inter[name]
+    h.outputs = [o for o in h.outputs if o not in node.outputs]
+    while True:  # drop the nodes that now feed nothing
+        used = {x for n in h.nodes for x in n.inputs if x} | set(h.outputs)
+        dead = [n for n in h.nodes if not any(o in used for o in n.outputs)]
+        if not dead:
+            break
+        h.nodes = [n for n in h.nodes if n not in dead]
+        for n in dead:
+            for o in n.outputs:
+                h.values.pop(o, None)
+    if not h.nodes or not h.outputs:
+        return None
+    used = {x for n in h.nodes for x in n.inputs if x}
+    for name in [k for k, v in h.values.items() if v.kind != NODE_KIND and k not in used]:
+        del h.values[name]
+        new.pop(name, None)
+    return h, new
+
+
+RUN_TIME_SHAPE = "run-time shape"
+
+
+def shaped_at_run_time(g: Graph) -> bool:
+    """Whether an output of ``g`` has a shape that ONNX's shape inference cannot tell from the case's
+    types and constants: it depends on the values fed at run time (NonMaxSuppression's boxes, NonZero's,
+    a ConstantOfShape of a shape fed at run time)."""
+    import onnx
+
+    from dlcfuzz.export.onnx import to_onnx
+
+    try:
+        model = to_onnx(g)
+        for o in model.graph.output:
+            o.ClearField("type")
+        inferred = onnx.shape_inference.infer_shapes(model)
+    except Exception:  # inference's errors are of many types: no claim
+        return False
+    for o in inferred.graph.output:
+        tt = o.type.tensor_type
+        if not tt.HasField("shape") or any(not d.HasField("dim_value") for d in tt.shape.dim):
+            return True
+    return False
+
+
+def knock_on(trial: Trial, graph: Graph, feeds: Feeds, variant: str, crashes: Callable[[Graph, Feeds], bool | None],
+             max_runs: int) -> Upstream | None:
+    """Of a reduced crash, the producer whose wrong output the crash needs: one that, alone, diverges
+    from the baseline on the bug's backend, and without which (its output fed with the baseline's value)
+    the crash vanishes.  A compiler that gets one operator's output wrong (TVM's Dropout gives its mask
+    as float32, OpenVINO's Resize ignores keep_aspect_ratio_policy) crashes in whichever operator reads
+    it, each with its own message: one root, the producer's divergence.  The reduction kept the
+    producer because the crash needs it, not because it is wrong: a crash whose producers give right
+    values (a static shape the consumer reads, a fused pattern) is the consumer's.  Producers nearest
+    the end first, at most ``MAX_PRODUCERS``."""
+    consumed = {x for n in graph.nodes for x in n.inputs if x}
+    producers = [n for n in reversed(graph.nodes) if n.name and any(o in consumed for o in n.outputs)]
+    if not producers or trial.runs >= max_runs:
+        return None
+    inter = trial.intermediates(graph, feeds)
+    values = Trial(trial.runner, Finding(DIFFERENTIAL, "value", trial.f.backend, variant, "run", ""),
+                   trial.variants, trial.tolerances)
+    for node in producers[:MAX_PRODUCERS]:
+        case = alone(graph, node, feeds, inter)
+        if case is None or trial.runs + values.runs >= max_runs:
+            continue
+        found = values(*case, variant)
+        wrong = [f for f in found or [] if f.diverges and f.category == COMPILER]
+        trial.runs += values.runs
+        values.runs = 0
+        if found is None or (not wrong and not shaped_at_run_time(case[0])):
+            continue
+        without = cut(graph, node, feeds, inter)
+        if without is None or crashes(*without) is not False:
+            continue
+        f = wrong[0] if wrong else None
+        output = case[0].outputs[f.output] if f is not None and 0 <= f.output < len(case[0].outputs) else ""
+        return Upstream(f, case[0], case[1], {"node": node.name, "op": node.op, "output": output,
+                                              "kind": f.kind if f is not None else RUN_TIME_SHAPE})
+    return None
 
 
 def analyze(runner: Runner, finding: Finding, graph: Graph, feeds: Feeds, first: Mapping[str, Any] | None,
@@ -726,6 +893,23 @@ def analyze(runner: Runner, finding: Finding, graph: Graph, feeds: Feeds, first:
     node = suspect(graph, first)
     free = CRASH_OPERATOR_FREE if finding.oracle == CRASH else OPERATOR_FREE
     named = [v for v in needed if v.kind not in free]
+    # a crash of several nodes, with no trigger that is the backend's, or an operator's at a node located
+    if finding.oracle == CRASH and len(graph.nodes) > 1 and (not needed or (named and node is None)):
+        def crashes(g: Graph, fd: Feeds) -> bool | None:
+            found = trial(g, fd, finding.variant) if trial.runs < max_runs else None
+            return None if found is None else shows(found, g, KNOCK_ON)
+
+        up = knock_on(trial, graph, feeds, finding.variant, crashes, max_runs)
+        if up is not None:  # the producer's divergence is the root, whichever consumer crashed on it
+            op, kind = up.first["op"], up.first["kind"]
+            what = f"{op}'s wrong {kind}" if up.finding is not None else f"{op}'s output, shaped at run time"
+            a.tried.append({"kind": KNOCK_ON, "cause": f"{op}'s output fed as the baseline gives it",
+                            "result": "vanished"})
+            a.trigger, a.kinds, a.family, a.upstream = [what], [KNOCK_ON], op, up
+            who = BACKEND_NAMES.get(finding.backend, finding.backend)
+            a.root = f"{who} {finding.phase} {finding.kind} on {what}"
+            a.runs, a.seconds = trial.runs, time.monotonic() - t0
+            return a
     if node is not None and (named or not needed):
         family, sibs = siblings(graph, first)
         sibs = [] if SIBLING in skip else sibs

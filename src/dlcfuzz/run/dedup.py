@@ -365,6 +365,8 @@ def reduced_root(f: Finding, graph: Graph, first: dict | None, signed_as: str, s
     root (``family_crash_root``) comes first, unless the crash is fed by other nodes (then it is theirs): the
     lowering's own error names the defect, whichever attribute brought the case to it (MaxPool's ceil_mode,
     AveragePool's pads)."""
+    if triggers is not None and triggers.upstream is not None:
+        return triggers.root  # a crash on a producer's wrong output: the producer's divergence is its root
     first = reduced_first(f, graph, first)
     upstream = crash_upstream_root(f, graph)
     family = "" if upstream else family_crash_root(f, [*graph.values, *(n.name for n in graph.nodes if n.name)])
@@ -546,8 +548,16 @@ def analyze_triggers(pool: Any, finding: Finding, graph: Graph, inputs: dict, fi
         return Analysis()
     feeds = {v.name: (v.data if v.pinned else inputs[v.name]) for v in graph.inputs if v.pinned or v.name in inputs}
     first = reduced_first(finding, graph, first)
-    return analyze(pool, finding, graph, feeds, first, dict(described), trigger_shows(finding, signature, first),
-                   tolerances, max_runs, tuple(skip))
+    a = analyze(pool, finding, graph, feeds, first, dict(described), trigger_shows(finding, signature, first),
+                tolerances, max_runs, tuple(skip))
+    up = a.upstream
+    if up is not None and up.finding is not None:  # a knock-on crash: rooted where its producer's bug would be
+        own = graph_signature(up.finding, up.graph)
+        of_up = analyze(pool, up.finding, up.graph, up.feeds, up.first, dict(described),
+                        trigger_shows(up.finding, own, up.first), tolerances, max(0, max_runs - a.runs), tuple(skip))
+        a.runs, a.seconds = a.runs + of_up.runs, a.seconds + of_up.seconds
+        a.root = of_up.root or graph_root_cause(up.finding, up.graph, up.first) or own  # the producer's own bug
+    return a
 
 
 def record_triggers(store: Any, folder: Path | None, analysis: Analysis) -> None:
