@@ -894,7 +894,8 @@ def analyze(runner: Runner, finding: Finding, graph: Graph, feeds: Feeds, first:
     free = CRASH_OPERATOR_FREE if finding.oracle == CRASH else OPERATOR_FREE
     named = [v for v in needed if v.kind not in free]
     # a crash of several nodes, with no trigger that is the backend's, or an operator's at a node located
-    if finding.oracle == CRASH and len(graph.nodes) > 1 and (not needed or (named and node is None)):
+    if (finding.oracle == CRASH and len(graph.nodes) > 1 and KNOCK_ON not in skip
+            and (not needed or (named and node is None))):
         def crashes(g: Graph, fd: Feeds) -> bool | None:
             found = trial(g, fd, finding.variant) if trial.runs < max_runs else None
             return None if found is None else shows(found, g, KNOCK_ON)
