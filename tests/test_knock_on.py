@@ -83,11 +83,51 @@ def test_tvm_crash_on_an_output_shaped_at_run_time_is_the_producers(pool) -> Non
     assert a.root == "TVM run exception on NonMaxSuppression's output, shaped at run time", a.summary()
 
 
-def test_a_crash_whose_producers_are_right_is_the_consumers(pool) -> None:
-    """ConstantOfShape -> Sign -> ArgMin: TVM's ArgMin converter fails on the shape it cannot read, but no
-    producer is wrong alone: no knock-on, the crash stays the consumer's."""
+def test_tvm_crash_on_a_producers_own_crash_is_rooted_there(pool) -> None:
+    """ConstantOfShape (of a shape fed at run time) -> Sign -> ArgMin fails in TVM's ArgMin converter,
+    which cannot read the shape; the ConstantOfShape alone fails in TVM too, and fed as the baseline gives
+    it, ArgMin does not: rooted at the ConstantOfShape's own crash, as the judge signs it alone."""
     need("tvm")
+    at = ("tvm", "unfused-generic")
     g, feeds = case("a7ecb5fca4fcfed6")
-    f = crash(pool, g, feeds, ("tvm", "unfused-generic"))
+    f = crash(pool, g, feeds, at)
     a = analyze_triggers(pool, f, g, feeds, None, graph_signature(f, g))
-    assert KNOCK_ON not in a.kinds and a.upstream is None, a.summary()
+    assert a.kinds == [KNOCK_ON] and a.upstream is not None, a.summary()
+    assert (a.upstream.first["op"], a.upstream.first["kind"]) == ("ConstantOfShape", "exception"), a.summary()
+    source = alone(g, g.nodes[0], feeds, {})
+    assert source is not None
+    assert a.root == graph_signature(crash(pool, *source, at), source[0]), a.summary()
+
+
+def test_a_crash_whose_producers_are_right_is_the_consumers(pool) -> None:
+    """HardSwish -> Unsqueeze with its axes fed at run time fails in TVM's compile; the HardSwish alone is
+    right: the crash is the Unsqueeze's, whichever elementwise operator feeds it (an Exp in another case of
+    the campaign, with other shapes), rooted by the trigger that makes it vanish (the axes as an initializer)."""
+    need("tvm")
+    roots = []
+    for signature in ("581d43ade26c76ee", "ae9a1a17af73bab5"):
+        g, feeds = case(signature)
+        f = crash(pool, g, feeds, ("tvm", "fused-generic"))
+        a = analyze_triggers(pool, f, g, feeds, None, graph_signature(f, g))
+        assert KNOCK_ON not in a.kinds and a.upstream is None, a.summary()
+        roots.append(a.root)
+    assert roots == ["TVM compile exception: Unsqueeze with operands fed at run time"] * 2, roots
+
+
+def test_tvm_sequence_insert_at_a_negative_position_is_one_root(pool) -> None:
+    """TVM's SequenceInsert puts a negative position one place too far right: wrong values in one case,
+    a wrong shape in another.  Each negative position made the non-negative one that means the same (by
+    ONNX's reference) makes it vanish: one root; without that variation, none."""
+    need("tvm")
+    roots = []
+    for signature in ("c50a2991543494b6", "fc871d685b1c58aa"):
+        g, feeds = case(signature)
+        got = [f for f in findings(pool, g, feeds, "tvm", ["unfused-generic"]) if f.diverges]
+        assert got, signature
+        first = {"node": g.nodes[0].name, "kind": got[0].kind}
+        a = analyze_triggers(pool, got[0], g, feeds, first, graph_signature(got[0], g))
+        roots.append(a.root)
+        without = analyze_triggers(pool, got[0], g, feeds, first, graph_signature(got[0], g), skip=("attribute",))
+        assert "negative position" not in without.root, without.summary()
+    assert roots == ["TVM: SequenceConstruct+SequenceInsert+SequenceErase+ConcatFromSequence with a negative position"
+                     ] * 2, roots

@@ -435,6 +435,58 @@ def _negative_axes(g: Graph, node: Node) -> bool:
     return any((np.asarray(g.values[x].data) < 0).any() for x in _axes_inputs(g, node))
 
 
+MAX_WRAP = 16  # the longest sequence (or axis) a negative position is tried to count back from
+
+
+def _negative_positions(g: Graph, node: Node) -> list[str]:
+    """The node's constant or pinned integer scalars that are negative and no axis: positions counted
+    from the end (SequenceAt's, SequenceInsert's and SequenceErase's, through whichever idiom)."""
+    axes = set(_axes_inputs(g, node))
+    return [x for x in dict.fromkeys(node.inputs) if x and x not in axes and (v := g.values.get(x)) is not None
+            and v.data is not None and np.ndim(v.data) == 0 and _integer(v.data) and int(v.data) < 0]
+
+
+def _reference_outputs(g: Graph, feeds: Feeds) -> list[Any] | None:
+    from onnx.reference import ReferenceEvaluator
+
+    from dlcfuzz.export.onnx import to_onnx
+
+    try:
+        return list(ReferenceEvaluator(to_onnx(g)).run(None, {k: np.asarray(v) for k, v in feeds.items()}))
+    except Exception:  # the reference's errors are of many types: no equivalent found
+        return None
+
+
+def _same(a: list[Any], b: list[Any]) -> bool:
+    return len(a) == len(b) and all(np.asarray(x).shape == np.asarray(y).shape and np.array_equal(x, y)
+                                    for x, y in zip(a, b, strict=True))
+
+
+def _positions_from_start(node: Node) -> Callable[[Graph, Feeds], tuple[Graph, Feeds] | None]:
+    """Each negative position made the non-negative one that means the same: the first ``p + k`` with
+    which ONNX's reference evaluator gives the case's outputs unchanged (the length ``k`` it counts back
+    from is the case's, which the variation need not know)."""
+    def apply(g: Graph, feeds: Feeds) -> tuple[Graph, Feeds] | None:
+        h, new = _copy(g), dict(feeds)
+        want = _reference_outputs(h, new)
+        if want is None:
+            return None
+        for name in _negative_positions(h, h.nodes[_at(h, node)]):
+            v = h.values[name]
+            p = int(v.data)
+            for k in range(-p, -p + MAX_WRAP):
+                v.data = np.array(p + k, dtype=np.asarray(v.data).dtype)
+                if name in new:
+                    new[name] = v.data
+                got = _reference_outputs(h, new)
+                if got is not None and _same(got, want):
+                    break
+            else:
+                return None
+        return h, new
+    return apply
+
+
 def _versions(op: str, opset: int) -> tuple[int | None, int | None]:
     """(the operator's version in effect at ``opset``, its neighbouring version: the one before, else after)."""
     from onnx import defs
@@ -609,6 +661,8 @@ def variations(g: Graph, feeds: Feeds, first: Mapping[str, Any] | None, variant:
                 out.append(Variation(ATTRIBUTE, _attribute_cause(name, value), _omit(node, name)))
         if _negative_axes(g, node):
             out.append(Variation(ATTRIBUTE, "a negative axis", _positive_axes(node)))
+        if _negative_positions(g, node):
+            out.append(Variation(ATTRIBUTE, "a negative position", _positions_from_start(node)))
         since, other = _versions(node.op, g.opset)
         if since is not None and other is not None:
             out.append(Variation(OPSET, f"version {since}", _at_version(node, other)))
@@ -645,6 +699,7 @@ class Trial:
                                      dict(tolerances or {}))
         self.runs = 0
         self.declined = ""  # the compiler's decline of the last case it declined
+        self.crashed: list[Finding] = []  # the compiler's crashes on the last case (its own, whatever the oracle)
 
     def __call__(self, g: Graph, feeds: Feeds, variant: str) -> list[Finding] | None:
         """The findings of ``variant`` on the case (a metamorphic bug's: beside its mate, and against the
@@ -658,6 +713,7 @@ class Trial:
         except (ValueError, KeyError, TypeError):
             return None
         self.runs += 1
+        self.crashed = []
         base = run_baseline(self.runner, test, g)
         if base.outputs is None or not all_finite(base.outputs):
             return None
@@ -668,6 +724,8 @@ class Trial:
         by_baseline = self.f.oracle in (DIFFERENTIAL, METAMORPHIC)
         criteria = self.criteria.for_graph(g, base.name if by_baseline else self.f.other)
         verdict = judge({self.f.backend: got}, base.outputs if by_baseline else None, criteria)
+        self.crashed = [f for f in verdict.findings + late if f.backend == self.f.backend and f.oracle == CRASH
+                        and f.category == COMPILER]
         declines = [why for b, v, why in verdict.unsupported if b == self.f.backend and v in names]
         if declines:
             self.declined = declines[0]
@@ -785,31 +843,36 @@ def shaped_at_run_time(g: Graph) -> bool:
 
 
 def knock_on(trial: Trial, graph: Graph, feeds: Feeds, variant: str, crashes: Callable[[Graph, Feeds], bool | None],
-             max_runs: int) -> Upstream | None:
+             max_runs: int) -> tuple[Upstream | None, bool]:
     """Of a reduced crash, the producer whose wrong output the crash needs: one that, alone, diverges
-    from the baseline on the bug's backend, and without which (its output fed with the baseline's value)
-    the crash vanishes.  A compiler that gets one operator's output wrong (TVM's Dropout gives its mask
-    as float32, OpenVINO's Resize ignores keep_aspect_ratio_policy) crashes in whichever operator reads
-    it, each with its own message: one root, the producer's divergence.  The reduction kept the
-    producer because the crash needs it, not because it is wrong: a crash whose producers give right
-    values (a static shape the consumer reads, a fused pattern) is the consumer's.  Producers nearest
-    the end first, at most ``MAX_PRODUCERS``."""
+    from the baseline on the bug's backend (or crashes there, or gives an output whose shape only the
+    run tells), and without which (its output fed with the baseline's value) the crash vanishes.  A
+    compiler that gets one operator's output wrong (TVM's Dropout gives its mask as float32, OpenVINO's
+    Resize ignores keep_aspect_ratio_policy) crashes in whichever operator reads it, each with its own
+    message: one root, the producer's divergence.  The reduction kept the producer because the crash
+    needs it, not because it is wrong: a crash whose producers give right values (a static shape the
+    consumer reads, a fused pattern) is the consumer's.  Producers nearest the end first, at most
+    ``MAX_PRODUCERS``.  (the producer, whether every producer ran alone and gave right values)."""
     consumed = {x for n in graph.nodes for x in n.inputs if x}
     producers = [n for n in reversed(graph.nodes) if n.name and any(o in consumed for o in n.outputs)]
     if not producers or trial.runs >= max_runs:
-        return None
+        return None, False
+    right = len(producers) <= MAX_PRODUCERS
     inter = trial.intermediates(graph, feeds)
     values = Trial(trial.runner, Finding(DIFFERENTIAL, "value", trial.f.backend, variant, "run", ""),
                    trial.variants, trial.tolerances)
     for node in producers[:MAX_PRODUCERS]:
         case = alone(graph, node, feeds, inter)
         if case is None or trial.runs + values.runs >= max_runs:
+            right = False
             continue
         found = values(*case, variant)
-        wrong = [f for f in found or [] if f.diverges and f.category == COMPILER]
+        wrong = [f for f in found or [] if f.diverges and f.category == COMPILER] + values.crashed
         trial.runs += values.runs
         values.runs = 0
-        if found is None or (not wrong and not shaped_at_run_time(case[0])):
+        shaped = not wrong and found is not None and shaped_at_run_time(case[0])
+        right = right and found is not None and not wrong and not shaped
+        if not wrong and not shaped:
             continue
         without = cut(graph, node, feeds, inter)
         if without is None or crashes(*without) is not False:
@@ -817,8 +880,8 @@ def knock_on(trial: Trial, graph: Graph, feeds: Feeds, variant: str, crashes: Ca
         f = wrong[0] if wrong else None
         output = case[0].outputs[f.output] if f is not None and 0 <= f.output < len(case[0].outputs) else ""
         return Upstream(f, case[0], case[1], {"node": node.name, "op": node.op, "output": output,
-                                              "kind": f.kind if f is not None else RUN_TIME_SHAPE})
-    return None
+                                              "kind": f.kind if f is not None else RUN_TIME_SHAPE}), False
+    return None, right
 
 
 def analyze(runner: Runner, finding: Finding, graph: Graph, feeds: Feeds, first: Mapping[str, Any] | None,
@@ -900,10 +963,14 @@ def analyze(runner: Runner, finding: Finding, graph: Graph, feeds: Feeds, first:
             found = trial(g, fd, finding.variant) if trial.runs < max_runs else None
             return None if found is None else shows(found, g, KNOCK_ON)
 
-        up = knock_on(trial, graph, feeds, finding.variant, crashes, max_runs)
+        up, right = knock_on(trial, graph, feeds, finding.variant, crashes, max_runs)
+        sinks = [n for n in graph.nodes if not any(o in x.inputs for x in graph.nodes for o in n.outputs)]
+        if right and named and node is None and len(sinks) == 1:  # the producers are right: the consumer's
+            node, first = sinks[0], {"node": sinks[0].name}
         if up is not None:  # the producer's divergence is the root, whichever consumer crashed on it
             op, kind = up.first["op"], up.first["kind"]
-            what = f"{op}'s wrong {kind}" if up.finding is not None else f"{op}'s output, shaped at run time"
+            what = (f"{op}'s output, shaped at run time" if up.finding is None else f"{op}'s own crash"
+                    if up.finding.oracle == CRASH else f"{op}'s wrong {kind}")
             a.tried.append({"kind": KNOCK_ON, "cause": f"{op}'s output fed as the baseline gives it",
                             "result": "vanished"})
             a.trigger, a.kinds, a.family, a.upstream = [what], [KNOCK_ON], op, up
