@@ -71,7 +71,7 @@ class ProgramOptions:
     """What programs do beyond their graphs, as shares of programs (or of inputs, for layouts)."""
 
     layout_rate: float = 0.6  # share of runtime inputs in a layout other than contiguous
-    backward_rate: float = 0.5
+    backward_rate: float = 0.7  # the backward compile found the most roots per compiler-second (run/torch_campaign.py)
     dynamic_rate: float = 1.0  # share of programs whose dims may be marked dynamic
     # share of calls of an operator that takes empty tensors (``TorchOpSpec.empty``) given one as first
     # input: a runtime input with a dim of length 0, or an empty tensor an earlier call made
