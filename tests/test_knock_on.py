@@ -12,7 +12,7 @@ import numpy as np
 
 from dlcfuzz.ir import Graph, Node
 from dlcfuzz.oracle.triggers import KNOCK_ON, RUN_TIME_SHAPE, alone
-from dlcfuzz.run.dedup import analyze_triggers, graph_signature
+from dlcfuzz.run.dedup import analyze_triggers, graph_signature, reduced_root
 from tests.test_trigger_roots import crash, findings
 from tests.test_triggers import need
 
@@ -131,3 +131,32 @@ def test_tvm_sequence_insert_at_a_negative_position_is_one_root(pool) -> None:
         assert "negative position" not in without.root, without.summary()
     assert roots == ["TVM: SequenceConstruct+SequenceInsert+SequenceErase+ConcatFromSequence with a negative position"
                      ] * 2, roots
+
+
+def test_openvino_skip_layer_norm_statistics_in_float16_is_one_root(pool) -> None:
+    """OpenVINO gives SkipLayerNormalization's mean and inv_std_var in float16 (the contrib schema: float32),
+    and the MatMul that reads one fails to convert.  The reduced case declares the statistics' shape
+    stale (the reduction changed the input), and the Skip's other outputs are read by no one: the Skip,
+    alone and cut out, still shows the knock-on, rooted where its dtype bug alone is."""
+    need("openvino")
+    g, feeds = case("a91c70031d8065ca")
+    f = crash(pool, g, feeds, ("openvino", "f32"))
+    a = analyze_triggers(pool, f, g, feeds, None, graph_signature(f, g))
+    assert a.kinds == [KNOCK_ON] and a.upstream is not None, a.summary()
+    assert (a.upstream.first["op"], a.upstream.first["kind"]) == ("com.microsoft.SkipLayerNormalization", "dtype")
+    assert a.root == graph_signature(a.upstream.finding, a.upstream.graph), a.summary()
+
+
+def test_a_tensor_out_of_an_openvino_sequence_stays_one_root(pool) -> None:
+    """SequenceAt's tensor has the right values alone, but OpenVINO gives it a dynamic element type, on
+    which ReduceMax and com.microsoft.Attention fail to convert, each with its own message naming the node:
+    the sources of what the crashing node reads (a tensor out of a sequence) are the root, not the
+    consumer that the producers' right values would otherwise name."""
+    need("openvino")
+    roots = []
+    for signature in ("44d38ec92ab6f394", "060832107b9d7d00"):
+        g, feeds = case(signature)
+        f = crash(pool, g, feeds, ("openvino", "f32"))
+        a = analyze_triggers(pool, f, g, feeds, None, graph_signature(f, g))
+        roots.append(reduced_root(f, g, None, "", graph_signature(f, g), a))
+    assert roots[0] == roots[1] and "operands fed at run time" not in roots[0], roots

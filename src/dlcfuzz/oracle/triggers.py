@@ -177,6 +177,7 @@ class Analysis:
     tried: list[dict[str, Any]] = field(default_factory=list)  # {kind, cause, result}: vanished / shows / invalid
     # a knock-on crash's upstream divergence (``knock_on``): the producer alone, as a case of its own
     upstream: Upstream | None = None
+    at_consumer: bool = False  # a crash's root named at its one consumer, its producers being right alone
 
     def summary(self) -> dict[str, Any]:
         up = self.upstream
@@ -755,12 +756,13 @@ class Trial:
 
 # -- a crash on a producer's wrong output -------------------------------------------------------------
 def _fed(g: Graph, name: str, inter: Feeds) -> Value | None:
-    """``name`` (a node's output) as a runtime input holding the baseline's value; None where the
-    baseline has no value of its declared type (a sequence, an unknown shape)."""
+    """``name`` (a node's output) as a runtime input holding the baseline's value, of its type (which a
+    reduction may have left stale where it is read by no one); None where the baseline has no tensor
+    (a sequence) of the declared element type."""
     v, a = g.values[name], inter.get(name)
-    if a is None or tuple(a.shape) != tuple(v.type.shape) or a.dtype.name != v.type.dtype:
+    if a is None or a.dtype.name != v.type.dtype:
         return None
-    return Value(name, v.type, INPUT_KIND)
+    return Value(name, TensorType(tuple(a.shape), v.type.dtype), INPUT_KIND)
 
 
 def alone(g: Graph, node: Node, feeds: Feeds, inter: Feeds) -> tuple[Graph, Feeds] | None:
@@ -792,13 +794,16 @@ def cut(g: Graph, node: Node, feeds: Feeds, inter: Feeds) -> tuple[Graph, Feeds]
     what only fed it dropped."""
     h, new = _copy(g), dict(feeds)
     h.nodes = [n for n in h.nodes if n.name != node.name]
+    h.outputs = [o for o in h.outputs if o not in node.outputs]
+    read = {x for n in h.nodes for x in n.inputs if x}
     for name in node.outputs:
-        if name in h.values:
+        if name not in read:
+            h.values.pop(name, None)
+        elif name in h.values:
             fed = _fed(g, name, inter)
             if fed is None:
                 return None
             h.values[name], new[name] = fed, inter[name]
-    h.outputs = [o for o in h.outputs if o not in node.outputs]
     while True:  # drop the nodes that now feed nothing
         used = {x for n in h.nodes for x in n.inputs if x} | set(h.outputs)
         dead = [n for n in h.nodes if not any(o in used for o in n.outputs)]
@@ -810,11 +815,8 @@ def cut(g: Graph, node: Node, feeds: Feeds, inter: Feeds) -> tuple[Graph, Feeds]
                 h.values.pop(o, None)
     if not h.nodes or not h.outputs:
         return None
-    used = {x for n in h.nodes for x in n.inputs if x}
-    for name in [k for k, v in h.values.items() if v.kind != NODE_KIND and k not in used]:
-        del h.values[name]
-        new.pop(name, None)
-    return h, new
+    h = pruned_and_retyped(h, new)
+    return None if h is None else (h, new)
 
 
 RUN_TIME_SHAPE = "run-time shape"
@@ -966,7 +968,7 @@ def analyze(runner: Runner, finding: Finding, graph: Graph, feeds: Feeds, first:
         up, right = knock_on(trial, graph, feeds, finding.variant, crashes, max_runs)
         sinks = [n for n in graph.nodes if not any(o in x.inputs for x in graph.nodes for o in n.outputs)]
         if right and named and node is None and len(sinks) == 1:  # the producers are right: the consumer's
-            node, first = sinks[0], {"node": sinks[0].name}
+            node, first, a.at_consumer = sinks[0], {"node": sinks[0].name}, True
         if up is not None:  # the producer's divergence is the root, whichever consumer crashed on it
             op, kind = up.first["op"], up.first["kind"]
             what = (f"{op}'s output, shaped at run time" if up.finding is None else f"{op}'s own crash"

@@ -370,8 +370,11 @@ def reduced_root(f: Finding, graph: Graph, first: dict | None, signed_as: str, s
     first = reduced_first(f, graph, first)
     upstream = crash_upstream_root(f, graph)
     family = "" if upstream else family_crash_root(f, [*graph.values, *(n.name for n in graph.nodes if n.name)])
-    return (family or (triggers.root if triggers is not None else "") or graph_root_cause(f, graph, first)
-            or frontend_site_root(f) or upstream or signed_as or signature)
+    # the sources of what the crashing node reads, where its message names it, say more than its producers'
+    # right values alone: a tensor out of an OpenVINO sequence has the right values and a dynamic element type
+    own = triggers.root if triggers is not None and not (upstream and triggers.at_consumer) else ""
+    return (family or own or graph_root_cause(f, graph, first) or frontend_site_root(f) or upstream or signed_as
+            or signature)
 
 
 def frontend_site_root(f: Finding) -> str:
