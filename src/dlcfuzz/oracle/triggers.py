@@ -439,9 +439,19 @@ def _negative_axes(g: Graph, node: Node) -> bool:
 MAX_WRAP = 16  # the longest sequence (or axis) a negative position is tried to count back from
 
 
+def _takes_a_position(op: str, opset: int) -> bool:
+    """Whether an operator (or a part of an idiom, "SequenceConstruct+SequenceAt") takes an input its
+    schema names ``position`` (SequenceAt, SequenceInsert, SequenceErase)."""
+    return any(schema is not None and any(i.name == "position" for i in schema.inputs)
+               for schema in (_schema(part, opset) for part in op.split("+")))
+
+
 def _negative_positions(g: Graph, node: Node) -> list[str]:
-    """The node's constant or pinned integer scalars that are negative and no axis: positions counted
-    from the end (SequenceAt's, SequenceInsert's and SequenceErase's, through whichever idiom)."""
+    """The constant or pinned integer scalars of a node that takes a position, where negative: positions
+    counted from the end (an idiom's inputs are not named by one schema: its negative scalars, which
+    ``_positions_from_start`` only moves where the reference says they mean the same)."""
+    if not _takes_a_position(node.op, g.opset):
+        return []
     axes = set(_axes_inputs(g, node))
     return [x for x in dict.fromkeys(node.inputs) if x and x not in axes and (v := g.values.get(x)) is not None
             and v.data is not None and np.ndim(v.data) == 0 and _integer(v.data) and int(v.data) < 0]
@@ -881,8 +891,10 @@ def knock_on(trial: Trial, graph: Graph, feeds: Feeds, variant: str, crashes: Ca
             continue
         f = wrong[0] if wrong else None
         output = case[0].outputs[f.output] if f is not None and 0 <= f.output < len(case[0].outputs) else ""
+        readers = [n.op for n in graph.nodes if any(o in n.inputs for o in node.outputs if o)]
         return Upstream(f, case[0], case[1], {"node": node.name, "op": node.op, "output": output,
-                                              "kind": f.kind if f is not None else RUN_TIME_SHAPE}), False
+                                              "kind": f.kind if f is not None else RUN_TIME_SHAPE,
+                                              "reader": readers[0] if readers else ""}), False
     return None, right
 
 
@@ -971,13 +983,14 @@ def analyze(runner: Runner, finding: Finding, graph: Graph, feeds: Feeds, first:
             node, first, a.at_consumer = sinks[0], {"node": sinks[0].name}, True
         if up is not None:  # the producer's divergence is the root, whichever consumer crashed on it
             op, kind = up.first["op"], up.first["kind"]
-            what = (f"{op}'s output, shaped at run time" if up.finding is None else f"{op}'s own crash"
-                    if up.finding.oracle == CRASH else f"{op}'s wrong {kind}")
+            # an output shaped at run time is no wrong output: the reader that fails on it is at fault
+            what = (f"{up.first['reader']} on an input shaped at run time" if up.finding is None
+                    else f"{op}'s own crash" if up.finding.oracle == CRASH else f"{op}'s wrong {kind}")
             a.tried.append({"kind": KNOCK_ON, "cause": f"{op}'s output fed as the baseline gives it",
                             "result": "vanished"})
             a.trigger, a.kinds, a.family, a.upstream = [what], [KNOCK_ON], op, up
             who = BACKEND_NAMES.get(finding.backend, finding.backend)
-            a.root = f"{who} {finding.phase} {finding.kind} on {what}"
+            a.root = f"{who} {finding.phase} {finding.kind}{':' if up.finding is None else ' on'} {what}"
             a.runs, a.seconds = trial.runs, time.monotonic() - t0
             return a
     if node is not None and (named or not needed):
