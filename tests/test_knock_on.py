@@ -163,3 +163,21 @@ def test_a_tensor_out_of_an_openvino_sequence_stays_one_root(pool) -> None:
         a = analyze_triggers(pool, f, g, feeds, None, graph_signature(f, g))
         roots.append(reduced_root(f, g, None, "", graph_signature(f, g), a))
     assert roots[0] == roots[1] and "operands fed at run time" not in roots[0], roots
+
+
+def test_a_divergence_the_signature_cannot_read_in_a_trial_is_read_as_any(pool) -> None:
+    """OpenVINO cuts a Slice's `ends` fed at run time to int32.  The reduction located the divergence at the
+    Slice as a shape mismatch; a trial, not localized, sees it at the output as values: its signature does
+    not read it, so the control is read again as any divergence of the backend, and the int32 variation
+    finds the backend's trigger (the root of the campaign's other int32 bugs)."""
+    import json
+
+    from dlcfuzz.run.reduce import finding_from_dict
+
+    need("openvino")
+    g, feeds = case("05fb517c76494ecc")
+    f = finding_from_dict(json.loads((DATA / "05fb517c76494ecc" / "finding.json").read_text()))
+    reduction = json.loads((DATA / "05fb517c76494ecc" / "reduction.json").read_text())
+    a = analyze_triggers(pool, f, g, feeds, reduction["first_diverging"], reduction["signature"])
+    assert a.tried[0]["result"] == "vanished", a.summary()  # as the signature reads it
+    assert a.root == "OpenVINO: integer values beyond the int32 range", a.summary()

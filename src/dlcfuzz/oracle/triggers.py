@@ -916,6 +916,8 @@ def analyze(runner: Runner, finding: Finding, graph: Graph, feeds: Feeds, first:
     found, unavailable = variations(graph, feeds, first, finding.variant, variants, mate)
     found = [v for v in found if v.kind not in skip]
 
+    reading = [shows]  # how a trial's findings are read (the control may loosen it, below)
+
     def run(vs: tuple[Variation, ...], kind: str) -> bool | None:
         g, fd, variant = graph, dict(feeds), finding.variant
         for v in vs:
@@ -928,7 +930,7 @@ def analyze(runner: Runner, finding: Finding, graph: Graph, feeds: Feeds, first:
         if trial.runs >= max_runs:
             return None
         findings = trial(g, fd, variant)
-        return None if findings is None else shows(findings, g, kind)
+        return None if findings is None else reading[0](findings, g, kind)
 
     def note(vs: tuple[Variation, ...], result: bool | None) -> None:
         a.tried.append({"kind": "+".join(v.kind for v in vs) or "control",
@@ -937,6 +939,14 @@ def analyze(runner: Runner, finding: Finding, graph: Graph, feeds: Feeds, first:
 
     control = run((), "")  # the case as it is: the bug must show as ``shows`` reads it, or nothing is concluded
     note((), control)
+    if control is False and finding.diverges:
+        # a trial is not localized: where the reduced case's divergence shows at another operator, or as
+        # another kind, than its signature reads, any divergence of the backend is the bug (a variation
+        # then leaves it less often: fewer triggers, never a wrong one)
+        reading[0] = lambda found, g, kind: any(f.diverges and f.backend == finding.backend for f in found)
+        control = run((), "")
+        a.tried.append({"kind": "control", "cause": "the reduced case, read as any divergence",
+                        "result": "invalid" if control is None else "shows" if control else "vanished"})
     if not control:
         a.runs, a.seconds = trial.runs, time.monotonic() - t0
         return a
