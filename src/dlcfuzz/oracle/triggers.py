@@ -177,7 +177,8 @@ class Analysis:
     tried: list[dict[str, Any]] = field(default_factory=list)  # {kind, cause, result}: vanished / shows / invalid
     # a knock-on crash's upstream divergence (``knock_on``): the producer alone, as a case of its own
     upstream: Upstream | None = None
-    at_consumer: bool = False  # a crash's root named at its one consumer, its producers being right alone
+    # a crash's root named at the node that reads its producers' right values (or an input shaped at run time)
+    at_consumer: bool = False
 
     def summary(self) -> dict[str, Any]:
         up = self.upstream
@@ -335,6 +336,15 @@ def _initializers_to_inputs(g: Graph, feeds: Feeds) -> tuple[Graph, Feeds] | Non
             v.kind = INPUT_KIND  # pinned: fed its own data at run time
             new[v.name] = np.asarray(v.data)
     return h, new
+
+
+def _operands(g: Graph, kind: str) -> list[str]:
+    """The values whose form a variation of ``kind`` changes (the pinned inputs, or the initializers)."""
+    if kind == INITIALIZER:
+        return [k for k, v in g.values.items() if v.pinned]
+    if kind == RUNTIME:
+        return [k for k, v in g.values.items() if v.kind == CONST_KIND and v.data is not None]
+    return []
 
 
 # -- the suspect operator -------------------------------------------------------------------------------
@@ -833,9 +843,9 @@ RUN_TIME_SHAPE = "run-time shape"
 
 
 def shaped_at_run_time(g: Graph) -> bool:
-    """Whether an output of ``g`` has a shape that ONNX's shape inference cannot tell from the case's
-    types and constants: it depends on the values fed at run time (NonMaxSuppression's boxes, NonZero's,
-    a ConstantOfShape of a shape fed at run time)."""
+    """Whether an output of ``g`` has a dimension that ONNX's shape inference knows exists but cannot
+    tell from the case's types and constants: it depends on the values fed at run time (NonMaxSuppression's
+    boxes, NonZero's, a ConstantOfShape of a shape fed at run time)."""
     import onnx
 
     from dlcfuzz.export.onnx import to_onnx
@@ -847,9 +857,9 @@ def shaped_at_run_time(g: Graph) -> bool:
         inferred = onnx.shape_inference.infer_shapes(model)
     except Exception:  # inference's errors are of many types: no claim
         return False
-    for o in inferred.graph.output:
+    for o in inferred.graph.output:  # a rank with a dimension unknown: an operator without inference says nothing
         tt = o.type.tensor_type
-        if not tt.HasField("shape") or any(not d.HasField("dim_value") for d in tt.shape.dim):
+        if tt.HasField("shape") and any(not d.HasField("dim_value") for d in tt.shape.dim):
             return True
     return False
 
@@ -873,6 +883,7 @@ def knock_on(trial: Trial, graph: Graph, feeds: Feeds, variant: str, crashes: Ca
     inter = trial.intermediates(graph, feeds)
     values = Trial(trial.runner, Finding(DIFFERENTIAL, "value", trial.f.backend, variant, "run", ""),
                    trial.variants, trial.tolerances)
+    shaped: list[tuple[Node, tuple[Graph, Feeds]]] = []  # producers whose output only the run shapes
     for node in producers[:MAX_PRODUCERS]:
         case = alone(graph, node, feeds, inter)
         if case is None or trial.runs + values.runs >= max_runs:
@@ -882,19 +893,26 @@ def knock_on(trial: Trial, graph: Graph, feeds: Feeds, variant: str, crashes: Ca
         wrong = [f for f in found or [] if f.diverges and f.category == COMPILER] + values.crashed
         trial.runs += values.runs
         values.runs = 0
-        shaped = not wrong and found is not None and shaped_at_run_time(case[0])
-        right = right and found is not None and not wrong and not shaped
-        if not wrong and not shaped:
+        if not wrong:
+            if found is not None and shaped_at_run_time(case[0]):
+                shaped.append((node, case))
+            right = right and found is not None
             continue
+        right = False
         without = cut(graph, node, feeds, inter)
         if without is None or crashes(*without) is not False:
             continue
-        f = wrong[0] if wrong else None
-        output = case[0].outputs[f.output] if f is not None and 0 <= f.output < len(case[0].outputs) else ""
-        readers = [n.op for n in graph.nodes if any(o in n.inputs for o in node.outputs if o)]
+        f = wrong[0]
+        output = case[0].outputs[f.output] if 0 <= f.output < len(case[0].outputs) else ""
         return Upstream(f, case[0], case[1], {"node": node.name, "op": node.op, "output": output,
-                                              "kind": f.kind if f is not None else RUN_TIME_SHAPE,
-                                              "reader": readers[0] if readers else ""}), False
+                                              "kind": f.kind}), False
+    for node, case in shaped[:1]:  # no producer is wrong: a reader that fails on a run-time shape is
+        without = cut(graph, node, feeds, inter)
+        if without is None or crashes(*without) is not False:
+            return None, False
+        reader = next((n.op for n in graph.nodes if any(o in n.inputs for o in node.outputs if o)), "")
+        return Upstream(None, case[0], case[1], {"node": node.name, "op": node.op, "output": "",
+                                                 "kind": RUN_TIME_SHAPE, "reader": reader}), False
     return None, right
 
 
@@ -989,7 +1007,9 @@ def analyze(runner: Runner, finding: Finding, graph: Graph, feeds: Feeds, first:
 
         up, right = knock_on(trial, graph, feeds, finding.variant, crashes, max_runs)
         sinks = [n for n in graph.nodes if not any(o in x.inputs for x in graph.nodes for o in n.outputs)]
-        if right and named and node is None and len(sinks) == 1:  # the producers are right: the consumer's
+        # the producers are right, and the operands the trigger changes are the consumer's: the consumer's
+        if (right and named and node is None and len(sinks) == 1
+                and all(set(_operands(graph, v.kind)) <= set(sinks[0].inputs) for v in named)):
             node, first, a.at_consumer = sinks[0], {"node": sinks[0].name}, True
         if up is not None:  # the producer's divergence is the root, whichever consumer crashed on it
             op, kind = up.first["op"], up.first["kind"]
@@ -999,6 +1019,7 @@ def analyze(runner: Runner, finding: Finding, graph: Graph, feeds: Feeds, first:
             a.tried.append({"kind": KNOCK_ON, "cause": f"{op}'s output fed as the baseline gives it",
                             "result": "vanished"})
             a.trigger, a.kinds, a.family, a.upstream = [what], [KNOCK_ON], op, up
+            a.at_consumer = up.finding is None
             who = BACKEND_NAMES.get(finding.backend, finding.backend)
             a.root = f"{who} {finding.phase} {finding.kind}{':' if up.finding is None else ' on'} {what}"
             a.runs, a.seconds = trial.runs, time.monotonic() - t0

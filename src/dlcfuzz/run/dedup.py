@@ -365,14 +365,15 @@ def reduced_root(f: Finding, graph: Graph, first: dict | None, signed_as: str, s
     root (``family_crash_root``) comes first, unless the crash is fed by other nodes (then it is theirs): the
     lowering's own error names the defect, whichever attribute brought the case to it (MaxPool's ceil_mode,
     AveragePool's pads)."""
-    if triggers is not None and triggers.upstream is not None:
-        return triggers.root  # a crash on a producer's wrong output: the producer's divergence is its root
     first = reduced_first(f, graph, first)
     upstream = crash_upstream_root(f, graph)
+    consumer = triggers is not None and triggers.at_consumer
+    if triggers is not None and triggers.upstream is not None and not (upstream and consumer):
+        return triggers.root  # a crash on a producer's wrong output: the producer's divergence is its root
     family = "" if upstream else family_crash_root(f, [*graph.values, *(n.name for n in graph.nodes if n.name)])
     # the sources of what the crashing node reads, where its message names it, say more than its producers'
     # right values alone: a tensor out of an OpenVINO sequence has the right values and a dynamic element type
-    own = triggers.root if triggers is not None and not (upstream and triggers.at_consumer) else ""
+    own = triggers.root if triggers is not None and not (upstream and consumer) else ""
     return (family or own or graph_root_cause(f, graph, first) or frontend_site_root(f) or upstream or signed_as
             or signature)
 
