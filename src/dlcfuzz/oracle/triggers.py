@@ -835,8 +835,8 @@ def cut(g: Graph, node: Node, feeds: Feeds, inter: Feeds) -> tuple[Graph, Feeds]
                 h.values.pop(o, None)
     if not h.nodes or not h.outputs:
         return None
-    h = pruned_and_retyped(h, new)
-    return None if h is None else (h, new)
+    typed = pruned_and_retyped(h, new)  # where ONNX's inference cannot (contrib operators), the types stand
+    return (h if typed is None else typed), new
 
 
 RUN_TIME_SHAPE = "run-time shape"
