@@ -519,3 +519,19 @@ def test_crashes_raised_through_one_converter_line_have_one_root() -> None:
     # the dispatcher's line calls every converter: no site (a retriage merged three unrelated crashes by it)
     dispatcher = replace(no_value, traceback=no_value.traceback.replace(", in _impl_v13", ", in _convert_operator"))
     assert frontend_site_root(dispatcher) == ""
+
+
+def test_a_cpp_converters_failed_check_roots_its_crashes_by_the_converter() -> None:
+    """OpenVINO's GlobalLpPool converter requires a static batch (lp_pool.cpp:30) and a static channel
+    (:31): two checks of one converter, one root; a failure in core shape inference, which every converter
+    reaches, roots nothing (bundles of a 30-minute campaign, tests/data/knock_on/SIGNATURE/finding.json)."""
+    import json
+    from pathlib import Path
+
+    from dlcfuzz.run.dedup import frontend_site_root
+    from dlcfuzz.run.reduce import finding_from_dict
+
+    data = Path(__file__).parent / "data" / "knock_on"
+    roots = [frontend_site_root(finding_from_dict(json.loads((data / s / "finding.json").read_text())))
+             for s in ("6ab5bd1105f5b48c", "d0cb72d632bd29a8", "b7291b096ad958f2")]
+    assert roots == ["openvino: frontend onnx converter lp_pool"] * 2 + [""], roots

@@ -383,9 +383,17 @@ def frontend_site_root(f: Finding) -> str:
     converter (``_impl_vN``) the error came through: one line's defect is one root, whatever message it
     ends in (TVM's Expand converter, reading a shape it takes for static, fails with "ShapeType does not
     support subscript" or "'Var' object has no attribute 'value'" alike).  Not the dispatcher's line that
-    calls every converter, nor a helper's that many call: "" without a converter frame."""
+    calls every converter, nor a helper's that many call: "" without a converter frame.
+
+    A C++ frontend's message says where a check failed: in one operator's converter (OpenVINO's
+    ``src/frontends/onnx/frontend/src/op/lp_pool.cpp:30``), that converter's file is the root, whichever
+    of its checks failed (GlobalLpPool's converter requires a static batch at line 30 and a static
+    channel at 31); not a shared helper's or core shape inference's, which every converter reaches."""
     if f.oracle != CRASH or f.phase != "import":
         return ""
+    compiled = _CPP_CONVERTER.search(f.message or "")
+    if compiled:
+        return f"{f.backend}: frontend {compiled.group(1)} converter {compiled.group(2)}"
     converters = [(path.rsplit("/", 1)[-1], line, fn) for path, line, fn in _FRAME.findall(f.traceback)
                   if any(d in path for d in FRONTEND_DIRS) and _CONVERTER_ENTRY.search(fn)]
     if not converters:
@@ -441,6 +449,8 @@ def title(f: Finding, producer_op: str = "") -> str:
 COMPILER_OF = {"tvm-torch": "tvm", "openvino-torch": "openvino", "inductor-torch": "inductor"}
 # the frontends' own Python code (TVM's importers, OpenVINO's torch decoders): where a frame names the site
 FRONTEND_DIRS = ("/tvm/relax/frontend/", "/openvino/frontend/")
+# a check failed in one operator's converter of a C++ frontend: (frontend, converter file)
+_CPP_CONVERTER = re.compile(r"src/frontends/(\w+)/(?:frontend/)?src/op/([\w./]+)\.cpp:\d+")
 # the entry points of TVM's ONNX converter classes (OnnxOpConverter._impl_vN): the converter itself
 _CONVERTER_ENTRY = re.compile(r"_impl(_v\d+)?$")
 # what a message says about the types it was given, which differ between tests of one cause: dtype names
