@@ -335,3 +335,18 @@ def test_the_sampled_memory_planning_flag_pools_the_buffers_and_matches_eager():
         _, code = run_and_get_code(torch.compile(ns["Model"](), fullgraph=True), *ns["make_inputs"]())
     torch._dynamo.reset()
     assert "alloc_from_pool(" in "".join(code), code
+
+
+def test_a_layout_variants_finding_at_its_first_call_replays_no_layouts():
+    """The layout variant's finding at its first call (a stride of the contiguous inputs' output) has no
+    other layouts to replay: its repro's options hold none (a bare ``relayout=True`` made the repro fail
+    on its own TypeError, a harness bug a hand check found), while one at the re-laid-out call keeps them."""
+    from dlcfuzz.oracle.findings import METAMORPHIC, Finding
+    from dlcfuzz.run.torch_campaign import finding_variant
+
+    layout = Variant("inductor-layout", {"backend": "inductor", "relayout": True})
+    first = Finding(METAMORPHIC, "stride", "inductor-program", "inductor-layout", "run", "stride mismatch")
+    assert "relayout" not in finding_variant(layout, first).options
+    second = Finding(METAMORPHIC, LAYOUT, "inductor-program", "inductor-layout", "run", "layout mismatch",
+                     details={"relayout": ["channels_last", ""]})
+    assert finding_variant(layout, second).options["relayout"] == ["channels_last", ""]

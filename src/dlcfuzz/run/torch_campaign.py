@@ -263,6 +263,8 @@ def finding_variant(variant: Variant, f: Finding, graph: Graph | None = None) ->
         options["config"] = dict((graph.meta if graph is not None else {}).get("inductor_config") or {})
     if f.details.get("relayout"):
         options["relayout"] = list(f.details["relayout"])
+    elif not isinstance(options.get("relayout"), list):  # found at the first call: no other layouts to replay
+        options.pop("relayout", None)
     return Variant(variant.name, options)
 
 
