@@ -24,6 +24,7 @@ from dlcfuzz.backends.torch_program import (  # noqa: E402
     sample_config,
 )
 from dlcfuzz.gen.torch_program import ProgramOptions, TorchProgramGenerator  # noqa: E402
+from dlcfuzz.ir import Graph  # noqa: E402
 from dlcfuzz.oracle.torch_program import judge_outcomes, title  # noqa: E402
 from dlcfuzz.spec.torch import TORCH_REGISTRY  # noqa: E402
 from tests import torch_fakes  # noqa: E402
@@ -350,3 +351,14 @@ def test_a_layout_variants_finding_at_its_first_call_replays_no_layouts():
     second = Finding(METAMORPHIC, LAYOUT, "inductor-program", "inductor-layout", "run", "layout mismatch",
                      details={"relayout": ["channels_last", ""]})
     assert finding_variant(layout, second).options["relayout"] == ["channels_last", ""]
+
+
+def test_the_layout_oracle_judges_a_program_that_reads_its_layout_against_eager_in_those_layouts():
+    """A program whose eager result depends on its inputs' layout (an ``as_strided`` of a ``.contiguous()``
+    copies in one layout and aliases in the other, before an in-place ``div_``): compiled in the other
+    layouts, it agrees with eager in those layouts, and is no layout bug (a false one a hand check of the
+    30-minute campaign c32 found: tests/data/programs/eager_reads_the_layout.json, on real Inductor)."""
+    g = Graph.from_json((ROOT / "tests" / "data" / "programs" / "eager_reads_the_layout.json").read_text())
+    ran, _ = _run(TorchProgramBackend(), g, Variant("inductor-layout", {"backend": "inductor", "relayout": True}))
+    assert not isinstance(ran, Exception) and ran.divergence is None, ran
+    assert any("eager itself reads the layout" in n for n in ran.verdict.notes), ran.verdict.notes
