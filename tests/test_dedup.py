@@ -528,10 +528,10 @@ def test_a_cpp_converters_failed_check_roots_its_crashes_by_the_converter() -> N
     import json
     from pathlib import Path
 
-    from dlcfuzz.run.dedup import frontend_site_root
+    from dlcfuzz.run.dedup import converter_root
     from dlcfuzz.run.reduce import finding_from_dict
 
     data = Path(__file__).parent / "data" / "knock_on"
-    roots = [frontend_site_root(finding_from_dict(json.loads((data / s / "finding.json").read_text())))
+    roots = [converter_root(finding_from_dict(json.loads((data / s / "finding.json").read_text())))
              for s in ("6ab5bd1105f5b48c", "d0cb72d632bd29a8", "b7291b096ad958f2")]
     assert roots == ["openvino: frontend onnx converter lp_pool"] * 2 + [""], roots

@@ -11,7 +11,8 @@ from pathlib import Path
 import numpy as np
 
 from dlcfuzz.ir import Graph, Node
-from dlcfuzz.oracle.triggers import KNOCK_ON, RUN_TIME_SHAPE, alone
+from dlcfuzz.oracle.findings import Finding
+from dlcfuzz.oracle.triggers import KNOCK_ON, RUN_TIME_SHAPE, Analysis, alone
 from dlcfuzz.run.dedup import analyze_triggers, graph_signature, reduced_root
 from tests.test_trigger_roots import crash, findings
 from tests.test_triggers import need
@@ -24,6 +25,13 @@ def case(signature: str) -> tuple[Graph, dict[str, np.ndarray]]:
     with np.load(DATA / signature / "inputs.npz") as f:
         feeds = {k: f[k] for k in f.files}
     return g, {v.name: (v.data if v.pinned else feeds[v.name]) for v in g.inputs}
+
+
+def analyzed(pool, signature: str, at: tuple[str, str]) -> tuple[Graph, Finding, Analysis]:
+    """A reduced crash case of the campaign, its crash on ``at`` (backend, variant), and its trigger analysis."""
+    g, feeds = case(signature)
+    f = crash(pool, g, feeds, at)
+    return g, f, analyze_triggers(pool, f, g, feeds, None, graph_signature(f, g))
 
 
 def dropout_mask_read_by(op: str) -> tuple[Graph, dict[str, np.ndarray]]:
@@ -64,9 +72,7 @@ def test_openvino_crash_after_a_resize_keeping_aspect_ratio_is_the_resize_root(p
     gives the Resize the sizes' shape, and the MatMulInteger's validation fails.  Its root is the root of
     the Resize's own wrong shape: the attribute that makes it vanish."""
     need("openvino")
-    g, feeds = case("e184f5a4563fe6ab")
-    f = crash(pool, g, feeds, ("openvino", "default"))
-    a = analyze_triggers(pool, f, g, feeds, None, graph_signature(f, g))
+    _, _, a = analyzed(pool, "e184f5a4563fe6ab", ("openvino", "default"))
     assert a.kinds == [KNOCK_ON] and a.upstream is not None and a.upstream.first["kind"] == "shape", a.summary()
     assert a.root == "OpenVINO: Resize with keep_aspect_ratio_policy=not_larger", a.summary()
 
@@ -77,9 +83,7 @@ def test_tvm_crash_on_an_input_shaped_at_run_time_is_the_readers(pool) -> None:
     wrong: the root is the reader's, on an input shaped at run time, whichever operator made it
     (OpenVINO's GlobalLpPool fails alike after a OneHot of a run-time depth and after an AffineGrid)."""
     need("tvm")
-    g, feeds = case("de42ef801ededcf1")
-    f = crash(pool, g, feeds, ("tvm", "unfused-generic"))
-    a = analyze_triggers(pool, f, g, feeds, None, graph_signature(f, g))
+    _, _, a = analyzed(pool, "de42ef801ededcf1", ("tvm", "unfused-generic"))
     assert a.kinds == [KNOCK_ON] and a.upstream is not None, a.summary()
     assert a.upstream.first == {"node": "n1", "op": "NonMaxSuppression", "output": "", "kind": RUN_TIME_SHAPE,
                                 "reader": "Pad"}
@@ -92,9 +96,8 @@ def test_tvm_crash_on_a_producers_own_crash_is_rooted_there(pool) -> None:
     it, ArgMin does not: rooted at the ConstantOfShape's own crash, as the judge signs it alone."""
     need("tvm")
     at = ("tvm", "unfused-generic")
-    g, feeds = case("a7ecb5fca4fcfed6")
-    f = crash(pool, g, feeds, at)
-    a = analyze_triggers(pool, f, g, feeds, None, graph_signature(f, g))
+    g, _, a = analyzed(pool, "a7ecb5fca4fcfed6", at)
+    _, feeds = case("a7ecb5fca4fcfed6")
     assert a.kinds == [KNOCK_ON] and a.upstream is not None, a.summary()
     assert (a.upstream.first["op"], a.upstream.first["kind"]) == ("ConstantOfShape", "exception"), a.summary()
     source = alone(g, g.nodes[0], feeds, {})
@@ -109,9 +112,7 @@ def test_a_crash_whose_producers_are_right_is_the_consumers(pool) -> None:
     need("tvm")
     roots = []
     for signature in ("581d43ade26c76ee", "ae9a1a17af73bab5"):
-        g, feeds = case(signature)
-        f = crash(pool, g, feeds, ("tvm", "fused-generic"))
-        a = analyze_triggers(pool, f, g, feeds, None, graph_signature(f, g))
+        _, _, a = analyzed(pool, signature, ("tvm", "fused-generic"))
         assert KNOCK_ON not in a.kinds and a.upstream is None, a.summary()
         roots.append(a.root)
     assert roots == ["TVM compile exception: Unsqueeze with operands fed at run time"] * 2, roots
@@ -145,9 +146,7 @@ def test_openvino_skip_layer_norm_statistics_in_float16_is_one_root(pool) -> Non
     need("openvino")
     roots = []
     for signature in ("a91c70031d8065ca", "f4b8dbdca73e0be2"):  # the second: ReduceL2 then a contrib BiasGelu
-        g, feeds = case(signature)
-        f = crash(pool, g, feeds, ("openvino", "f32"))
-        a = analyze_triggers(pool, f, g, feeds, None, graph_signature(f, g))
+        _, _, a = analyzed(pool, signature, ("openvino", "f32"))
         assert a.kinds == [KNOCK_ON] and a.upstream is not None, a.summary()
         assert (a.upstream.first["op"], a.upstream.first["kind"]) == ("com.microsoft.SkipLayerNormalization",
                                                                       "dtype")
@@ -163,9 +162,7 @@ def test_a_tensor_out_of_an_openvino_sequence_stays_one_root(pool) -> None:
     need("openvino")
     roots = []
     for signature in ("44d38ec92ab6f394", "060832107b9d7d00"):
-        g, feeds = case(signature)
-        f = crash(pool, g, feeds, ("openvino", "f32"))
-        a = analyze_triggers(pool, f, g, feeds, None, graph_signature(f, g))
+        g, f, a = analyzed(pool, signature, ("openvino", "f32"))
         roots.append(reduced_root(f, g, None, "", graph_signature(f, g), a))
     assert roots[0] == roots[1] and "operands fed at run time" not in roots[0], roots
 

@@ -374,8 +374,12 @@ def reduced_root(f: Finding, graph: Graph, first: dict | None, signed_as: str, s
     # the sources of what the crashing node reads, where its message names it, say more than its producers'
     # right values alone: a tensor out of an OpenVINO sequence has the right values and a dynamic element type
     own = triggers.root if triggers is not None and not (upstream and consumer) else ""
-    return (family or own or graph_root_cause(f, graph, first) or frontend_site_root(f) or upstream or signed_as
-            or signature)
+    # a converter that fails on an input only the run shapes is at fault, not what made the input; one that
+    # fails on what its producers gave (a tensor out of a sequence) comes after them
+    converter = converter_root(f)
+    shaped = triggers is not None and triggers.upstream is not None and triggers.upstream.finding is None
+    return (family or own or graph_root_cause(f, graph, first) or frontend_site_root(f) or (converter if shaped else "")
+            or upstream or converter or signed_as or signature)
 
 
 def frontend_site_root(f: Finding) -> str:
@@ -383,23 +387,26 @@ def frontend_site_root(f: Finding) -> str:
     converter (``_impl_vN``) the error came through: one line's defect is one root, whatever message it
     ends in (TVM's Expand converter, reading a shape it takes for static, fails with "ShapeType does not
     support subscript" or "'Var' object has no attribute 'value'" alike).  Not the dispatcher's line that
-    calls every converter, nor a helper's that many call: "" without a converter frame.
-
-    A C++ frontend's message says where a check failed: in one operator's converter (OpenVINO's
-    ``src/frontends/onnx/frontend/src/op/lp_pool.cpp:30``), that converter's file is the root, whichever
-    of its checks failed (GlobalLpPool's converter requires a static batch at line 30 and a static
-    channel at 31); not a shared helper's or core shape inference's, which every converter reaches."""
+    calls every converter, nor a helper's that many call: "" without a converter frame."""
     if f.oracle != CRASH or f.phase != "import":
         return ""
-    compiled = _CPP_CONVERTER.search(f.message or "")
-    if compiled:
-        return f"{f.backend}: frontend {compiled.group(1)} converter {compiled.group(2)}"
     converters = [(path.rsplit("/", 1)[-1], line, fn) for path, line, fn in _FRAME.findall(f.traceback)
                   if any(d in path for d in FRONTEND_DIRS) and _CONVERTER_ENTRY.search(fn)]
     if not converters:
         return ""
     file, line, fn = converters[-1]  # a traceback lists the innermost frame last
     return f"{f.backend}: frontend {file}:{line} ({fn})"
+
+
+def converter_root(f: Finding) -> str:
+    """Of an import crash whose C++ frontend's message says a check failed in one operator's converter
+    (OpenVINO's ``src/frontends/onnx/frontend/src/op/lp_pool.cpp:30``), that converter's file, whichever
+    of its checks failed (GlobalLpPool's converter requires a static batch at line 30 and a static channel
+    at 31); not a shared helper's or core shape inference's, which every converter reaches; "" otherwise."""
+    if f.oracle != CRASH or f.phase != "import":
+        return ""
+    site = _CPP_CONVERTER.search(f.message or "")
+    return f"{f.backend}: frontend {site.group(1)} converter {site.group(2)}" if site else ""
 
 
 def producer(graph: Graph, output: int) -> tuple[str, str]:
