@@ -874,7 +874,7 @@ def knock_on(trial: Trial, graph: Graph, feeds: Feeds, variant: str, crashes: Ca
     message: one root, the producer's divergence.  The reduction kept the producer because the crash
     needs it, not because it is wrong: a crash whose producers give right values (a static shape the
     consumer reads, a fused pattern) is the consumer's.  Producers nearest the end first, at most
-    ``MAX_PRODUCERS``.  (the producer, whether every producer ran alone and gave right values)."""
+    ``MAX_PRODUCERS``.  Returns (the producer or None, whether every producer ran alone and was right)."""
     consumed = {x for n in graph.nodes for x in n.inputs if x}
     producers = [n for n in reversed(graph.nodes) if n.name and any(o in consumed for o in n.outputs)]
     if not producers or trial.runs >= max_runs:
@@ -906,7 +906,8 @@ def knock_on(trial: Trial, graph: Graph, feeds: Feeds, variant: str, crashes: Ca
         output = case[0].outputs[f.output] if 0 <= f.output < len(case[0].outputs) else ""
         return Upstream(f, case[0], case[1], {"node": node.name, "op": node.op, "output": output,
                                               "kind": f.kind}), False
-    for node, case in shaped[:1]:  # no producer is wrong: a reader that fails on a run-time shape is
+    if shaped:  # no producer is wrong, one's output only the run shapes: the reader failing on it is at fault
+        node, case = shaped[0]
         without = cut(graph, node, feeds, inter)
         if without is None or crashes(*without) is not False:
             return None, False
