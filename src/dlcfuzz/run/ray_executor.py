@@ -113,8 +113,9 @@ class RayExecutor:
         sent = [0] * self.jobs  # per slot: how much of the log its actor has
         inflight: dict[Any, tuple[int, Any, int, int, Any]] = {}  # ref -> (slot, actor, seq, id, payload)
         queued = [0] * self.jobs
-        failures: dict[int, int] = {}  # id -> executors that died running it
-        retry: list[tuple[int, Any]] = []  # ids whose actor died, to submit again first
+        failures: dict[int, int] = {}  # id -> executors that died running it alone
+        retry: list[tuple[int, Any]] = []  # ids whose actor died, to submit again first, each alone
+        alone = [False] * self.jobs  # per slot: its actor runs a retried test, with nothing queued behind it
         seq = 0
 
         def submit(slot: int, item: tuple[int, Any]) -> None:
@@ -130,8 +131,11 @@ class RayExecutor:
         while True:
             out_of_budget = deadline is not None and time.monotonic() >= deadline
             for slot in range(self.jobs):
-                while queued[slot] < IN_FLIGHT:
-                    if retry:  # retried tests run even when out of budget: they were started in it
+                while queued[slot] < IN_FLIGHT and not alone[slot]:
+                    if retry:  # retried tests run even when out of budget (they were started in it), alone
+                        if queued[slot]:
+                            break
+                        alone[slot] = True
                         item = retry.pop(0)
                     elif out_of_budget or exhausted:
                         break
@@ -152,8 +156,9 @@ class RayExecutor:
                     result = ray.get(ref)
                 except RayActorError as e:
                     # the actor died: submissions it finished before dying still hold their results
-                    # (recorded as usual); the earliest unfinished one was running (an actor runs them
-                    # in order) and counts a failure; the ones queued behind it never started
+                    # (recorded as usual); of those left, one was running, but a result on its way when
+                    # the actor died is lost too, so only a test that was alone on it counts a failure:
+                    # the others run again, each alone
                     mine = sorted((v[2], r) for r, v in inflight.items() if v[1] is actor)
                     finished = []
                     for _, r in mine:
@@ -165,9 +170,9 @@ class RayExecutor:
                         log += record(result)
                         self.recorded += 1
                     mine = [(q, r) for q, r in mine if r in inflight]
-                    for k, (_, r) in enumerate(mine):
+                    for _, r in mine:
                         item_id, payload = inflight.pop(r)[3:]
-                        if k == 0:
+                        if len(mine) == 1:
                             failures[item_id] = failures.get(item_id, 0) + 1
                             if failures[item_id] >= 2:
                                 self.lost += 1
@@ -176,11 +181,12 @@ class RayExecutor:
                         retry.append((item_id, payload))
                     retry.sort(key=lambda it: failures.get(it[0], 0))  # a test that killed an actor goes last
                     self._replace(slot, sent)
-                    queued[slot] = 0
+                    queued[slot], alone[slot] = 0, False
                     continue
                 # any other error is a bug in dlcfuzz itself (ray.get re-raised it): it must not pass silently
                 del inflight[ref]
                 queued[slot] -= 1
+                alone[slot] = False
                 t0 = time.perf_counter()
                 log += record(result)
                 self.record_seconds += time.perf_counter() - t0
