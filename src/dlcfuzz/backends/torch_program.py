@@ -580,10 +580,14 @@ class TorchProgramBackend(Backend):
         if not any(verdict.relayout):
             verdict.notes.append("layout call skipped: no input to re-lay-out")
             return None
-        args = tuple(relayout(a, h) if h else a for a, h in zip(original, verdict.relayout, strict=True))
+
+        def relaid() -> tuple:  # fresh inputs for each run: the compiled and the eager one may write into them
+            fresh = (to_device(a, device) for a in p.namespace["make_inputs"]())
+            return tuple(relayout(a, h) if h else a for a, h in zip(fresh, verdict.relayout, strict=True))
+
+        args = relaid()
         try:
-            there, there_inputs = run_eager(p.namespace, inputs=tuple(relayout(a, h) if h else a for a, h in zip(
-                p.namespace["make_inputs"](), verdict.relayout, strict=True)), device=device)
+            there, there_inputs = run_eager(p.namespace, inputs=relaid(), device=device)
         except Exception as e:  # eager refuses the other layouts: the layouts are the program's business
             verdict.notes.append(f"layout call skipped: eager rejects the other layouts: {type(e).__name__}")
             return None

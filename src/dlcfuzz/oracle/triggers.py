@@ -198,10 +198,14 @@ class Upstream:
 
 
 # -- graph surgery ------------------------------------------------------------------------------------
+def _copy_value(v: Value) -> Value:
+    return Value(v.name, v.type, v.kind, None if v.data is None else np.array(v.data),
+                 dict(v.hint) if v.hint else v.hint)
+
+
 def _copy(g: Graph) -> Graph:
     out = Graph(opset=g.opset, meta=dict(g.meta))
-    out.values = {k: Value(v.name, v.type, v.kind, None if v.data is None else np.array(v.data),
-                           dict(v.hint) if v.hint else v.hint) for k, v in g.values.items()}
+    out.values = {k: _copy_value(v) for k, v in g.values.items()}
     out.nodes = [Node(n.op, list(n.inputs), list(n.outputs), dict(n.attrs), n.name) for n in g.nodes]
     out.outputs = list(g.outputs)
     return out
@@ -798,7 +802,7 @@ def alone(g: Graph, node: Node, feeds: Feeds, inter: Feeds) -> tuple[Graph, Feed
                 return None
             h.values[name], new[name] = fed, inter[name]
         else:
-            h.values[name] = _copy(g).values[name]
+            h.values[name] = _copy_value(g.values[name])
             if name in feeds:
                 new[name] = feeds[name]
     for name in node.outputs:
@@ -884,6 +888,11 @@ def knock_on(trial: Trial, graph: Graph, feeds: Feeds, variant: str, crashes: Ca
     values = Trial(trial.runner, Finding(DIFFERENTIAL, "value", trial.f.backend, variant, "run", ""),
                    trial.variants, trial.tolerances)
     shaped: list[tuple[Node, tuple[Graph, Feeds]]] = []  # producers whose output only the run shapes
+
+    def vanishes_without(node: Node) -> bool:  # its output fed as the baseline gives it
+        without = cut(graph, node, feeds, inter)
+        return without is not None and crashes(*without) is False
+
     for node in producers[:MAX_PRODUCERS]:
         case = alone(graph, node, feeds, inter)
         if case is None or trial.runs + values.runs >= max_runs:
@@ -899,8 +908,7 @@ def knock_on(trial: Trial, graph: Graph, feeds: Feeds, variant: str, crashes: Ca
             right = right and found is not None
             continue
         right = False
-        without = cut(graph, node, feeds, inter)
-        if without is None or crashes(*without) is not False:
+        if not vanishes_without(node):
             continue
         f = wrong[0]
         output = case[0].outputs[f.output] if 0 <= f.output < len(case[0].outputs) else ""
@@ -908,8 +916,7 @@ def knock_on(trial: Trial, graph: Graph, feeds: Feeds, variant: str, crashes: Ca
                                               "kind": f.kind}), False
     if shaped:  # no producer is wrong, one's output only the run shapes: the reader failing on it is at fault
         node, case = shaped[0]
-        without = cut(graph, node, feeds, inter)
-        if without is None or crashes(*without) is not False:
+        if not vanishes_without(node):
             return None, False
         reader = next((n.op for n in graph.nodes if any(o in n.inputs for o in node.outputs if o)), "")
         return Upstream(None, case[0], case[1], {"node": node.name, "op": node.op, "output": "",
@@ -935,7 +942,7 @@ def analyze(runner: Runner, finding: Finding, graph: Graph, feeds: Feeds, first:
     found, unavailable = variations(graph, feeds, first, finding.variant, variants, mate)
     found = [v for v in found if v.kind not in skip]
 
-    reading = [shows]  # how a trial's findings are read (the control may loosen it, below)
+    reading = shows  # how a trial's findings are read (the control may loosen it, below)
 
     def run(vs: tuple[Variation, ...], kind: str) -> bool | None:
         g, fd, variant = graph, dict(feeds), finding.variant
@@ -949,7 +956,7 @@ def analyze(runner: Runner, finding: Finding, graph: Graph, feeds: Feeds, first:
         if trial.runs >= max_runs:
             return None
         findings = trial(g, fd, variant)
-        return None if findings is None else reading[0](findings, g, kind)
+        return None if findings is None else reading(findings, g, kind)
 
     def note(vs: tuple[Variation, ...], result: bool | None) -> None:
         a.tried.append({"kind": "+".join(v.kind for v in vs) or "control",
@@ -962,7 +969,9 @@ def analyze(runner: Runner, finding: Finding, graph: Graph, feeds: Feeds, first:
         # a trial is not localized: where the reduced case's divergence shows at another operator, or as
         # another kind, than its signature reads, any divergence of the backend is the bug (a variation
         # then leaves it less often: fewer triggers, never a wrong one)
-        reading[0] = lambda found, g, kind: any(f.diverges and f.backend == finding.backend for f in found)
+        def reading(found: list[Finding], g: Graph, kind: str) -> bool:
+            return any(f.diverges and f.backend == finding.backend for f in found)
+
         control = run((), "")
         a.tried.append({"kind": "control", "cause": "the reduced case, read as any divergence",
                         "result": "invalid" if control is None else "shows" if control else "vanished"})
