@@ -1,7 +1,10 @@
 """How much of Inductor do dlcfuzz's two kinds of tests reach?  (issue 28)
 
     python benchmarks/inductor_reach.py [-n 300] [--seed 0] [--ops 10:10] [--timeout 180] [--out DIR]
-        [--native-variants NAME,...]
+        [--native-variants NAME,...] [--sides onnx,native] [--cpu-seconds S] [--jobs 1|2]
+
+    python benchmarks/inductor_reach.py -n 100000 --cpu-seconds 900 --sides native,guided --jobs 2
+        (coverage guidance against unguided generation in equal time, issue 28)
 
 Two sides, the same seeds (``derive_seed(seed, i)``, i < n), each in a process of its own (its own
 ``coverage.Coverage`` data file, counters and Dynamo state; neither inherits the other's lazy imports):
@@ -17,7 +20,10 @@ Two sides, the same seeds (``derive_seed(seed, i)``, i < n), each in a process o
   some, and for some of those that multiply matrices / split or concatenate, max_autotune's C++ GEMM template
   on a frozen model / the split-cat and batch-fusion passes, and the FX graph cache); ``--native-variants``
   keeps only the named ones (e.g.
-  ``inductor,inductor-backward,inductor-dynamic,inductor-threads``: the mix before those).
+  ``inductor,inductor-backward,inductor-dynamic,inductor-threads``: the mix before those);
+- ``guided``: the native side under compiler-feedback guidance (``--strategy feedback``: operators drawn by
+  the Inductor optimizations their programs fired first, ``gen/feedback.py``'s ``Rewards``); its rewards
+  start afresh in the process that goes on after a program that took the process down.
 
 Per side: distinct lines of ``torch/_inductor/**/*.py`` covered (coverage.py, measuring only that package,
 started after an identical warm-up compile in both processes, so that the core both import anyway is not
@@ -43,10 +49,11 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-SIDES = ("onnx", "native")
+SIDES = ("onnx", "native", "guided")
 TARGET_LINES, TARGET_OPTS = 2.0, 3.0  # the issue's target for native/ONNX
 
 
@@ -109,22 +116,6 @@ def warm_up() -> None:
     torch.compile(f, backend="inductor", fullgraph=True)(torch.randn(4, 4), torch.randn(4, 4))
     torch._dynamo.reset()
     counters.clear()
-
-
-def name_pattern_handlers() -> None:
-    """Inductor counts a pattern by its ``pattern_name``; graph and lowering patterns have none and are
-    counted as their class and matched op (one name for every handler of, say, aten.view): name them by
-    their handler's function, so that distinct rewrites count distinctly.  Inductor's own counting (and
-    its rollback of the matches made while tracing its patterns) is unchanged."""
-    from torch._inductor import pattern_matcher as pm
-
-    def handler_name(entry: Any) -> str | None:
-        fn = getattr(entry.handler, "func", entry.handler)  # functools.partial: the function behind it
-        name = getattr(fn, "__qualname__", None)
-        return f"{fn.__module__.rsplit('.', 1)[-1]}.{name}" if name else None
-
-    for cls in (pm.GraphPatternEntry, pm.LoweringPatternEntry):
-        cls.pattern_name = property(handler_name)  # type: ignore[attr-defined]
 
 
 Outcome = str  # "ok", "declined", "crashed" or "hung"
@@ -192,16 +183,21 @@ def onnx_side(seed: int, ops: tuple[int, int]) -> tuple[Callable[[int], list[Out
     return one, ", ".join(v.name for v in variants)
 
 
-def native_side(seed: int, ops: tuple[int, int], only: str = "") -> tuple[Callable[[int], list[Outcome]], str]:
-    """One torch-native program (seed -> its compiles' outcomes), as a torch-program campaign runs it."""
+def native_side(seed: int, ops: tuple[int, int], only: str = "",
+                guided: bool = False) -> tuple[Callable[[int], list[Outcome]], str]:
+    """One torch-native program (seed -> its compiles' outcomes), as a torch-program campaign runs it;
+    ``guided``: generated under compiler-feedback guidance (``--strategy feedback``), each program's fired
+    Inductor keys credited to its operators as the campaign credits them."""
     from dlcfuzz.backends.base import Test, Variant
     from dlcfuzz.backends.torch_compare import is_decline
     from dlcfuzz.backends.torch_program import VARIANTS, TorchProgramBackend
     from dlcfuzz.gen.torch_program import TorchProgramGenerator
     from dlcfuzz.run.torch_campaign import BACKEND, VARIANT_NAMES, plan
 
-    gen = TorchProgramGenerator(None, ops)
+    gen = TorchProgramGenerator(None, ops, guided=guided)
     backend = TorchProgramBackend()
+    fired: list[str] = []
+    backend.fired = fired.extend  # as a campaign's worker collects them
     known = [v for v in VARIANT_NAMES if not only or v in only.split(",")]
 
     def one(test_seed: int) -> list[Outcome]:
@@ -215,6 +211,7 @@ def native_side(seed: int, ops: tuple[int, int], only: str = "") -> tuple[Callab
         except Exception as e:  # EagerRejects: the generator's decline
             return ["declined" if is_decline(type(e).__name__, str(e)) else crashed("import", e)]
         got = []
+        fired.clear()
         for name in names:
             RAN[name] += 1
             try:
@@ -224,13 +221,14 @@ def native_side(seed: int, ops: tuple[int, int], only: str = "") -> tuple[Callab
                 raise
             except Exception as e:
                 got.append("declined" if is_decline(type(e).__name__, str(e)) else crashed(name, e))
+        gen.feedback(graph, fired)
         return got
 
-    return one, "plan(): " + ", ".join(known)
+    return one, ("guided, " if guided else "") + "plan(): " + ", ".join(known)
 
 
 def measure(side: str, n: int, seed: int, ops: tuple[int, int], timeout: int, out: Path, start: int,
-            native_variants: str = "") -> None:
+            native_variants: str = "", cpu_budget: float = 0.0) -> None:
     """Runs programs ``start``..n-1 of one side under coverage.  After each program it saves the state
     (``out/SIDE.json``) and the coverage data (``out/SIDE.coverage.START``): a program that takes the
     process down (a segfault, or a hang in native code, which the watchdog ends) loses nothing before it,
@@ -245,13 +243,14 @@ def measure(side: str, n: int, seed: int, ops: tuple[int, int], timeout: int, ou
     import coverage
     import torch
 
-    from dlcfuzz.backends.inductor import fired_keys
+    from dlcfuzz.backends.inductor import fired_keys, name_pattern_handlers
 
     warnings.filterwarnings("ignore", category=FutureWarning)  # Inductor's deprecation notes, once per program
     from dlcfuzz.seeds import derive_seed
 
     name_pattern_handlers()
-    one, variants = onnx_side(seed, ops) if side == "onnx" else native_side(seed, ops, native_variants)
+    one, variants = onnx_side(seed, ops) if side == "onnx" else \
+        native_side(seed, ops, native_variants, guided=side == "guided")
     warm_up()
     state_file = out / f"{side}.json"
     if not start:  # a kept folder's earlier run must not add its lines
@@ -295,6 +294,9 @@ def measure(side: str, n: int, seed: int, ops: tuple[int, int], timeout: int, ou
             state_file.write_text(json.dumps(state, indent=1))
             if (i + 1) % 10 == 0 or i + 1 == n:
                 print(f"{side}: {i + 1}/{n} programs, {state['wall_s']:.0f}s", file=sys.stderr, flush=True)
+            if cpu_budget and state["cpu_s"] >= cpu_budget:  # equal time: the side's CPU budget is spent
+                print(f"{side}: {i + 1} programs in {state['cpu_s']:.0f} CPU s", file=sys.stderr, flush=True)
+                break
     finally:
         cov.stop()
         cov.save()
@@ -307,7 +309,8 @@ def run_side(side: str, a: argparse.Namespace, out: Path) -> None:
     while True:
         r = subprocess.run([sys.executable, __file__, "--side", side, "-n", str(a.n), "--seed", str(a.seed),
                             "--ops", f"{a.ops[0]}:{a.ops[1]}", "--timeout", str(a.timeout), "--out", str(out),
-                            "--start", str(start), "--native-variants", a.native_variants])
+                            "--start", str(start), "--native-variants", a.native_variants,
+                            "--cpu-seconds", str(a.cpu_seconds)])
         state_file = out / f"{side}.json"
         if r.returncode == 0:
             return
@@ -352,16 +355,19 @@ def ratio(a: float, b: float) -> str:
     return f"{a / b:.2f}x" if b else "-"
 
 
-def compare(res: dict[str, dict], lines: dict[str, dict[str, set[int]]], top: int) -> None:
-    o, nat = res["onnx"], res["native"]
-    total = {s: sum(len(v) for v in lines[s].values()) for s in SIDES}
+def compare(res: dict[str, dict], lines: dict[str, dict[str, set[int]]], top: int, a: str = "onnx",
+            b: str = "native") -> None:
+    """Side ``b`` against side ``a`` (the baseline)."""
+    sides = (a, b)
+    o, nat = res[a], res[b]
+    total = {s: sum(len(v) for v in lines[s].values()) for s in sides}
 
     def keys(s: str, group: str) -> set[str]:
         return {k for k in res[s]["fired"] if k.split(":")[1] == group}
 
-    counter_keys = {s: keys(s, "inductor") for s in SIDES}
-    patterns = {s: keys(s, "inductor_pattern_matcher_per_pattern") for s in SIDES}
-    opts = {s: counter_keys[s] | patterns[s] for s in SIDES}
+    counter_keys = {s: keys(s, "inductor") for s in sides}
+    patterns = {s: keys(s, "inductor_pattern_matcher_per_pattern") for s in sides}
+    opts = {s: counter_keys[s] | patterns[s] for s in sides}
     rows: list[tuple[str, Any, Any, str]] = []
     for what in ("ok", "declined", "crashed", "hung"):
         rows.append((f"programs {what}", o["programs"].get(what, 0), nat["programs"].get(what, 0), ""))
@@ -369,51 +375,52 @@ def compare(res: dict[str, dict], lines: dict[str, dict[str, set[int]]], top: in
     rows.append(("compiles (variants run)", sum(o["compiles"].values()), sum(nat["compiles"].values()), ""))
     rows.append(("CPU s (measured loop)", f"{o['cpu_s']:.0f}", f"{nat['cpu_s']:.0f}", ratio(nat["cpu_s"], o["cpu_s"])))
     rows.append(("wall s", f"{o['wall_s']:.0f}", f"{nat['wall_s']:.0f}", ""))
-    rows.append(("files of _inductor reached", *(sum(bool(v) for v in lines[s].values()) for s in SIDES), ""))
-    rows.append(("lines of _inductor covered", total["onnx"], total["native"], ratio(total["native"], total["onnx"])))
-    rows.append(('counters["inductor"] keys', len(counter_keys["onnx"]), len(counter_keys["native"]),
-                 ratio(len(counter_keys["native"]), len(counter_keys["onnx"]))))
-    rows.append(("patterns matched (by name)", len(patterns["onnx"]), len(patterns["native"]),
-                 ratio(len(patterns["native"]), len(patterns["onnx"]))))
-    rows.append(("optimizations fired (both)", len(opts["onnx"]), len(opts["native"]),
-                 ratio(len(opts["native"]), len(opts["onnx"]))))
-    print(f"\n{'':<30}{'onnx':>10}{'native':>10}{'native/onnx':>13}")
-    for name, a, b, r in rows:
-        print(f"{name:<30}{a!s:>10}{b!s:>10}{r:>13}")
-    for s in SIDES:
+    rows.append(("files of _inductor reached", *(sum(bool(v) for v in lines[s].values()) for s in sides), ""))
+    rows.append(("lines of _inductor covered", total[a], total[b], ratio(total[b], total[a])))
+    rows.append(('counters["inductor"] keys', len(counter_keys[a]), len(counter_keys[b]),
+                 ratio(len(counter_keys[b]), len(counter_keys[a]))))
+    rows.append(("patterns matched (by name)", len(patterns[a]), len(patterns[b]),
+                 ratio(len(patterns[b]), len(patterns[a]))))
+    rows.append(("optimizations fired (both)", len(opts[a]), len(opts[b]),
+                 ratio(len(opts[b]), len(opts[a]))))
+    print(f"\n{'':<30}{a:>10}{b:>10}{' ' + b + '/' + a:>14}")
+    for name, left, right, r in rows:
+        print(f"{name:<30}{left!s:>10}{right!s:>10}{r:>13}")
+    for s in sides:
         ran = ", ".join(f"{k} {v}" for k, v in Counter(res[s].get("ran", {})).most_common())
         print(f"{s} compiles by variant: {ran}")
         for c in res[s].get("crashes", []):
             print(f"  {s} crash {c}")
 
-    both = sum(len(lines["onnx"].get(f, set()) & v) for f, v in lines["native"].items())
-    print(f"\nlines: both {both}, onnx only {total['onnx'] - both}, native only {total['native'] - both}, "
-          f"union {total['onnx'] + total['native'] - both}")
-    for label, got, need, target in (("lines", total["native"], total["onnx"], TARGET_LINES),
-                                     ("optimizations", len(opts["native"]), len(opts["onnx"]), TARGET_OPTS)):
-        short = target * need - got
-        verdict = "met" if short <= 0 else f"missed by {short:.0f} ({got / max(need, 1):.2f}x of {target:.0f}x)"
-        print(f"target native >= {target:.0f}x onnx {label}: {verdict}")
+    both = sum(len(lines[a].get(f, set()) & v) for f, v in lines[b].items())
+    print(f"\nlines: both {both}, {a} only {total[a] - both}, {b} only {total[b] - both}, "
+          f"union {total[a] + total[b] - both}")
+    if sides == ("onnx", "native"):  # the issue's targets
+        for label, got, need, target in (("lines", total[b], total[a], TARGET_LINES),
+                                         ("optimizations", len(opts[b]), len(opts[a]), TARGET_OPTS)):
+            short = target * need - got
+            verdict = "met" if short <= 0 else f"missed by {short:.0f} ({got / max(need, 1):.2f}x of {target:.0f}x)"
+            print(f"target native >= {target:.0f}x onnx {label}: {verdict}")
 
-    files = set(lines["onnx"]) | set(lines["native"])
+    files = set(lines[a]) | set(lines[b])
 
-    def only(a: str, b: str) -> Counter[str]:
-        return Counter({f: len(lines[a].get(f, set()) - lines[b].get(f, set())) for f in files})
+    def only(x: str, y: str) -> Counter[str]:
+        return Counter({f: len(lines[x].get(f, set()) - lines[y].get(f, set())) for f in files})
 
-    for a, b in (("onnx", "native"), ("native", "onnx")):
-        diff = only(a, b)
+    for x, y in ((a, b), (b, a)):
+        diff = only(x, y)
         folders: Counter[str] = Counter()
         for f, c in diff.items():
             folders[folder_of(f)] += c
-        print(f"\nlines {a} reaches that {b} does not, by folder: " +
+        print(f"\nlines {x} reaches that {y} does not, by folder: " +
               ", ".join(f"{k} {v}" for k, v in folders.most_common(top) if v))
-        print(f"top files ({a} only lines / {a} lines / {b} lines):")
+        print(f"top files ({x} only lines / {x} lines / {y} lines):")
         for f, c in diff.most_common(top):
             if c:
-                print(f"  {c:>6} {len(lines[a].get(f, ())):>6} {len(lines[b].get(f, ())):>6}  {f}")
-    for a, b in (("onnx", "native"), ("native", "onnx")):
-        extra = sorted(opts[a] - opts[b])
-        print(f"\noptimizations only {a} fired ({len(extra)}): " +
+                print(f"  {c:>6} {len(lines[x].get(f, ())):>6} {len(lines[y].get(f, ())):>6}  {f}")
+    for x, y in ((a, b), (b, a)):
+        extra = sorted(opts[x] - opts[y])
+        print(f"\noptimizations only {x} fired ({len(extra)}): " +
               ", ".join(k.split(":", 2)[2] for k in extra))
 
 
@@ -429,6 +436,12 @@ def main() -> None:
     p.add_argument("--out", help="keep each side's JSON and coverage data here (default: a temporary folder)")
     p.add_argument("--native-variants", default="",
                    help="comma-separated: keep only these of the campaign's torch-program variants (default: all)")
+    p.add_argument("--sides", default="onnx,native",
+                   help="the two sides compared, baseline first: onnx, native, guided (native programs under "
+                        "compiler-feedback guidance); e.g. native,guided")
+    p.add_argument("--cpu-seconds", type=float, default=0.0,
+                   help="equal time: each side stops once its measured loop used this many CPU seconds (or at -n)")
+    p.add_argument("--jobs", type=int, default=1, choices=(1, 2), help="2: both sides at once, one core each")
     p.add_argument("--side", choices=SIDES, help=argparse.SUPPRESS)  # internal: run one side in this process
     p.add_argument("--start", type=int, default=0, help=argparse.SUPPRESS)  # internal: resume after a dead process
     a = p.parse_args()
@@ -436,14 +449,22 @@ def main() -> None:
         out = Path(a.out) if a.out else Path(stack.enter_context(tempfile.TemporaryDirectory()))
         out.mkdir(parents=True, exist_ok=True)
         if a.side:
-            measure(a.side, a.n, a.seed, a.ops, a.timeout, out, a.start, a.native_variants)
+            measure(a.side, a.n, a.seed, a.ops, a.timeout, out, a.start, a.native_variants, a.cpu_seconds)
             return
-        print(f"inductor reach: {a.n} programs per side, ops {a.ops[0]}:{a.ops[1]}, seed {a.seed}", flush=True)
-        for side in SIDES:  # one after the other: the machine's cores are shared
-            run_side(side, a, out)
-        res = {s: json.loads((out / f"{s}.json").read_text()) for s in SIDES}
-        lines = {s: covered_lines(out, s, res[s]["root"]) for s in SIDES}
-        compare(res, lines, a.top)
+        sides = a.sides.split(",")
+        if len(sides) != 2 or not set(sides) <= set(SIDES) or sides[0] == sides[1]:
+            raise SystemExit(f"--sides takes two different sides of {', '.join(SIDES)}, e.g. native,guided")
+        print(f"inductor reach: {a.n} programs per side" + (f" or {a.cpu_seconds:.0f} CPU s" if a.cpu_seconds else "")
+              + f", ops {a.ops[0]}:{a.ops[1]}, seed {a.seed}: {sides[1]} against {sides[0]}", flush=True)
+        if a.jobs == 2:  # one core each; with one, one after the other (the machine's cores are shared)
+            with ThreadPoolExecutor(2) as pool:
+                list(pool.map(lambda side: run_side(side, a, out), sides))
+        else:
+            for side in sides:
+                run_side(side, a, out)
+        res = {s: json.loads((out / f"{s}.json").read_text()) for s in sides}
+        lines = {s: covered_lines(out, s, res[s]["root"]) for s in sides}
+        compare(res, lines, a.top, *sides)
 
 
 if __name__ == "__main__":

@@ -143,6 +143,15 @@ def test_fuzz_inductor_with_an_unknown_torch_operator_is_one_line_and_exit_2(tmp
     assert len(err) == 1 and "unknown torch operator" in err[0]
 
 
+def test_fuzz_inductor_with_an_onnx_only_strategy_is_one_line_and_exit_2(tmp_path, capsys):
+    from dlcfuzz.cli import main
+
+    assert main(["fuzz", "--backends", "inductor", "--strategy", "hirgen", "--out", str(tmp_path / "c")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--strategy hirgen" in err[0] and "feedback" in err[0]
+    assert not (tmp_path / "c").exists()
+
+
 def test_a_torch_only_backend_beside_onnx_compilers_is_one_line_and_exit_2(tmp_path, capsys):
     """inductor-torch takes torch code, no ONNX graph: fed the ONNX campaign's graphs, every test was a
     false crash listed as its bug."""
@@ -364,3 +373,40 @@ def test_outputs_are_compared_with_eager_in_the_same_grad_mode():
     assert b.compile(p, Variant("b", {"backend": "aot_eager", "backward": True})).divergence is None
     d = b.compile(p, Variant("f", {"backend": "aot_eager"})).divergence
     assert d is not None and d.kind == STRIDE
+
+
+def test_guided_programs_draw_the_operators_whose_programs_fired_something_new():
+    """Compiler-feedback guidance over torch programs: a program that fired one new Inductor key moves its
+    operators' values from the prior 1 toward the reward 1/2 (by the decay 0.3: 0.85), one that fired
+    nothing toward 0 (0.7); the same key again is not new; draws then favour the credited operator."""
+    import random
+
+    specs = [TORCH_REGISTRY[o] for o in ("torch.sin", "torch.neg")]
+    gen = TorchProgramGenerator(specs, (1, 1), guided=True)
+    sin, neg = (_program((op,), 3) for op in ("torch.sin", "torch.neg"))
+    assert gen.feedback(sin, ["inductor:inductor:fuse"]) == [("compiler", "inductor:inductor:fuse")]
+    assert gen.feedback(neg, ["inductor:inductor:fuse"]) == []  # fired before: nothing new
+    assert gen.rewards.value == pytest.approx({"torch.sin": 0.85, "torch.neg": 0.7})
+    draws = [gen._draw(random.Random(i)).op for i in range(2000)]
+    # softmax over temperature 0.25: e^(0.85/0.25) / (e^(0.85/0.25) + e^(0.7/0.25)) = 0.646
+    assert draws.count("torch.sin") / 2000 == pytest.approx(0.646, abs=0.04)
+    assert gen.generate(1).meta["strategy"] == "feedback"
+    unguided = TorchProgramGenerator(specs, (1, 1))
+    assert unguided.feedback(sin, ["inductor:inductor:fuse"]) == [] and unguided.generate(1).meta["strategy"] == "isra"
+
+
+def test_fuzz_inductor_with_feedback_guidance_stores_the_optimizations_programs_fired(tmp_path):
+    """Through the CLI on the real Inductor: a programs-only campaign under --strategy feedback records the
+    Inductor keys its programs' compiles fired, each with the test that fired it first."""
+    import sqlite3
+
+    from dlcfuzz.cli import main
+
+    out = tmp_path / "c"
+    assert main(["fuzz", "--backends", "inductor", "--strategy", "feedback", "--max-tests", "2", "--ops", "4:4",
+                 "--seed", "3", "--out", str(out)]) == 0
+    db = sqlite3.connect(out / "campaign.sqlite")
+    rows = db.execute("SELECT key, test_id FROM coverage WHERE criterion = 'compiler'").fetchall()
+    db.close()
+    assert rows and all(k.startswith("inductor:") for k, _ in rows), rows
+    assert {t for _, t in rows} <= {0, 1}

@@ -65,6 +65,23 @@ def fired_keys(before: dict[tuple[str, str], int], after: dict[tuple[str, str], 
                   if v > before.get((g, k), 0) and not any(b in k for b in BOOKKEEPING))
 
 
+@cache
+def name_pattern_handlers() -> None:
+    """Inductor counts a pattern by its ``pattern_name``; graph and lowering patterns have none and are
+    counted as their class and matched op (one name for every handler of, say, aten.view): name them by
+    their handler's function, so that distinct rewrites count distinctly.  Inductor's own counting (and
+    its rollback of the matches made while tracing its patterns) is unchanged."""
+    from torch._inductor import pattern_matcher as pm
+
+    def handler_name(entry: Any) -> str | None:
+        fn = getattr(entry.handler, "func", entry.handler)  # functools.partial: the function behind it
+        name = getattr(fn, "__qualname__", None)
+        return f"{fn.__module__.rsplit('.', 1)[-1]}.{name}" if name else None
+
+    for cls in (pm.GraphPatternEntry, pm.LoweringPatternEntry):
+        cls.pattern_name = property(handler_name)  # type: ignore[attr-defined]
+
+
 @contextlib.contextmanager
 def reporting_fired(backend: Backend) -> Iterator[None]:
     """Reports to ``backend.fired`` the Inductor counters that grew inside the block (a diff, not a
@@ -73,6 +90,7 @@ def reporting_fired(backend: Backend) -> Iterator[None]:
         yield
         return
     os.environ.setdefault(*PATTERN_DEBUG)
+    name_pattern_handlers()
     before = _counters()
     try:
         yield

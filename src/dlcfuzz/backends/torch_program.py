@@ -50,6 +50,7 @@ from typing import Any
 import numpy as np
 
 from dlcfuzz.backends.base import Backend, Test, Variant
+from dlcfuzz.backends.inductor import reporting_fired
 from dlcfuzz.backends.torch_compare import (
     AOT,
     DYNAMO,
@@ -437,8 +438,8 @@ class TorchProgramBackend(Backend):
             opts["config"] = dict(p.sampled_config)
         verdict = ProgramVerdict(config=dict(opts.get("config") or {}))
         backend = opts.get("backend", "inductor")
-        try:
-            with threads(opts.get("threads", THREADS)):
+        try:  # the Inductor optimizations the compile fired (``Outcome.fired``): what feedback guidance reads
+            with threads(opts.get("threads", THREADS)), reporting_fired(self):
                 ran = self._variant(p, opts, backend, verdict)
         except Exception as e:
             if is_decline(type(e).__name__, str(e)):

@@ -15,6 +15,7 @@ from pathlib import Path
 from dlcfuzz.cli.options import UsageError, split_names, unknown_names
 
 PROGRAM_TARGETS = ("inductor", "inductor-program")
+PROGRAM_STRATEGIES = ("isra", "feedback")  # uniform draws, or compiler-feedback guidance (gen/torch_program.py)
 
 
 def resolve_torch_op_set(text: str | None) -> list:
@@ -68,13 +69,16 @@ def cmd_fuzz_programs(args: argparse.Namespace, backends: list[str] | None = Non
     from dlcfuzz.run.torch_campaign import BACKEND, TorchProgramCampaign
 
     specs = resolve_torch_op_set(args.op_set)
+    if args.strategy not in PROGRAM_STRATEGIES:
+        raise UsageError(f"--strategy {args.strategy} makes ONNX graphs; torch-native programs take "
+                         f"{' or '.join(PROGRAM_STRATEGIES)}")
     if args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
     out = Path(args.out)
     frontends = backends is not None and frontends_only(backends)
     names = program_backends(backends) if frontends and backends is not None else [BACKEND]
     cfg = CampaignConfig(out, names, specs, args.budget, args.max_tests, args.jobs, args.seed, args.ops,
-                         TORCH_LIMITS, phase_limits(args), strategy="isra", known_bugs=known_bug_files(args),
+                         TORCH_LIMITS, phase_limits(args), strategy=args.strategy, known_bugs=known_bug_files(args),
                          reduce_seconds=args.reduce_budget, targeted=False)
     display = Display()
     try:

@@ -42,23 +42,20 @@ def reward(new_keys: int) -> float:
     return 1.0 - 0.5 ** new_keys
 
 
-class FeedbackGenerator:
-    def __init__(self, specs: Sequence[OpSpec], limits: GenOptions, op_range: tuple[int, int],
-                 profile: TypeProfile | None = None, coverage: Coverage | None = None,
-                 temperature: float = 0.25, decay: float = 0.3, prior: float = 1.0, pairs: bool = True,
-                 admit: Admission | None = None) -> None:
-        self.admit = admit  # the target compiler's support profile: only calls it takes
-        self.limits, self.op_range, self.profile = limits, op_range, profile
+class Rewards:
+    """The bandit behind compiler-feedback guidance: each operator's (and operator pair's) recent reward,
+    from the compiler keys its tests fired that no earlier test had.  Shared by the ONNX generator
+    (``FeedbackGenerator``) and the torch-program generator (``gen/torch_program.py``)."""
+
+    def __init__(self, ops: Iterable[str], coverage: Coverage | None = None, temperature: float = 0.25,
+                 decay: float = 0.3, prior: float = 1.0) -> None:
         self.coverage = coverage if coverage is not None else Coverage()
-        self.temperature, self.decay, self.prior, self.pairs = temperature, decay, prior, pairs
-        self.specs, self.unavailable = split_available(specs, limits, profile, admit)
-        self.value = {s.op: prior for s in self.specs}  # operator -> recent reward of tests holding it
+        self.temperature, self.decay, self.prior = temperature, decay, prior
+        self.value = {op: prior for op in ops}  # operator -> recent reward of tests holding it
         self.pair_value: dict[tuple[str, str], float] = {}  # (producer, consumer) -> the same, per edge
-        self.stats = Stats()
         self.rewarded = 0  # tests that fired something new
 
-    # -- the campaign's side -------------------------------------------------------------------------
-    def feedback(self, graph: Graph, keys: Iterable[str]) -> list[tuple[str, str]]:
+    def credit(self, graph: Graph, keys: Iterable[str]) -> list[tuple[str, str]]:
         """Credits ``graph``'s operators and operator pairs with the compiler keys its test fired that
         no earlier test had; returns those new keys as (criterion, key), now in the coverage."""
         new = [(CRITERION, k) for k in sorted(set(keys)) if not self.coverage.has(CRITERION, k)]
@@ -73,6 +70,36 @@ class FeedbackGenerator:
             v = self.pair_value.get(pair, self.prior)
             self.pair_value[pair] = v + d * (r - v)
         return new
+
+    def weight(self, op: str) -> float:
+        """An operator's weight in the draw: the softmax numerator of its value."""
+        return math.exp(self.value[op] / self.temperature)
+
+    def pair_weight(self, pair: tuple[str, str]) -> float:
+        return math.exp(self.pair_value.get(pair, self.prior) / self.temperature)
+
+
+class FeedbackGenerator:
+    def __init__(self, specs: Sequence[OpSpec], limits: GenOptions, op_range: tuple[int, int],
+                 profile: TypeProfile | None = None, coverage: Coverage | None = None,
+                 temperature: float = 0.25, decay: float = 0.3, prior: float = 1.0, pairs: bool = True,
+                 admit: Admission | None = None) -> None:
+        self.admit = admit  # the target compiler's support profile: only calls it takes
+        self.limits, self.op_range, self.profile = limits, op_range, profile
+        self.pairs = pairs
+        self.specs, self.unavailable = split_available(specs, limits, profile, admit)
+        self.rewards = Rewards([s.op for s in self.specs], coverage, temperature, decay, prior)
+        self.coverage = self.rewards.coverage
+        self.value, self.pair_value = self.rewards.value, self.rewards.pair_value
+        self.stats = Stats()
+
+    @property
+    def rewarded(self) -> int:
+        return self.rewards.rewarded
+
+    # -- the campaign's side -------------------------------------------------------------------------
+    def feedback(self, graph: Graph, keys: Iterable[str]) -> list[tuple[str, str]]:
+        return self.rewards.credit(graph, keys)
 
     # -- one graph -------------------------------------------------------------------------------------
     def generate(self, seed: int) -> Graph:
@@ -99,8 +126,7 @@ class FeedbackGenerator:
         stats.insertions += 1
 
     def weights(self, specs: Sequence[OpSpec]) -> list[float]:
-        t = self.temperature
-        return [math.exp(self.value[s.op] / t) for s in specs]
+        return [self.rewards.weight(s.op) for s in specs]
 
     def choose_op(self, specs: Sequence[OpSpec], rng: random.Random) -> OpSpec:
         return rng.choices(specs, weights=self.weights(specs))[0]
@@ -109,8 +135,7 @@ class FeedbackGenerator:
         fits = [x for x in inst.pool.values if inst.first_fits(spec, x)]
         if not fits:
             return None
-        t = self.temperature
-        weights = [math.exp(self.pair_value.get((_producer(inst, x), spec.op), self.prior) / t) for x in fits]
+        weights = [self.rewards.pair_weight((_producer(inst, x), spec.op)) for x in fits]
         return rng.choices(fits, weights=weights)[0]
 
 

@@ -33,6 +33,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from dlcfuzz.gen.feedback import STRATEGY as FEEDBACK
+from dlcfuzz.gen.feedback import Rewards
+from dlcfuzz.gen.guided import Coverage
 from dlcfuzz.ir import CONST_KIND, INPUT_KIND, Graph, Node, TensorType, Value
 from dlcfuzz.ir.graph import TORCH_LANGUAGE, is_torch_program
 from dlcfuzz.solve import GenOptions, Instantiator, Proposal, Stats
@@ -132,7 +135,8 @@ class TorchProgramGenerator:
     ``meta["language"]`` is "torch")."""
 
     def __init__(self, specs: Sequence[TorchOpSpec] | None = None, op_range: tuple[int, int] = (1, 10),
-                 limits: GenOptions = TORCH_LIMITS, options: ProgramOptions | None = None) -> None:
+                 limits: GenOptions = TORCH_LIMITS, options: ProgramOptions | None = None,
+                 guided: bool = False, coverage: Coverage | None = None) -> None:
         self.specs = list(specs) if specs else list(TORCH_REGISTRY.values())
         self.op_range = op_range
         self.limits = limits
@@ -140,10 +144,18 @@ class TorchProgramGenerator:
         self.stats = Stats()
         self._idioms = [s for s in self.specs if s.family == IDIOM]
         self._singles = [s for s in self.specs if s.family != IDIOM]
+        # compiler-feedback guidance (``gen/feedback.py``): operators drawn by the Inductor optimizations their
+        # programs recently fired for the first time; None: uniform draws (Isra's)
+        self.rewards = Rewards([s.op for s in self.specs], coverage) if guided else None
+
+    def feedback(self, graph: Graph, keys: list[str]) -> list[tuple[str, str]]:
+        """Credits ``graph``'s operators with the compiler keys its test fired (guided generators only)."""
+        return self.rewards.credit(graph, keys) if self.rewards is not None else []
 
     def generate(self, seed: int) -> Graph:
         rng = random.Random(seed)
-        g = Graph(opset=self.limits.opset, meta={"seed": seed, "strategy": "isra", "language": LANGUAGE})
+        strategy = "isra" if self.rewards is None else FEEDBACK
+        g = Graph(opset=self.limits.opset, meta={"seed": seed, "strategy": strategy, "language": LANGUAGE})
         inst = Instantiator(g, self.limits, rng, np.random.default_rng(seed))
         ties: list[str] = []
         self._empties: list[Value] = []
@@ -194,10 +206,12 @@ class TorchProgramGenerator:
     def _draw(self, rng: random.Random) -> TorchOpSpec:
         """The next call's operator: an idiom at ``idiom_rate`` where the generator has idioms and single
         operators (one random draw more only then: a generator of either kind alone draws as before)."""
+        group = self.specs
         if self._idioms and self._singles:
             group = self._idioms if rng.random() < self.options.idiom_rate else self._singles
-            return group[rng.randrange(len(group))]
-        return self.specs[rng.randrange(len(self.specs))]
+        if self.rewards is not None:
+            return rng.choices(group, weights=[self.rewards.weight(s.op) for s in group])[0]
+        return group[rng.randrange(len(group))]
 
     def _branch_specs(self) -> list[TorchOpSpec]:
         """The operators a branch of torch.cond may call: the generator's own where they may (no view,

@@ -217,15 +217,15 @@ class ProgramTester(Protocol):
     def execute(self, test_id: int, payload: None = None) -> Executed: ...
 
 
-def program_tester(cfg: CampaignConfig, pool: WorkerPool,
-                   variants: dict[str, dict[str, Variant]]) -> ProgramTester | None:
+def program_tester(cfg: CampaignConfig, pool: WorkerPool, variants: dict[str, dict[str, Variant]],
+                   coverage: Coverage | None = None) -> ProgramTester | None:
     """The execute half of the campaign's torch-native program tests: None where it has none (no torch
     operators, or the program backend did not start)."""
     if not cfg.program_specs or cfg.program_backend not in variants:
         return None
     from dlcfuzz.run.torch_campaign import TorchProgramTester
 
-    return TorchProgramTester.of(cfg, pool, list(variants[cfg.program_backend]))
+    return TorchProgramTester.of(cfg, pool, list(variants[cfg.program_backend]), coverage)
 
 
 class Tester:
@@ -240,7 +240,7 @@ class Tester:
         self.cfg = cfg
         self.backends, self.variants = backends, variants
         # the execute half of torch-native program tests (run/torch_campaign.py), where the campaign has them
-        self.programs = programs if programs is not None else program_tester(cfg, pool, variants)
+        self.programs = programs if programs is not None else program_tester(cfg, pool, variants, coverage)
         # what every test is judged by: the tolerances and the variants' traits (low precision,
         # uncompiled, float64 in float32, compare_with), from the variants' options (oracle/judge.py)
         self.criteria = criteria_for({b: vs for b, vs in variants.items() if b != self.program_backend},

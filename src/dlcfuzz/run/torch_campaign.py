@@ -17,12 +17,15 @@ from __future__ import annotations
 
 import json
 import random
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 from dlcfuzz.backends.base import Test, Variant
 from dlcfuzz.export.torch_program import to_program_source
+from dlcfuzz.gen.feedback import STRATEGY as FEEDBACK
+from dlcfuzz.gen.guided import Coverage
 from dlcfuzz.gen.torch_program import ProgramOptions, TorchProgramGenerator, mutated_inputs
 from dlcfuzz.ir import Graph
 from dlcfuzz.oracle import COMPILER, CRASH, Finding, Verdict
@@ -146,18 +149,27 @@ def with_variant_flags(graph: Graph, verdict: Verdict) -> Verdict:
     return verdict
 
 
+def program_generator(cfg: CampaignConfig, specs: list[TorchOpSpec] | None, options: ProgramOptions | None,
+                      coverage: Coverage | None) -> TorchProgramGenerator:
+    """The campaign's program generator: guided by the Inductor optimizations programs fire under
+    ``--strategy feedback`` (sharing the campaign's coverage of them), else Isra's uniform draws."""
+    return TorchProgramGenerator(specs, cfg.ops, options=options, guided=cfg.strategy == FEEDBACK,
+                                 coverage=coverage)
+
+
 class TorchProgramTester:
     """The execute half of a torch-program test (test id -> ``Executed``)."""
 
     def __init__(self, cfg: CampaignConfig, gen: TorchProgramGenerator, pool, backend: str = BACKEND) -> None:
         self.cfg, self.gen, self.pool, self.backend = cfg, gen, pool, backend
         self.compilers = [backend]
+        self.lock = threading.Lock()  # the generator (and its guidance) is shared by the campaign's threads
 
     @classmethod
-    def of(cls, cfg: CampaignConfig, pool, variants: list[str]) -> TorchProgramTester:
+    def of(cls, cfg: CampaignConfig, pool, variants: list[str], coverage: Coverage | None = None) -> TorchProgramTester:
         """The program half of a campaign with ONNX graphs too: ``cfg.program_specs`` on
         ``cfg.program_backend`` (whose ``variants`` started)."""
-        gen = TorchProgramGenerator(cfg.program_specs, cfg.ops, options=cfg.program_options)  # type: ignore[arg-type]
+        gen = program_generator(cfg, cfg.program_specs, cfg.program_options, coverage)  # type: ignore[arg-type]
         tester = cls(cfg, gen, pool, cfg.program_backend)
         tester._variants = list(variants) or None
         return tester
@@ -165,13 +177,16 @@ class TorchProgramTester:
     def execute(self, test_id: int, payload: None = None) -> Executed:
         t_start = time.perf_counter()
         seed = derive_seed(self.cfg.seed, test_id)
-        graph = self.gen.generate(seed)
+        with self.lock:
+            graph = self.gen.generate(seed)
         graph.meta["target"] = self.backend
         variants = plan(graph, random.Random(seed), self.variants)  # may add the sampled flags to the meta
         test = Test(b"", graph.to_json(), {})
         t_generate = time.perf_counter() - t_start
         got = self.pool.run(self.backend, test, variants)
         compiler_s = sum(sum(o.seconds.values()) for o in got.values())
+        with self.lock:  # compiler-feedback guidance: the Inductor optimizations this program fired
+            covered = self.gen.feedback(graph, [k for o in got.values() for k in o.fired])
         t0 = time.perf_counter()
         verdict = judge_program(graph, got, self.backend)
         oracle_s = time.perf_counter() - t0
@@ -179,7 +194,7 @@ class TorchProgramTester:
         record = TestRecord(test_id, seed, sorted({n.op for n in graph.nodes}), "eager" if eager_ok else "none",
                             eager_ok, 1, eager_ok, time.perf_counter() - t_start, t_generate, 0.0, compiler_s,
                             oracle_s)
-        return Executed(record, graph, test, {self.backend: got}, verdict, None, None, [])
+        return Executed(record, graph, test, {self.backend: got}, verdict, None, None, covered)
 
     @property
     def variants(self) -> list[str]:
@@ -198,7 +213,7 @@ class TorchProgramCampaign(Campaign):
     def __init__(self, cfg: CampaignConfig, on_progress: Callable[[Progress], None] | None = None,
                  specs: list[TorchOpSpec] | None = None, options: ProgramOptions | None = None) -> None:
         super().__init__(cfg, on_progress)
-        self.program_gen = TorchProgramGenerator(specs, cfg.ops, options=options)
+        self.program_gen = program_generator(cfg, specs, options, self.coverage)
 
     @property
     def backend(self) -> str:
