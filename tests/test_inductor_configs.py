@@ -199,6 +199,46 @@ def test_the_layout_oracle_catches_a_planted_layout_dependent_fault(tmp_path):
     assert got.returncode == 1 and "reproduced" in got.stdout, got.stdout + got.stderr[-2000:]
 
 
+def test_a_reduced_layout_finding_replays_the_layouts_of_the_reduced_programs_own_inputs(tmp_path):
+    """``dlcfuzz reduce`` of a layout-variant bug whose program loses inputs in the reduction: the reduced
+    repro.py re-lays out exactly the reduced program's inputs (one entry each, not the original's three) and
+    reproduces with the planted compiler registered."""
+    import json
+    from dataclasses import asdict
+
+    from dlcfuzz.cli import main
+    from dlcfuzz.export.torch_program import build
+    from dlcfuzz.run.dedup import graph_signature
+    from dlcfuzz.run.torch_campaign import finding_variant, write_program_bundle
+
+    planted = "tests.torch_fakes:StridesAsContiguousLayouts"
+    g = _program(("torch.sin", "torch.add", "torch.mul"), seed=2, op_range=(3, 4))
+    layout = Variant("inductor-layout", {"backend": "planted", "relayout": True})
+    ran, arts = _run(torch_fakes.StridesAsContiguousLayouts(), g, layout)
+    o = Outcome(ERROR, "run", error_type=DIVERGENCE_ERROR, message=ran.divergence.message(layout.name), artifacts=arts)
+    [f] = judge_outcomes(planted, {layout.name: o}, {i: g.nodes[-1].op for i in range(len(g.outputs))}).findings
+    assert len(f.details["relayout"]) == 3  # the program as found: three runtime inputs
+    folder = tmp_path / "bug"
+    folder.mkdir()
+    (folder / "finding.json").write_text(json.dumps(asdict(f) | {"signature": graph_signature(f, g)}, default=str))
+    (folder / "graph.json").write_text(g.to_json())
+    write_program_bundle(folder, g, f, finding_variant(layout, f, g))
+    assert main(["reduce", str(folder), "--budget", "120"]) == 0
+    assert (folder / "original_program.py").exists()
+    inputs = build((folder / "program.py").read_text())["make_inputs"]()
+    assert len(inputs) < 3
+    repro = (folder / "repro.py").read_text()
+    options = next(line for line in repro.splitlines() if line.startswith("OPTIONS = "))
+    assert len(eval(options.removeprefix("OPTIONS = "))["relayout"]) == len(inputs), options
+    code = ("import runpy, sys, torch; sys.path.insert(0, sys.argv[2]); "
+            "from torch_fakes import strides_as_contiguous; "
+            "torch._dynamo.register_backend(name='planted')(strides_as_contiguous); "
+            "runpy.run_path(sys.argv[1], run_name='__main__')")
+    got = subprocess.run([sys.executable, "-c", code, str(folder / "repro.py"), str(ROOT / "tests")],
+                         capture_output=True, text=True, timeout=300, cwd=folder, env={"PATH": "/usr/bin:/bin"})
+    assert got.returncode == 1 and "reproduced" in got.stdout, got.stdout + got.stderr[-2000:]
+
+
 # ---------------------------------------------------------------------------------------------
 # crash signatures keyed on where torch.compile failed
 # ---------------------------------------------------------------------------------------------

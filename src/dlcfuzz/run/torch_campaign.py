@@ -245,15 +245,16 @@ def finish_program_bugs(campaign: Campaign, graph: Graph, new: list[tuple[Path, 
     for folder, f in new:
         if not folder.is_dir() or (folder / "program.py").exists():
             continue
-        variant = finding_variant(campaign.variants[f.backend][f.variant], f, graph)
-        write_program_bundle(folder, graph, f, variant)
+        base = campaign.variants[f.backend][f.variant]
+        write_program_bundle(folder, graph, f, finding_variant(base, f, graph))
         smallest, analysis = graph, None
         if budget and f.category == COMPILER:
             t0 = time.monotonic()
-            reduced = reduce_program(with_flags(graph, f), f, campaign.pool, budget)
-            if reduced is not None:
+            got = reduce_program(with_flags(graph, f), f, campaign.pool, budget)
+            reduced = got[0] if got is not None else None
+            if got is not None:
                 smallest = reduced
-                write_program_bundle(folder, reduced, f, variant, "reduced")
+                write_program_bundle(folder, got[0], f, finding_variant(base, got[1], got[0]), "reduced")
             spent = time.monotonic() - t0
             analysis = program_triggers(campaign.pool, f, with_flags(smallest, f))
             write_program_reduction(folder, graph, reduced, spent, analysis)
@@ -414,21 +415,24 @@ def _without(graph: Graph, drop: set[int]) -> Graph:
     return g
 
 
-def reduce_program(graph: Graph, f: Finding, pool, budget: float) -> Graph | None:
-    """Drops calls (each with what reads it) while the finding's signature still shows on its variant;
-    None where nothing could be dropped within ``budget`` seconds."""
+def reduce_program(graph: Graph, f: Finding, pool, budget: float) -> tuple[Graph, Finding] | None:
+    """Drops calls (each with what reads it) while the finding's signature still shows on its variant; the
+    smallest program with the finding it showed (its details are the reduced program's own: the layout
+    variant's other layouts are one per input *it* has); None where nothing could be dropped within
+    ``budget`` seconds."""
     sig = graph_signature(f, graph)
     deadline = time.monotonic() + budget
-    current, changed = graph, False
+    current, found = graph, None
     i = len(current.nodes) - 1
     while i >= 0 and time.monotonic() < deadline:
         cand = _without(current, {i})
         if cand.nodes and cand.outputs:
             got = pool.run(f.backend, Test(b"", cand.to_json(), {}), [f.variant])
-            if any(graph_signature(x, cand) == sig for x in judge_program(cand, got, f.backend).findings):
-                current, changed = cand, True
+            same = [x for x in judge_program(cand, got, f.backend).findings if graph_signature(x, cand) == sig]
+            if same:
+                current, found = cand, same[0]
         i = min(i - 1, len(current.nodes) - 1)
-    return current if changed else None
+    return (current, found) if found is not None else None
 
 
 def reduce_program_bundle(folder: Path, budget: float, phases: PhaseLimits | None = None) -> tuple[int, int]:
@@ -450,22 +454,22 @@ def reduce_program_bundle(folder: Path, budget: float, phases: PhaseLimits | Non
     except (OSError, ValueError, KeyError, TypeError) as e:
         why = f"{type(e).__name__}: {e}".splitlines()[0]
         raise ReduceError(f"{folder}: cannot read the program bundle: {why}") from None
-    variant = next((v for v in load_backend(f.backend).variants() if v.name == f.variant), None)
-    if variant is None:
+    base = next((v for v in load_backend(f.backend).variants() if v.name == f.variant), None)
+    if base is None:
         raise ReduceError(f"{folder}: {f.backend} has no variant {f.variant} here")
-    variant = finding_variant(variant, f, graph)
     sig = graph_signature(f, graph)
     pool = WorkerPool(phases or PhaseLimits())
     try:
         got = pool.run(f.backend, Test(b"", graph.to_json(), {}), [f.variant])
         if not any(graph_signature(x, graph) == sig for x in judge_program(graph, got, f.backend).findings):
             raise ReduceError(f"{folder}: the bug ({sig}) does not show again on {f.backend} {f.variant}")
-        reduced = reduce_program(graph, f, pool, budget)
+        got = reduce_program(graph, f, pool, budget)
     finally:
         pool.close()
-    if reduced is None:
+    if got is None:
         return len(graph.nodes), len(graph.nodes)
+    reduced, found = got
     if (folder / "original_program.py").exists():  # keep the program the campaign found, not a reduced one
         (folder / "program.py").unlink()
-    write_program_bundle(folder, reduced, f, variant, "reduced")
+    write_program_bundle(folder, reduced, f, finding_variant(base, found, reduced), "reduced")
     return len(graph.nodes), len(reduced.nodes)
