@@ -357,6 +357,73 @@ def test_plan_aims_the_autotune_and_fx_passes_variants_at_what_the_program_holds
         assert abs(runs[v] - 1000 * share) < 60, (v, runs[v])
 
 
+def test_the_aoti_variant_exports_compiles_a_package_and_agrees_with_eager(tmp_path):
+    """AOTInductor on a tiny real program (a parameter, a transposed input): torch.export, a compiled package
+    loaded back (the package is on disk), its outputs equal to eager's (no false alarm), and the bundle's
+    repro.py, standalone, compiles the package too and finds nothing."""
+    from dlcfuzz.backends.torch_program import repro_script
+    from dlcfuzz.export.torch_program import to_program_source
+
+    g = _program(("torch.linear", "torch.relu", "torch.transpose"), seed=1, op_range=(3, 3), layout_rate=1.0)
+    b = TorchProgramBackend()
+    variant = Variant("inductor-aoti", dict(VARIANTS["inductor-aoti"]))
+    ran, _ = _run(b, g, variant)
+    assert not isinstance(ran, Exception), ran
+    assert ran.divergence is None, ran.divergence
+    assert (Path(b._package_dir) / "model.pt2").is_file()
+    assert len(b.run(ran, {})) == len(g.outputs)
+    repro = tmp_path / "repro.py"
+    repro.write_text(repro_script(to_program_source(g), variant, "no bug"))
+    assert "aoti_compile_and_package" in repro.read_text()
+    got = subprocess.run([sys.executable, str(repro)], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert got.returncode == 0 and "not reproduced" in got.stdout, got.stdout + got.stderr[-2000:]
+
+
+def test_an_aoti_divergence_the_exported_program_shows_too_is_torch_exports():
+    """The AOTInductor variant's layer check runs the exported program itself: a fault planted in
+    torch.export (its module adds 1 to every float output) is named torch.export's, with no package built."""
+    from dlcfuzz.backends import torch_library
+    from dlcfuzz.backends.torch_compare import EXPORT
+
+    g = _program(("torch.sin", "torch.add"), seed=0, op_range=(2, 2))
+    b = TorchProgramBackend()
+    real = torch_library.torch_export
+
+    class Shifted:  # the exported program, with a planted fault in what torch.export made of the model
+        def __init__(self, ep):
+            self.ep = ep
+
+        def module(self):
+            inner = self.ep.module()
+            return lambda *a: tuple(o + 1 if o.dtype.is_floating_point else o for o in inner(*a))
+
+    def planted(model, args):
+        return Shifted(real(model, args))
+
+    torch_library.torch_export = planted
+    try:
+        p = b.load(Test(b"", g.to_json(), {}))
+        layer = b._divergence_layer(p, dict(VARIANTS["inductor-aoti"]))
+    finally:
+        torch_library.torch_export = real
+    assert layer == EXPORT
+
+
+def test_plan_runs_aoti_on_a_share_of_the_forward_programs_that_write_no_input():
+    from dlcfuzz.ir import Graph
+    from dlcfuzz.run.torch_campaign import AOTI_SHARE, plan
+
+    runs = 0
+    for seed in range(1000):
+        for meta, never in (({"backward": True}, True), ({"mutated": ["v1"]}, True), ({}, False)):
+            chosen = plan(Graph(meta={"language": "torch", **meta}), random.Random(seed), list(VARIANTS))
+            if never:
+                assert "inductor-aoti" not in chosen, (meta, chosen)
+            else:
+                runs += "inductor-aoti" in chosen
+    assert abs(runs - 1000 * AOTI_SHARE) < 40, runs
+
+
 def test_the_sampled_memory_planning_flag_pools_the_buffers_and_matches_eager():
     """memory_planning (one of CONFIG_FLAGS): the wrapper allocates the program's buffers from pools, and the
     sampled-config variant under it finds no divergence."""

@@ -32,9 +32,7 @@ from typing import Any
 import numpy as np
 
 from dlcfuzz.backends.base import Backend, Test
-from dlcfuzz.backends.torch_compare import VALUE, ProgramDivergence, ProgramVerdict, compare_tensors
-
-EXPORT_LAYER = "torch.export"  # a divergence that the exported program (ep.module()) shows too
+from dlcfuzz.backends.torch_compare import EXPORT, VALUE, ProgramDivergence, ProgramVerdict, compare_tensors
 
 
 def is_program_test(test: Test) -> bool:
@@ -107,7 +105,7 @@ def judge_run(backend: Backend, variant: str, p: FrontendProgram, outs: list[Any
     d = compare_tensors(VALUE, "output", p.eager, outs, p.fp64, p.not_compared)
     verdict = ProgramVerdict()
     if d is not None:
-        d.layer = EXPORT_LAYER if _export_diverges(p) else layer
+        d.layer = EXPORT if _export_diverges(p) else layer
         verdict.divergence = d.__dict__
     backend.artifact(f"verdict-{variant}.json", verdict.to_json())
     if d is not None:

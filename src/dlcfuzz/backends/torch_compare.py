@@ -21,6 +21,7 @@ LAYOUT = "layout"  # the same values in another layout give other results (the m
 KINDS = (VALUE, SHAPE, DTYPE, STRIDE, MUTATION, GRAD, LAYOUT)
 # the layer a finding belongs to (what its title names)
 INDUCTOR, AOT, DYNAMO = "inductor", "dynamo/aot_autograd", "dynamo"
+EXPORT = "torch.export"  # a finding that the exported program (ep.module()) shows too
 DIVERGENCE_ERROR = "ProgramDivergence"  # the error type a worker reports a divergence under
 EAGER_REJECTS = "EagerRejects"  # eager torch refused the program: the generator's decline
 # same()'s tolerance per output dtype (torch's inductor accuracy checks: 1e-4 for float32, looser for
@@ -29,7 +30,7 @@ TOLERANCE = {"float64": 1e-4, "float32": 1e-4, "float16": 1e-3, "bfloat16": 1e-2
 # what Dynamo or Inductor say when they decline a program (a graph break under fullgraph=True, an
 # operator or dtype they do not support): not bugs
 DECLINE_TYPES = frozenset({"Unsupported", "UserError", "UncapturedHigherOrderOpError", "ObservedException",
-                           EAGER_REJECTS})
+                           EAGER_REJECTS, "TorchExportError"})
 DECLINE_TEXT = ("graph break", "not supported", "is not implemented", "unsupported operator",
                 "data dependent", "data-dependent", "Could not guard on data-dependent")
 

@@ -25,6 +25,11 @@ on fresh inputs in the program's layouts:
 - ``inductor-layout``: the metamorphic layout oracle: after a call in the program's layouts, a call with each
   runtime input re-laid-out (``relayout``: contiguous <-> channels_last / transposed / step-sliced, the same
   values), judged on values alone against eager in the original layouts (kind ``layout``);
+- ``inductor-aoti``: AOTInductor, as a model is deployed: ``torch.export`` of the program (its failure is the
+  exporter's decline, ``TorchExportError``), ``aoti_compile_and_package`` into a ``.pt2`` package, loaded back
+  with ``aoti_load_package`` and called in the program's layouts; forward only, for programs that write no
+  input (``run/torch_campaign.plan``).  Its layer check runs the exported program itself (``ep.module()``):
+  where that diverges (or crashes) too, the layer is torch.export's, not Inductor's;
 - with a GPU, ``inductor-cuda`` (and its dynamic and backward forms): the program, its parameters and its
   inputs (in their layouts) on the GPU, compiled (Triton) against eager on the GPU, as PyTorch's triage
   compares them.
@@ -40,7 +45,11 @@ from __future__ import annotations
 import contextlib
 import copy
 import inspect
+import os
 import random
+import shutil
+import tempfile
+import weakref
 import zlib
 from collections import Counter
 from collections.abc import Iterator
@@ -55,6 +64,7 @@ from dlcfuzz.backends.torch_compare import (
     AOT,
     DYNAMO,
     EAGER_REJECTS,
+    EXPORT,
     GRAD,
     INDUCTOR,
     LAYOUT,
@@ -100,6 +110,7 @@ VARIANTS = {
     "inductor-autotune": {"backend": "inductor", "config": AUTOTUNE_FLAGS},
     "inductor-fx-passes": {"backend": "inductor", "config": FX_PASSES_FLAGS},
     "inductor-cache": {"backend": "inductor", "config": {"fx_graph_cache": True}, "cached": True},
+    "inductor-aoti": {"backend": "inductor", "aoti": True},
 }
 # Inductor flags a sampled-config variant draws from (each with its values other than the default): ones
 # that change what Inductor generates for a CPU (fusion, reductions, buffer reuse, the pattern passes, the
@@ -479,8 +490,30 @@ class TorchProgramBackend(Backend):
 
         torch._dynamo.reset()
         model = p.namespace["Model"]().to(opts.get("device", "cpu"))
+        if opts.get("aoti"):
+            return model, self._aoti(p, model, backend)
         fn = torch.compile(model, backend=backend, fullgraph=True, dynamic=True if opts.get("dynamic") else None)
         return model, fn
+
+    def _aoti(self, p: Program, model: Any, backend: str) -> Any:
+        """AOTInductor's compiled program: torch.export of ``model`` on the program's inputs, compiled into a
+        package and loaded back; for a layer check (``backend`` other than Inductor), the exported program
+        itself, run by torch."""
+        import torch
+
+        from dlcfuzz.backends.torch_library import torch_export
+
+        ep = torch_export(model, tuple(p.namespace["make_inputs"]()))
+        if backend != "inductor":
+            return ep.module()
+        if self._package_dir is None:  # one folder per worker, its package rewritten by each compile
+            self._package_dir = tempfile.mkdtemp(prefix="dlcfuzz-aoti-")
+            weakref.finalize(self, shutil.rmtree, self._package_dir, True)
+        package = torch._inductor.aoti_compile_and_package(ep, package_path=os.path.join(self._package_dir,
+                                                                                         "model.pt2"))
+        return torch._inductor.aoti_load_package(package)
+
+    _package_dir: str | None = None
 
     def _references(self, p: Program, device: str) -> tuple[list[Any], list[Any], list[Any] | None, list[Any] | None]:
         """(outputs, inputs after the run, and both of the float64 run) of eager torch on ``device``: a
@@ -641,20 +674,21 @@ class TorchProgramBackend(Backend):
         """inductor, unless aot_eager shows the divergence too (then Dynamo/AOTAutograd's, or Dynamo's
         alone where backend='eager' shows it as well); with ``kind``, a divergence of that kind (the layout
         variant's: a stride divergence of its first call is not its layout divergence)."""
-        for backend, layer in (("aot_eager", AOT), ("eager", DYNAMO)):
+        checks = _layer_checks(opts)
+        for i, (backend, layer) in enumerate(checks):
             try:
                 with threads(opts.get("threads", THREADS)):
                     again = self._variant(p, opts, backend, ProgramVerdict())
-            except Exception:
-                return layer if backend == "aot_eager" else AOT
+            except Exception:  # the check itself fails: the layer before it is at fault
+                return layer if i == 0 else checks[i - 1][1]
             if again.divergence is None or (kind == LAYOUT and again.divergence.kind != kind):
-                return INDUCTOR if backend == "aot_eager" else AOT
-        return DYNAMO
+                return INDUCTOR if i == 0 else checks[i - 1][1]
+        return checks[-1][1]
 
     def _crash_layer(self, p: Program, opts: dict[str, Any]) -> str:
         """Which layer a compile failure belongs to: the same program under aot_eager, then eager."""
         layer = INDUCTOR
-        for backend, name in (("aot_eager", AOT), ("eager", DYNAMO)):
+        for backend, name in _layer_checks(opts):
             try:
                 with threads(opts.get("threads", THREADS)):
                     self._variant(p, opts, backend, ProgramVerdict())
@@ -673,6 +707,17 @@ class TorchProgramBackend(Backend):
         script); this source only lets the generic bundle writer run."""
         return f"OPTIONS = {variant.options!r}\n\ndef run_model(model_path, inputs):\n    raise SystemExit(" \
                f"'run repro.py of a torch program directly')\n"
+
+
+EXPORT_CHECK = "export"  # the layer check of the AOTInductor variant: the exported program, run by torch
+
+
+def _layer_checks(opts: dict[str, Any]) -> tuple[tuple[str, str], ...]:
+    """The runs that name a finding's layer, in order, each with the layer it names when it shows the finding
+    too: aot_eager (Dynamo/AOTAutograd), then eager (Dynamo); for AOTInductor, the exported program."""
+    if opts.get("aoti"):
+        return ((EXPORT_CHECK, EXPORT),)
+    return (("aot_eager", AOT), ("eager", DYNAMO))
 
 
 def _n_leaves(ns: dict[str, Any]) -> int:
@@ -774,6 +819,13 @@ def check():
     backward, dynamic = OPTIONS.get("backward", False), OPTIONS.get("dynamic", False)
     model = Model().to(DEVICE)
     fn = torch.compile(model, backend=OPTIONS.get("backend", "inductor"), fullgraph=True, dynamic=dynamic or None)
+    if OPTIONS.get("aoti"):  # AOTInductor: torch.export, compiled into a package, loaded back
+        import os
+        import tempfile
+
+        package = os.path.join(tempfile.mkdtemp(), "model.pt2")
+        ep = torch.export.export(model, inputs())
+        fn = torch._inductor.aoti_load_package(torch._inductor.aoti_compile_and_package(ep, package_path=package))
     if OPTIONS.get("cached"):  # a first compile fills the FX graph cache; the one checked is served from it
         with torch.no_grad():
             fn(*inputs())

@@ -157,6 +157,7 @@ def to_program_source(graph: Graph) -> str:
     outs = ", ".join(graph.outputs)
     body.append(f"        return ({outs},)")
     layouts = graph.meta.get("layouts", {})
+    imports = sorted({line for n in graph.nodes for line in TORCH_REGISTRY[n.op].imports})
     arg_names = [v.name for v in inputs]
     not_compared = [i for i, o in enumerate(graph.outputs) if o in set(graph.meta.get("ties", []))]
     mutated = [i for i, v in enumerate(inputs) if v.name in set(graph.meta.get("mutated", []))]
@@ -165,6 +166,7 @@ def to_program_source(graph: Graph) -> str:
         "",
         "import torch",
         "import torch.nn.functional as F",
+        *imports,
         "",
         f"NOT_COMPARED = {not_compared!r}  # outputs that are indices among ties",
         f"MUTATED = {mutated!r}  # argument positions the program writes in place",

@@ -43,6 +43,7 @@ from dlcfuzz.backends.torch_compare import (
     DECLINE_TYPES,
     DIVERGENCE_ERROR,
     DYNAMO,
+    EXPORT,
     INDUCTOR,
     VALUE,
     is_decline,
@@ -202,7 +203,8 @@ def title(f: Finding) -> str:
     """A one-line summary that names the layer (PyTorch's triage: aot_eager shows it too -> not Inductor)."""
     layer = f.details.get("layer", INDUCTOR)
     who = {INDUCTOR: "Inductor", AOT: "Dynamo/AOTAutograd (aot_eager shows it too)",
-           DYNAMO: "Dynamo (backend='eager' shows it too)"}.get(layer, layer)
+           DYNAMO: "Dynamo (backend='eager' shows it too)",
+           EXPORT: "torch.export (the exported program shows it too)"}.get(layer, layer)
     under = f.variant
     if "config" in f.details:  # the fewest flags that show it, or none
         flags = f.details["config"]

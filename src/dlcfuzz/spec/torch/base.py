@@ -15,6 +15,8 @@ the same Isra instantiation), named in the ``torch`` namespace (``torch.add_``, 
 - ``dynamic_output``: an output size depends on values (masked_select, nonzero, unique);
 - ``empty``: the operator takes a first input with a dim of length 0 (the generator then sometimes gives
   it one; ``EMPTY_OK`` in each family module lists them);
+- ``imports``: the import lines its spelling needs beyond ``torch`` and ``F`` (written at the head of a program
+  that calls it);
 - ``mechanism`` and ``plain``: a mechanism of torch.compile's own that the call goes through beyond its
   values (an in-place write: functionalization; ``torch.cond``: a higher-order operator), and the call
   spelled without it, with the same values (the write out of place; both branches and a select).  The
@@ -61,6 +63,7 @@ class TorchOpSpec(OpSpec):
     dynamic_output: bool = False
     # takes a first input with a dim of length 0 (an empty tensor): eager runs it and ``out`` gives its shape
     empty: bool = False
+    imports: tuple[str, ...] = ()
     mechanism: str = ""
     plain: Emit | None = None
 

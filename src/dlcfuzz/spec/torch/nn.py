@@ -336,6 +336,25 @@ def _sdpa_emit(a, k) -> str:
     return f"F.scaled_dot_product_attention({a[0]}, {a[1]}, {a[2]}{mask}{causal}{scale})"
 
 
+# flex_attention's score modifications (``score_mod(score, batch, head, q_idx, kv_idx)``), as models write them
+FLEX_SCORE_MODS = {
+    "none": "",
+    "relative": "lambda s, b, h, i, j: s + (i - j)",
+    "causal": "lambda s, b, h, i, j: torch.where(i >= j, s, -float('inf'))",  # column 0 is always kept
+    "softcap": "lambda s, b, h, i, j: 2.0 * torch.tanh(s / 2.0)",
+    "alibi": "lambda s, b, h, i, j: s - (h + 1) * 0.25 * torch.abs(i - j)",
+}
+
+
+def _flex_emit(a, k) -> str:
+    # Inductor's CPU flex attention has no backward ("FlexAttention does not support backward on CPU"): the
+    # operands are detached, so that a backward program differentiates around the call
+    score = f", score_mod={FLEX_SCORE_MODS[k['score_mod']]}" if FLEX_SCORE_MODS[k["score_mod"]] else ""
+    scale = f", scale={k['scale']}" if k.get("scale") is not None else ""
+    gqa = ", enable_gqa=True" if k["kv_heads"] != k["heads"] else ""
+    return f"flex_attention({a[0]}.detach(), {a[1]}.detach(), {a[2]}.detach(){score}{scale}{gqa})"
+
+
 def _pad_geom(c) -> Draw:
     """Pads for the last dims (``F.pad``'s order: last dim first); reflect pads stay below the size,
     circular ones within it; constant ones may crop (negative) while a dim keeps one element."""
@@ -478,6 +497,20 @@ SPECS = [
                 lambda c: [TensorType((*c.s[:-1], c.Ev), c.T)],
                 attrs={"S": Int(1, 5), "Ev": Int(1, 5), "causal": BOOL, "scale": Maybe(Choice((0.5, 1.0)), 0.7)},
                 types={"T": NN_FLOATS, "Tm": ("bool",)}, emit=_sdpa_emit,
+                transfer=lambda c: [iv.widen(iv.hull(c.ivs[2], (0.0, 0.0)), c.n, 16.0, absolute=1.0)],
+                vdomain=small_domain(4.0)),
+    # FlexAttention (torch.nn.attention.flex_attention): Inductor's CPU template (cpp_flex_attention_template.py)
+    # compiles the score modification into the kernel; grouped-query attention where k/v have fewer heads
+    TorchOpSpec("flex_attention", "nn",
+                [In("q", T="T", rank=(4, 4)),
+                 In("k", T="T", shape=lambda c: (c.s[0], c.kv_heads, c.S, c.s[3])),
+                 In("v", T="T", shape=lambda c: (c.s[0], c.kv_heads, c.S, c.Ev))],
+                lambda c: [TensorType((*c.s[:-1], c.Ev), c.T)],
+                attrs={"heads": lambda c: Choice((c.s[1],)),
+                       "kv_heads": lambda c: Choice(divisors(c.s[1])), "S": Int(1, 5), "Ev": Int(1, 5),
+                       "score_mod": Choice(tuple(FLEX_SCORE_MODS)), "scale": Maybe(Choice((0.5, 1.0)), 0.7)},
+                types={"T": FLOATS}, emit=_flex_emit, grad=False,
+                imports=("from torch.nn.attention.flex_attention import flex_attention",),
                 transfer=lambda c: [iv.widen(iv.hull(c.ivs[2], (0.0, 0.0)), c.n, 16.0, absolute=1.0)],
                 vdomain=small_domain(4.0)),
     TorchOpSpec("pad", "nn", [In("x", T="T", rank=(1, 5))], _pad_out,
