@@ -275,3 +275,21 @@ def test_retriage_folds_a_recorded_campaigns_bugs_under_one_root(pool, tmp_path:
         store.close()
     assert main(["retriage", str(tmp_path / "nowhere")]) == 2
     assert main(["retriage", str(out), "--jobs", "0"]) == 2
+
+
+def test_one_operators_trigger_is_one_root_as_a_crash_in_any_phase_or_as_wrong_values():
+    """QLinearConv's weights dequantized along the wrong axis fail the import in one model and compute wrong
+    values in another: with the operator's trigger found, both are one root, named without the phase; a
+    trigger at no one operator keeps the phase and the crash kind apart."""
+    from dlcfuzz.oracle.triggers import root_name
+
+    crash = Finding("crash", "exception", "openvino", "cpu", "import", "Check failed")
+    late = Finding("crash", "signal", "openvino", "cpu", "run", "SIGSEGV")
+    wrong = Finding("differential", "value", "openvino", "cpu", "run", "mismatch")
+    cause = ["axis=0"]
+    assert root_name(crash, cause, "QLinearConv") == root_name(late, cause, "QLinearConv") == \
+        root_name(wrong, cause, "QLinearConv") == "OpenVINO: QLinearConv with axis=0"
+    unsigned = ["unsigned element types"]
+    assert root_name(crash, unsigned) == "OpenVINO import exception: unsigned element types"
+    assert root_name(wrong, unsigned) == "OpenVINO: unsigned element types"
+    assert root_name(late, unsigned) == "OpenVINO run signal: unsigned element types"

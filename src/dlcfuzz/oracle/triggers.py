@@ -1064,14 +1064,18 @@ def analyze(runner: Runner, finding: Finding, graph: Graph, feeds: Feeds, first:
 
 
 def root_name(f: Finding, causes: list[str], family: str = "") -> str:
-    """The readable root: the backend, the phase where it is not a run's wrong values, the operator or
-    family where the trigger is in its attributes or version, and the causes."""
+    """The readable root: the backend, the operator or family where the trigger is one operator's (its
+    attributes, version, operands' form), and the causes.  One operator's trigger is one root however it
+    shows, as a crash in any phase or as wrong values (QLinearConv's weights dequantized along the wrong
+    axis fail the import in one model and compute wrong values in another); a trigger at no one operator
+    keeps the phase, and for a crash the kind, so that a backend-wide trigger (unsigned types, say) does
+    not fold every crash and every wrong value it takes part in into one entry."""
     who = BACKEND_NAMES.get(f.backend, f.backend)
-    if f.oracle == CRASH:
-        who += f" {f.phase} {f.kind}"
-    elif f.phase and f.phase != "run":
-        who += f" {f.phase}"
     if not family:
+        if f.oracle == CRASH:
+            who += f" {f.phase} {f.kind}"
+        elif f.phase and f.phase != "run":
+            who += f" {f.phase}"
         return f"{who}: {' with '.join(causes)}"
     if not causes:
         return f"{who}: {family} ({f.kind} mismatch)"
