@@ -535,3 +535,31 @@ def test_a_cpp_converters_failed_check_roots_its_crashes_by_the_converter() -> N
     roots = [converter_root(finding_from_dict(json.loads((data / s / "finding.json").read_text())))
              for s in ("6ab5bd1105f5b48c", "d0cb72d632bd29a8", "b7291b096ad958f2")]
     assert roots == ["openvino: frontend onnx converter lp_pool"] * 2 + [""], roots
+
+
+def test_one_check_failing_under_one_operator_roots_its_crashes() -> None:
+    """OpenVINO's LayerNormalization converter builds a Reshape that core shape inference refuses at
+    reshape_shape_inference.hpp:360, for a scalar input in one bundle and a rank-4 one (beside a QLinearMatMul
+    whose conversion fails elsewhere) in another: the messages differ, both reduced to the one
+    LayerNormalization, and the root is that operator with the innermost check of its own section (two
+    bundles of a 30-minute campaign, tests/data/knock_on/SIGNATURE/)."""
+    import json
+    from pathlib import Path
+
+    from dlcfuzz.run.dedup import check_root, reduced_root
+    from dlcfuzz.run.reduce import finding_from_dict
+
+    data = Path(__file__).parent / "data" / "knock_on"
+    want = "OpenVINO import exception: LayerNormalization fails the check at reshape_shape_inference.hpp:360"
+    roots = []
+    for sig in ("b7291b096ad958f2", "1308527b99491fe1"):
+        f = finding_from_dict(json.loads((data / sig / "finding.json").read_text()))
+        reduced = Graph.from_json((data / sig / "reduced" / "graph.json").read_text())
+        assert check_root(f, reduced) == want
+        roots.append(reduced_root(f, reduced, None, "", sig))
+    assert roots == [want, want], roots
+    # a case of two operators is not one operator's: no such root
+    f = finding_from_dict(json.loads((data / "1308527b99491fe1" / "finding.json").read_text()))
+    two = Graph.from_json((data / "1308527b99491fe1" / "reduced" / "graph.json").read_text())
+    two.nodes = two.nodes * 2
+    assert check_root(f, two) == ""

@@ -41,7 +41,7 @@ from typing import Any
 from dlcfuzz.ir import CONST_KIND, Graph, Node
 from dlcfuzz.oracle import BASELINE, CRASH, DISRUPTIVE, EXPORTER, METAMORPHIC, Finding
 from dlcfuzz.oracle.blame import blamed_pass
-from dlcfuzz.oracle.triggers import FAMILIES, MAX_RUNS, Analysis, analyze
+from dlcfuzz.oracle.triggers import BACKEND_NAMES, FAMILIES, MAX_RUNS, Analysis, analyze
 
 _FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')  # a traceback's frame: file, line, function
 _NORMALIZE = [
@@ -376,7 +376,7 @@ def reduced_root(f: Finding, graph: Graph, first: dict | None, signed_as: str, s
     own = triggers.root if triggers is not None and not (upstream and consumer) else ""
     # a converter that fails on an input only the run shapes is at fault, not what made the input; one that
     # fails on what its producers gave (a tensor out of a sequence) comes after them
-    converter = converter_root(f)
+    converter = converter_root(f) or check_root(f, graph)
     shaped = triggers is not None and triggers.upstream is not None and triggers.upstream.finding is None
     return (family or own or graph_root_cause(f, graph, first) or frontend_site_root(f) or (converter if shaped else "")
             or upstream or converter or signed_as or signature)
@@ -407,6 +407,24 @@ def converter_root(f: Finding) -> str:
         return ""
     site = _CPP_CONVERTER.search(f.message or "")
     return f"{f.backend}: frontend {site.group(1)} converter {site.group(2)}" if site else ""
+
+
+def check_root(f: Finding, graph: Graph) -> str:
+    """Of a crash reduced to one operator whose C++ message says where a check failed (OpenVINO's report of
+    the operators it could not convert, one section each), that operator with the innermost failed check of
+    its own section: one check failing under one operator is one defect, whatever shapes fed it
+    (LayerNormalization's converter builds a Reshape that core shape inference refuses at
+    reshape_shape_inference.hpp:360, for a scalar and for a rank-4 input alike); "" otherwise."""
+    if f.oracle != CRASH or len(graph.nodes) != 1:
+        return ""
+    op = graph.nodes[0].op
+    message = f.message or ""
+    section = re.search(rf"^-- {re.escape(op)}-\d+ with a message:\n(.*?)(?=^-- |^Summary:|\Z)", message, re.M | re.S)
+    sites = _CPP_CHECK.findall(section.group(1) if section else message)
+    if not sites:
+        return ""
+    file, line = sites[-1]
+    return f"{BACKEND_NAMES.get(f.backend, f.backend)} {f.phase} {f.kind}: {op} fails the check at {file}:{line}"
 
 
 def producer(graph: Graph, output: int) -> tuple[str, str]:
@@ -458,6 +476,8 @@ COMPILER_OF = {"tvm-torch": "tvm", "openvino-torch": "openvino", "inductor-torch
 FRONTEND_DIRS = ("/tvm/relax/frontend/", "/openvino/frontend/")
 # a check failed in one operator's converter of a C++ frontend: (frontend, converter file)
 _CPP_CONVERTER = re.compile(r"src/frontends/(\w+)/(?:frontend/)?src/op/([\w./]+)\.cpp:\d+")
+# a failed C++ check's site in a message ("Check '...' failed at src/core/.../reshape_shape_inference.hpp:360:")
+_CPP_CHECK = re.compile(r"failed at (?:\S*/)?([\w.]+\.(?:cpp|hpp|h|cc)):(\d+)")
 # the entry points of TVM's ONNX converter classes (OnnxOpConverter._impl_vN): the converter itself
 _CONVERTER_ENTRY = re.compile(r"_impl(_v\d+)?$")
 # what a message says about the types it was given, which differ between tests of one cause: dtype names
