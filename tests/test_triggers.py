@@ -277,19 +277,26 @@ def test_retriage_folds_a_recorded_campaigns_bugs_under_one_root(pool, tmp_path:
     assert main(["retriage", str(out), "--jobs", "0"]) == 2
 
 
-def test_one_operators_trigger_is_one_root_as_a_crash_in_any_phase_or_as_wrong_values():
-    """QLinearConv's weights dequantized along the wrong axis fail the import in one model and compute wrong
-    values in another: with the operator's trigger found, both are one root, named without the phase; a
-    trigger at no one operator keeps the phase and the crash kind apart."""
-    from dlcfuzz.oracle.triggers import root_name
+def test_an_operators_attribute_trigger_is_one_root_as_a_crash_in_any_phase_or_as_wrong_values():
+    """TVM's pooling converter sizes SAME_LOWER with floor where ONNX says ceil: a wrong shape in one model,
+    negative pads that fail the compile in another.  With the operator's attribute (or version) as the
+    trigger, both are one root, named without the phase; an operand's form (fed at run time) and a trigger
+    at no one operator keep the phase and the crash kind apart (OpenVINO's reference Tile crashes on run-time
+    repeats where its CPU plugin's Tile computes wrong values: two defects)."""
+    from dlcfuzz.oracle.triggers import ATTRIBUTE, OPSET, RUNTIME, root_name
 
-    crash = Finding("crash", "exception", "openvino", "cpu", "import", "Check failed")
-    late = Finding("crash", "signal", "openvino", "cpu", "run", "SIGSEGV")
-    wrong = Finding("differential", "value", "openvino", "cpu", "run", "mismatch")
-    cause = ["axis=0"]
-    assert root_name(crash, cause, "QLinearConv") == root_name(late, cause, "QLinearConv") == \
-        root_name(wrong, cause, "QLinearConv") == "OpenVINO: QLinearConv with axis=0"
+    crash = Finding("crash", "exception", "tvm", "unfused-generic", "compile", "negative pads")
+    late = Finding("crash", "signal", "tvm", "unfused-generic", "run", "SIGSEGV")
+    wrong = Finding("differential", "shape", "tvm", "unfused-generic", "run", "mismatch")
+    mode, version = ["auto_pad=SAME_LOWER"], ["version 10"]
+    assert root_name(crash, mode, "MaxPool", [ATTRIBUTE]) == root_name(late, mode, "MaxPool", [ATTRIBUTE]) == \
+        root_name(wrong, mode, "MaxPool", [ATTRIBUTE]) == "TVM: MaxPool with auto_pad=SAME_LOWER"
+    assert root_name(crash, version, "MaxPool", [OPSET]) == root_name(wrong, version, "MaxPool", [OPSET]) == \
+        "TVM: MaxPool at version 10"
+    fed = ["operands fed at run time"]
+    assert root_name(late, fed, "Tile", [RUNTIME]) == "TVM run signal: Tile with operands fed at run time"
+    assert root_name(wrong, fed, "Tile", [RUNTIME]) == "TVM: Tile with operands fed at run time"
+    assert root_name(crash, mode + fed, "MaxPool", [ATTRIBUTE, RUNTIME]).startswith("TVM compile exception: ")
     unsigned = ["unsigned element types"]
-    assert root_name(crash, unsigned) == "OpenVINO import exception: unsigned element types"
-    assert root_name(wrong, unsigned) == "OpenVINO: unsigned element types"
-    assert root_name(late, unsigned) == "OpenVINO run signal: unsigned element types"
+    assert root_name(crash, unsigned) == "TVM compile exception: unsigned element types"
+    assert root_name(wrong, unsigned) == "TVM: unsigned element types"

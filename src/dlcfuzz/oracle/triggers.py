@@ -60,7 +60,7 @@ from __future__ import annotations
 import itertools
 import re
 import time
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -1055,7 +1055,7 @@ def analyze(runner: Runner, finding: Finding, graph: Graph, feeds: Feeds, first:
     a.kinds = [v.kind for v in needed]
     a.unvaried = unavailable
     if (needed or a.family) and not (named and node is None):  # an operator's trigger, at no one operator: no root
-        a.root = root_name(finding, a.trigger, a.family if (named or not needed) else "")
+        a.root = root_name(finding, a.trigger, a.family if (named or not needed) else "", a.kinds)
     elif refused:  # what the static compile refuses, the dynamic one runs wrongly: one root per refusal
         a.trigger, a.kinds = ["a case its static twin declines"], [DECLINED_TWIN]
         a.root = f"{BACKEND_NAMES.get(finding.backend, finding.backend)}: {_refusal(refused)}, run on dynamic shapes"
@@ -1063,19 +1063,22 @@ def analyze(runner: Runner, finding: Finding, graph: Graph, feeds: Feeds, first:
     return a
 
 
-def root_name(f: Finding, causes: list[str], family: str = "") -> str:
-    """The readable root: the backend, the operator or family where the trigger is one operator's (its
-    attributes, version, operands' form), and the causes.  One operator's trigger is one root however it
-    shows, as a crash in any phase or as wrong values (QLinearConv's weights dequantized along the wrong
-    axis fail the import in one model and compute wrong values in another); a trigger at no one operator
-    keeps the phase, and for a crash the kind, so that a backend-wide trigger (unsigned types, say) does
-    not fold every crash and every wrong value it takes part in into one entry."""
+def root_name(f: Finding, causes: list[str], family: str = "", kinds: Sequence[str] = ()) -> str:
+    """The readable root: the backend, the phase where it is not a run's wrong values (and a crash's kind),
+    the operator or family where the trigger is in its attributes or version, and the causes.  An
+    operator's attribute or version (``kinds``: all ATTRIBUTE or OPSET) is one root however it shows, as a
+    crash in any phase or as wrong values: TVM's pooling converter sizes SAME_LOWER with floor where ONNX
+    says ceil, which gives a wrong shape in one model and negative pads that fail the compile in another.
+    An operand's form (fed at run time, folded as an initializer) is not: of nine pairs so joined (crashes in
+    two phases, or a crash and wrong values), four were distinct defects (OpenVINO's reference Tile and its
+    CPU plugin's Tile node, say)."""
     who = BACKEND_NAMES.get(f.backend, f.backend)
-    if not family:
+    if not (family and kinds and all(k in (ATTRIBUTE, OPSET) for k in kinds)):
         if f.oracle == CRASH:
             who += f" {f.phase} {f.kind}"
         elif f.phase and f.phase != "run":
             who += f" {f.phase}"
+    if not family:
         return f"{who}: {' with '.join(causes)}"
     if not causes:
         return f"{who}: {family} ({f.kind} mismatch)"
