@@ -671,9 +671,10 @@ class TorchProgramBackend(Backend):
         return d
 
     def _divergence_layer(self, p: Program, opts: dict[str, Any], kind: str = "") -> str:
-        """inductor, unless aot_eager shows the divergence too (then Dynamo/AOTAutograd's, or Dynamo's
-        alone where backend='eager' shows it as well); with ``kind``, a divergence of that kind (the layout
-        variant's: a stride divergence of its first call is not its layout divergence)."""
+        """inductor, unless a layer check (``_layer_checks``) shows the divergence too: aot_eager
+        (Dynamo/AOTAutograd's, or Dynamo's alone where backend='eager' shows it as well), or for AOTInductor
+        the exported program (torch.export's); with ``kind``, a divergence of that kind (the layout variant's:
+        a stride divergence of its first call is not its layout divergence)."""
         checks = _layer_checks(opts)
         for i, (backend, layer) in enumerate(checks):
             try:
@@ -686,7 +687,8 @@ class TorchProgramBackend(Backend):
         return checks[-1][1]
 
     def _crash_layer(self, p: Program, opts: dict[str, Any]) -> str:
-        """Which layer a compile failure belongs to: the same program under aot_eager, then eager."""
+        """Which layer a compile failure belongs to: the same program under each layer check in turn
+        (aot_eager, then eager; for AOTInductor, the exported program)."""
         layer = INDUCTOR
         for backend, name in _layer_checks(opts):
             try:
@@ -818,7 +820,6 @@ def check():
     torch._dynamo.config.capture_dynamic_output_shape_ops = True
     backward, dynamic = OPTIONS.get("backward", False), OPTIONS.get("dynamic", False)
     model = Model().to(DEVICE)
-    fn = torch.compile(model, backend=OPTIONS.get("backend", "inductor"), fullgraph=True, dynamic=dynamic or None)
     if OPTIONS.get("aoti"):  # AOTInductor: torch.export, compiled into a package, loaded back
         import os
         import tempfile
@@ -826,6 +827,8 @@ def check():
         package = os.path.join(tempfile.mkdtemp(), "model.pt2")
         ep = torch.export.export(model, inputs())
         fn = torch._inductor.aoti_load_package(torch._inductor.aoti_compile_and_package(ep, package_path=package))
+    else:
+        fn = torch.compile(model, backend=OPTIONS.get("backend", "inductor"), fullgraph=True, dynamic=dynamic or None)
     if OPTIONS.get("cached"):  # a first compile fills the FX graph cache; the one checked is served from it
         with torch.no_grad():
             fn(*inputs())
