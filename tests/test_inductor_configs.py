@@ -469,3 +469,63 @@ def test_the_layout_oracle_judges_a_program_that_reads_its_layout_against_eager_
     ran, _ = _run(TorchProgramBackend(), g, Variant("inductor-layout", {"backend": "inductor", "relayout": True}))
     assert not isinstance(ran, Exception) and ran.divergence is None, ran
     assert any("eager itself reads the layout" in n for n in ran.verdict.notes), ran.verdict.notes
+
+
+# ---------------------------------------------------------------------------------------------
+# the Halide CPU backend
+# ---------------------------------------------------------------------------------------------
+def _needs_halide():
+    from dlcfuzz.backends.torch_program import halide_reason
+
+    if halide_reason():
+        pytest.skip(halide_reason())
+
+
+def test_the_halide_variant_builds_halide_kernels_and_agrees_with_eager(monkeypatch):
+    """inductor-halide on a tiny real program: Inductor hands its kernels to Halide (each one built by
+    HalideCodeCache, which the C++ backend never calls) and the outputs equal eager's."""
+    _needs_halide()
+    from torch._inductor.codecache import HalideCodeCache
+
+    built: list[str] = []
+    generate = HalideCodeCache.generate_halide_async.__func__
+
+    def spy(cls, meta, source_code, submit_fn=None):
+        built.append(source_code)
+        return generate(cls, meta, source_code, submit_fn)
+
+    monkeypatch.setattr(HalideCodeCache, "generate_halide_async", classmethod(spy))
+    g = _program(("torch.sin", "torch.sum"), seed=0, op_range=(2, 2))
+    ran, arts = _run(TorchProgramBackend(), g, Variant("inductor-halide", dict(VARIANTS["inductor-halide"])))
+    assert not isinstance(ran, Exception), ran
+    assert ran.divergence is None, ran.divergence
+    assert built and all("import halide as hl" in s for s in built), built[:1]
+
+
+def test_what_halides_codegen_says_it_lacks_is_a_decline_not_a_bug():
+    """copysign has no Halide lowering: Inductor wraps Halide's Unsupported in an InductorError; that is the
+    variant's decline (an unsupported outcome), while a wrapped NotImplementedError stays a crash."""
+    _needs_halide()
+    from dlcfuzz.backends.torch_compare import is_decline
+    from dlcfuzz.oracle.torch_program import judge_outcomes
+
+    g = _program(("torch.copysign",), seed=0, op_range=(1, 1))
+    ran, _ = _run(TorchProgramBackend(), g, Variant("inductor-halide", dict(VARIANTS["inductor-halide"])))
+    assert isinstance(ran, Exception), ran
+    assert str(ran).startswith("Unsupported: halide backend does not support: copysign"), str(ran)[:300]
+    o = Outcome(ERROR, "compile", error_type=type(ran).__name__, message=str(ran))
+    verdict = judge_outcomes("inductor-program", {"inductor-halide": o})
+    assert not verdict.findings and len(verdict.unsupported) == 1, verdict
+    assert not is_decline("InductorError", "NotImplementedError: Unsupported for epilogue_nodes in "
+                                           "CppFlexAttentionTemplate")
+
+
+def test_plan_runs_halide_on_a_share_of_the_programs_and_not_where_it_is_missing():
+    from dlcfuzz.run.torch_campaign import HALIDE_SHARE, plan
+
+    runs = sum("inductor-halide" in plan(Graph(meta={"language": "torch"}), random.Random(seed), list(VARIANTS))
+               for seed in range(1000))
+    assert abs(runs - 1000 * HALIDE_SHARE) < 40, runs
+    without = [v for v in VARIANTS if v != "inductor-halide"]
+    assert not any("inductor-halide" in plan(Graph(meta={"language": "torch"}), random.Random(s), without)
+                   for s in range(200))

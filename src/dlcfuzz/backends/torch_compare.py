@@ -10,6 +10,8 @@ backends but not the reverse.
 
 from __future__ import annotations
 
+import re
+
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -70,9 +72,17 @@ class ProgramDivergence(Exception):
     """Raised in the worker when a compiled run diverges from eager (the outcome's error type)."""
 
 
+# Inductor wraps what a compile raised in its own exception (InductorError, LoweringException) whose message
+# begins with the wrapped one's type: "InductorError: Unsupported: halide backend does not support: copysign"
+WRAPPED_TYPES = re.compile(r"^(?:[A-Za-z_]\w*: )+")
+
+
 def is_decline(error_type: str, message: str) -> bool:
-    """A graph break under fullgraph=True, an explicit "not supported", or eager's own refusal."""
-    if error_type in DECLINE_TYPES:
+    """A graph break under fullgraph=True, an explicit "not supported", or eager's own refusal, raised or
+    wrapped by Inductor."""
+    wrapped = WRAPPED_TYPES.match(message or "")
+    types = {error_type, *(wrapped.group(0).split(": ")[:-1] if wrapped else ())}
+    if types & DECLINE_TYPES:
         return True
     low = (message or "").lower()
     return any(t.lower() in low for t in DECLINE_TEXT)

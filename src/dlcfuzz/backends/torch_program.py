@@ -25,6 +25,10 @@ on fresh inputs in the program's layouts:
 - ``inductor-layout``: the metamorphic layout oracle: after a call in the program's layouts, a call with each
   runtime input re-laid-out (``relayout``: contiguous <-> channels_last / transposed / step-sliced, the same
   values), judged on values alone against eager in the original layouts (kind ``layout``);
+- ``inductor-halide``: the forward with Inductor's Halide CPU backend (``cpu_backend="halide"``), where the
+  ``halide`` package is installed (``halide_reason``): Inductor's SIMD kernel codegen and tiling
+  (``codegen/simd.py``, ``tiling_utils.py``), which the GPU's Triton kernels share and the C++ backend never
+  runs, lowered to Halide; what Halide's codegen says it lacks (its ``Unsupported``) is a decline;
 - ``inductor-aoti``: AOTInductor, as a model is deployed: ``torch.export`` of the program (its failure is the
   exporter's decline, ``TorchExportError``), ``aoti_compile_and_package`` into a ``.pt2`` package, loaded back
   with ``aoti_load_package`` and called in the program's layouts; forward only, for programs that write no
@@ -98,6 +102,8 @@ POST_GRAD_PASSES = ("normalization_aten_pass", "decompose_mm_pass", "unbind_stac
                     "batch_aten_div", "batch_aten_mul")
 FX_PASSES_FLAGS: dict[str, Any] = {"pre_grad_fusion_options": {n: {} for n in PRE_GRAD_PASSES},
                                    "post_grad_fusion_options": {n: {} for n in POST_GRAD_PASSES}}
+# inductor-halide: the kernels through Inductor's SIMD codegen and Halide instead of the C++ backend
+HALIDE_FLAGS: dict[str, Any] = {"cpu_backend": "halide"}
 VARIANTS = {
     "inductor": {"backend": "inductor"},
     "inductor-dynamic": {"backend": "inductor", "dynamic": True},
@@ -111,6 +117,7 @@ VARIANTS = {
     "inductor-fx-passes": {"backend": "inductor", "config": FX_PASSES_FLAGS},
     "inductor-cache": {"backend": "inductor", "config": {"fx_graph_cache": True}, "cached": True},
     "inductor-aoti": {"backend": "inductor", "aoti": True},
+    "inductor-halide": {"backend": "inductor", "config": HALIDE_FLAGS},
 }
 # Inductor flags a sampled-config variant draws from (each with its values other than the default): ones
 # that change what Inductor generates for a CPU (fusion, reductions, buffer reuse, the pattern passes, the
@@ -156,6 +163,15 @@ CUDA_VARIANTS = {
     "inductor-cuda-backward": {"backend": "inductor", "device": "cuda", "backward": True},
 }
 THREADS = 1  # the default: one thread per worker (workers run side by side)
+
+
+def halide_reason() -> str:
+    """Why the Halide variant cannot run here ("" when it can)."""
+    import importlib.util
+
+    if importlib.util.find_spec("halide") is None:
+        return "the Halide package is not installed (pip install halide==19.0.0, or dlcfuzz[halide])"
+    return ""
 
 
 class EagerRejects(Exception):
@@ -410,13 +426,14 @@ class TorchProgramBackend(Backend):
         from dlcfuzz.backends.inductor import cuda_reason
 
         table = VARIANTS | ({} if cuda_reason() else CUDA_VARIANTS)
-        return [Variant(n, dict(o)) for n, o in table.items()]
+        halide = {} if halide_reason() else {"inductor-halide"}
+        return [Variant(n, dict(o)) for n, o in table.items() if o.get("config") is not HALIDE_FLAGS or halide]
 
     def device_notes(self) -> dict[str, str]:
         from dlcfuzz.backends.inductor import cuda_reason
 
-        why = cuda_reason()
-        return {"cuda": f"{self.name}: {why}"} if why else {}
+        notes = {"cuda": cuda_reason(), "halide": halide_reason()}
+        return {k: f"{self.name}: {why}" for k, why in notes.items() if why}
 
     def supports(self, ops: set[str], graph: Any = None) -> bool:
         from dlcfuzz.ir.graph import is_torch_program
@@ -900,5 +917,5 @@ def repro_script(source: str, variant: Variant, title: str) -> str:
                                 relayout_src=_standalone(relayout))
 
 
-__all__ = ["AUTOTUNE_FLAGS", "CONFIG_FLAGS", "FX_PASSES_FLAGS", "VARIANTS", "EagerRejects", "TorchProgramBackend",
+__all__ = ["AUTOTUNE_FLAGS", "CONFIG_FLAGS", "FX_PASSES_FLAGS", "HALIDE_FLAGS", "VARIANTS", "EagerRejects", "TorchProgramBackend",
            "minimal_flags", "relayout", "repro_script", "sample_config"]

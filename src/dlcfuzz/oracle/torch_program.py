@@ -60,7 +60,7 @@ def _register_declines(backend: str = "inductor-program") -> None:
 
     types = "|".join(sorted(DECLINE_TYPES))
     text = "|".join(re.escape(t) for t in DECLINE_TEXT)
-    rule = (backend, "*", rf"(?i)^(?:(?:{types}):|.*(?:{text}))")
+    rule = (backend, "*", rf"(?i)^(?:[a-z_]\w*: )*(?:(?:{types}):|.*(?:{text}))")
     if rule not in RULES:
         RULES.append(rule)
 
