@@ -496,7 +496,7 @@ def test_the_halide_variant_builds_halide_kernels_and_agrees_with_eager(monkeypa
 
     monkeypatch.setattr(HalideCodeCache, "generate_halide_async", classmethod(spy))
     g = _program(("torch.sin", "torch.sum"), seed=0, op_range=(2, 2))
-    ran, arts = _run(TorchProgramBackend(), g, Variant("inductor-halide", dict(VARIANTS["inductor-halide"])))
+    ran, _ = _run(TorchProgramBackend(), g, Variant("inductor-halide", dict(VARIANTS["inductor-halide"])))
     assert not isinstance(ran, Exception), ran
     assert ran.divergence is None, ran.divergence
     assert built and all("import halide as hl" in s for s in built), built[:1]

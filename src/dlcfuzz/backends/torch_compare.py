@@ -10,9 +10,8 @@ backends but not the reverse.
 
 from __future__ import annotations
 
-import re
-
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any

@@ -426,8 +426,8 @@ class TorchProgramBackend(Backend):
         from dlcfuzz.backends.inductor import cuda_reason
 
         table = VARIANTS | ({} if cuda_reason() else CUDA_VARIANTS)
-        halide = {} if halide_reason() else {"inductor-halide"}
-        return [Variant(n, dict(o)) for n, o in table.items() if o.get("config") is not HALIDE_FLAGS or halide]
+        missing = {"inductor-halide"} if halide_reason() else set()
+        return [Variant(n, dict(o)) for n, o in table.items() if n not in missing]
 
     def device_notes(self) -> dict[str, str]:
         from dlcfuzz.backends.inductor import cuda_reason
@@ -917,5 +917,5 @@ def repro_script(source: str, variant: Variant, title: str) -> str:
                                 relayout_src=_standalone(relayout))
 
 
-__all__ = ["AUTOTUNE_FLAGS", "CONFIG_FLAGS", "FX_PASSES_FLAGS", "HALIDE_FLAGS", "VARIANTS", "EagerRejects", "TorchProgramBackend",
-           "minimal_flags", "relayout", "repro_script", "sample_config"]
+__all__ = ["AUTOTUNE_FLAGS", "CONFIG_FLAGS", "FX_PASSES_FLAGS", "HALIDE_FLAGS", "VARIANTS", "EagerRejects",
+           "TorchProgramBackend", "halide_reason", "minimal_flags", "relayout", "repro_script", "sample_config"]
