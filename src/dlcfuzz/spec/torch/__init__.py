@@ -15,7 +15,7 @@ import importlib
 from dlcfuzz.solve import intervals as _iv
 from dlcfuzz.spec.torch.base import NAMESPACE, TORCH_DTYPES, TorchOpSpec, mutated_slots
 
-TORCH_FAMILIES = ("pointwise", "view", "inplace", "index", "reduce", "nn", "idiom")
+TORCH_FAMILIES = ("pointwise", "view", "inplace", "index", "reduce", "nn", "idiom", "library")
 
 TORCH_REGISTRY: dict[str, TorchOpSpec] = {}
 for _family in TORCH_FAMILIES:

@@ -441,6 +441,67 @@ COND = TorchOpSpec(
     transfer=lambda c: [tuple(c.attrs["bound"]) if "bound" in c.attrs else c.ivs[1] for _ in c.outs],
     vdomain=small_domain(16.0))
 
+# ---------------------------------------------------------------------------------------------
+# Loops: while_loop and scan (torch._higher_order_ops), a fixed-count recurrence as a model writes it
+# ---------------------------------------------------------------------------------------------
+# Inductor lowers both to its WhileLoop IR (a scan becomes a while_loop over its dim).  The count is a carried
+# int64 tensor that nothing else feeds, so eager and compiled code run the same iterations; the operand is
+# detached (neither loop has a backward on CPU), so that a backward program differentiates around the call,
+# and contiguous, as the body returns it (the loop checks that the carried values keep their strides).
+LOOP = "a while_loop or scan"  # the mechanism (TorchOpSpec.mechanism)
+LOOP_BODIES = {
+    "tanh": "torch.tanh({t}) * 0.5 + 0.25",
+    "affine": "{t} * 0.5 + 1.0",
+    "roll": "({t} + {t}.roll(1, -1)) * 0.5",
+    "center": "{t} - {t}.mean() * 0.5",
+}
+
+
+def _loop_bodies(c) -> Choice:
+    return Choice(tuple(b for b in LOOP_BODIES if c.r > 0 or b != "roll"))
+
+
+def _while_emit(a: list[str], k: dict) -> str:
+    body = LOOP_BODIES[k["body"]].format(t="t")
+    return (f"while_loop(lambda i, t: i < {k['n']}, lambda i, t: (i + 1, {body}), "
+            f"(torch.zeros((), dtype=torch.int64), {a[0]}.detach().clone(memory_format=torch.contiguous_format)))[1]")
+
+
+def _while_plain(a: list[str], k: dict) -> str:
+    """The loop unrolled: its body applied n times."""
+    t = f"{a[0]}.detach().clone(memory_format=torch.contiguous_format)"
+    for _ in range(k["n"]):
+        t = "(" + LOOP_BODIES[k["body"]].format(t=t) + ")"
+    return t
+
+
+def _scan_emit(a: list[str], k: dict) -> str:
+    # over dim 0 of a contiguous copy (the scanned dim moved first), then moved back: the carry and each
+    # step's slice are contiguous, as the loop's body returns them (while_loop checks that they match)
+    x, d = f"{a[0]}.detach().movedim({k['dim']}, 0).clone(memory_format=torch.contiguous_format)", k["dim"]
+    return (f"(lambda r: (r[0], r[1].movedim(0, {d})))(scan(lambda c, xi: (c * {k['decay']} + xi, "
+            f"torch.tanh(c * {k['decay']} + xi)), torch.zeros_like({x}[0]), {x}))")
+
+
+def _loop_iv(c: iv.Call) -> list[iv.Iv]:
+    m = 6.0 * max(1.0, iv.amax(c.x)) + 2.0  # |t - mean/2| at most 1.5 |t| per iteration, four at most
+    return [iv.widen((-m, m), c.n, 4.0, absolute=1.0)]
+
+
+WHILE_LOOP = TorchOpSpec(
+    "while_loop", "nn", [In("x", T="T", rank=(0, 4))], lambda c: [c.x],
+    attrs={"n": Int(1, 4), "body": _loop_bodies}, types={"T": FLOATS}, emit=_while_emit, plain=_while_plain,
+    mechanism=LOOP, grad=False, imports=("from torch._higher_order_ops import while_loop",), transfer=_loop_iv,
+    vdomain=small_domain(16.0))
+SCAN = TorchOpSpec(
+    "scan", "nn", [In("x", T="T", rank=(1, 4))],
+    lambda c: [TensorType(tuple(n for i, n in enumerate(c.s) if i != c.dim), c.T), c.x],
+    attrs={"dim": lambda c: Int(0, c.r - 1), "decay": Choice((0.5, 0.9, 1.0))}, types={"T": FLOATS},
+    emit=_scan_emit, mechanism=LOOP, grad=False, imports=("from torch._higher_order_ops.scan import scan",),
+    transfer=lambda c: [iv.widen(iv.scale(c.x, float(max(1, c.types[0].shape[c.attrs["dim"]]))), c.n, 4.0,
+                                 absolute=1.0), (-1.0, 1.0)],
+    vdomain=small_domain(16.0))
+
 SPECS = [
     *(conv(n, t) for n in (1, 2, 3) for t in (False, True)),
     *(pool(kind, n) for kind in ("max", "avg") for n in (1, 2, 3)),
@@ -560,7 +621,7 @@ SPECS = [
                 attrs={"reduction": Choice(("mean", "sum", "none"))}, types={"T": F32}, vdomain=small_domain(16.0),
                 transfer=lambda c: [(0.0, max(1, c.types[0].numel) * (iv.amax(c.x) + 2))],
                 emit=lambda a, k: f"F.binary_cross_entropy_with_logits({a[0]}, {a[1]}, reduction={k['reduction']!r})"),
-    COND,
+    COND, WHILE_LOOP, SCAN,
     TorchOpSpec("dropout_eval", "nn", [In("x", T="T", rank=(0, 5))], lambda c: [c.x], attrs={"p": Float(0.1, 0.5)},
                 types={"T": NN_FLOATS}, transfer=same_iv, vdomain=small_domain(1e4),
                 emit=lambda a, k: f"F.dropout({a[0]}, p={k['p']}, training=False)"),
