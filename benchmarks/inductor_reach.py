@@ -1,7 +1,7 @@
 """How much of Inductor do dlcfuzz's two kinds of tests reach?  (issue 28)
 
     python benchmarks/inductor_reach.py [-n 300] [--seed 0] [--ops 10:10] [--timeout 180] [--out DIR]
-        [--native-variants NAME,...] [--sides onnx,native] [--cpu-seconds S] [--jobs 1|2]
+        [--native-variants NAME,...] [--sides onnx,native] [--cpu-seconds S] [--jobs 1|2] [--first K]
 
     python benchmarks/inductor_reach.py -n 100000 --cpu-seconds 900 --sides native,guided --jobs 2
         (coverage guidance against unguided generation in equal time, issue 28)
@@ -229,7 +229,7 @@ def native_side(seed: int, ops: tuple[int, int], only: str = "",
 
 
 def measure(side: str, n: int, seed: int, ops: tuple[int, int], timeout: int, out: Path, start: int,
-            native_variants: str = "", cpu_budget: float = 0.0) -> None:
+            native_variants: str = "", cpu_budget: float = 0.0, first: int = 0) -> None:
     """Runs programs ``start``..n-1 of one side under coverage.  After each program it saves the state
     (``out/SIDE.json``) and the coverage data (``out/SIDE.coverage.START``): a program that takes the
     process down (a segfault, or a hang in native code, which the watchdog ends) loses nothing before it,
@@ -254,10 +254,10 @@ def measure(side: str, n: int, seed: int, ops: tuple[int, int], timeout: int, ou
         native_side(seed, ops, native_variants, guided=side == "guided")
     warm_up()
     state_file = out / f"{side}.json"
-    if not start:  # a kept folder's earlier run must not add its lines
+    if start == first:  # a kept folder's earlier run must not add its lines
         for old in out.glob(f"{side}.coverage.*"):
             old.unlink()
-    state = json.loads(state_file.read_text()) if start else {
+    state = json.loads(state_file.read_text()) if start > first else {
         "side": side, "variants": variants, "root": inductor_dir(), "done": 0, "cpu_s": 0.0, "wall_s": 0.0,
         "programs": {}, "compiles": {}, "ran": {}, "fired": {}, "died": [], "crashes": []}
     programs, compiles = Counter(state["programs"]), Counter(state["compiles"])
@@ -306,11 +306,11 @@ def measure(side: str, n: int, seed: int, ops: tuple[int, int], timeout: int, ou
 def run_side(side: str, a: argparse.Namespace, out: Path) -> None:
     """One side in child processes: a fresh one after a program that took the process down (counted as
     crashed, under "died"; its own CPU time is not counted)."""
-    start = 0
+    start = a.first
     while True:
         r = subprocess.run([sys.executable, __file__, "--side", side, "-n", str(a.n), "--seed", str(a.seed),
                             "--ops", f"{a.ops[0]}:{a.ops[1]}", "--timeout", str(a.timeout), "--out", str(out),
-                            "--start", str(start), "--native-variants", a.native_variants,
+                            "--start", str(start), "--first", str(a.first), "--native-variants", a.native_variants,
                             "--cpu-seconds", str(a.cpu_seconds)])
         state_file = out / f"{side}.json"
         if r.returncode == 0:
@@ -445,12 +445,14 @@ def main() -> None:
     p.add_argument("--jobs", type=int, default=1, choices=(1, 2), help="2: both sides at once, one core each")
     p.add_argument("--side", choices=SIDES, help=argparse.SUPPRESS)  # internal: run one side in this process
     p.add_argument("--start", type=int, default=0, help=argparse.SUPPRESS)  # internal: resume after a dead process
+    p.add_argument("--first", type=int, default=0,
+                   help="begin at program K (a shard: shards' coverage data files together make the side's)")
     a = p.parse_args()
     with contextlib.ExitStack() as stack:
         out = Path(a.out) if a.out else Path(stack.enter_context(tempfile.TemporaryDirectory()))
         out.mkdir(parents=True, exist_ok=True)
         if a.side:
-            measure(a.side, a.n, a.seed, a.ops, a.timeout, out, a.start, a.native_variants, a.cpu_seconds)
+            measure(a.side, a.n, a.seed, a.ops, a.timeout, out, a.start, a.native_variants, a.cpu_seconds, a.first)
             return
         sides = a.sides.split(",")
         if len(sides) != 2 or not set(sides) <= set(SIDES) or sides[0] == sides[1]:
