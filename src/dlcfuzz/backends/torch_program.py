@@ -170,7 +170,7 @@ def halide_reason() -> str:
     import importlib.util
 
     if importlib.util.find_spec("halide") is None:
-        return "the Halide package is not installed (pip install halide==19.0.0, or dlcfuzz[halide])"
+        return "the Halide package is not installed (pip install "dlcfuzz[halide]")"
     return ""
 
 
