@@ -500,6 +500,14 @@ def test_the_halide_variant_builds_halide_kernels_and_agrees_with_eager(monkeypa
     assert not isinstance(ran, Exception), ran
     assert ran.divergence is None, ran.divergence
     assert built and all("import halide as hl" in s for s in built), built[:1]
+    built.clear()  # and backward: the joint graph's kernels (sin's derivative, sum's broadcast) through Halide
+    g = TorchProgramGenerator([TORCH_REGISTRY["torch.sin"], TORCH_REGISTRY["torch.sum"]], (2, 2),
+                              options=ProgramOptions(layout_rate=0.0, backward_rate=1.0, dynamic_rate=0.0)).generate(0)
+    variant = Variant("inductor-halide-backward", dict(VARIANTS["inductor-halide-backward"]))
+    ran, _ = _run(TorchProgramBackend(), g, variant)
+    assert not isinstance(ran, Exception), ran
+    assert ran.divergence is None, ran.divergence
+    assert len(built) >= 2 and any("cos" in s for s in built), built
 
 
 def test_what_halides_codegen_says_it_lacks_is_a_decline_not_a_bug():
@@ -523,9 +531,15 @@ def test_what_halides_codegen_says_it_lacks_is_a_decline_not_a_bug():
 def test_plan_runs_halide_on_a_share_of_the_programs_and_not_where_it_is_missing():
     from dlcfuzz.run.torch_campaign import HALIDE_SHARE, plan
 
-    runs = sum("inductor-halide" in plan(Graph(meta={"language": "torch"}), random.Random(seed), list(VARIANTS))
-               for seed in range(1000))
-    assert abs(runs - 1000 * HALIDE_SHARE) < 40, runs
-    without = [v for v in VARIANTS if v != "inductor-halide"]
-    assert not any("inductor-halide" in plan(Graph(meta={"language": "torch"}), random.Random(s), without)
-                   for s in range(200))
+    runs = backward = 0
+    for seed in range(1000):
+        for meta in ({}, {"backward": True}):
+            chosen = plan(Graph(meta={"language": "torch", **meta}), random.Random(seed), list(VARIANTS))
+            runs += "inductor-halide" in chosen
+            backward += "inductor-halide-backward" in chosen
+            assert ("inductor-halide-backward" in chosen) <= bool(meta), chosen  # in the program's direction
+            assert ("inductor-halide" in chosen) <= (not meta), chosen
+    assert abs(runs - 1000 * HALIDE_SHARE) < 45 and abs(backward - 1000 * HALIDE_SHARE) < 45, (runs, backward)
+    without = [v for v in VARIANTS if not v.startswith("inductor-halide")]
+    assert not any(v.startswith("inductor-halide") for s in range(200) for meta in ({}, {"backward": True})
+                   for v in plan(Graph(meta={"language": "torch", **meta}), random.Random(s), without))

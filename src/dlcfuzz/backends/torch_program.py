@@ -25,7 +25,8 @@ on fresh inputs in the program's layouts:
 - ``inductor-layout``: the metamorphic layout oracle: after a call in the program's layouts, a call with each
   runtime input re-laid-out (``relayout``: contiguous <-> channels_last / transposed / step-sliced, the same
   values), judged on values alone against eager in the original layouts (kind ``layout``);
-- ``inductor-halide``: the forward with Inductor's Halide CPU backend (``cpu_backend="halide"``), where the
+- ``inductor-halide`` (``inductor-halide-backward`` for a program that runs backward: the joint graph's kernels
+  too): the program with Inductor's Halide CPU backend (``cpu_backend="halide"``), where the
   ``halide`` package is installed (``halide_reason``): Inductor's SIMD kernel codegen and tiling
   (``codegen/simd.py``, ``tiling_utils.py``), which the GPU's Triton kernels share and the C++ backend never
   runs, lowered to Halide; what Halide's codegen says it lacks (its ``Unsupported``) is a decline;
@@ -118,6 +119,7 @@ VARIANTS = {
     "inductor-cache": {"backend": "inductor", "config": {"fx_graph_cache": True}, "cached": True},
     "inductor-aoti": {"backend": "inductor", "aoti": True},
     "inductor-halide": {"backend": "inductor", "config": HALIDE_FLAGS},
+    "inductor-halide-backward": {"backend": "inductor", "config": HALIDE_FLAGS, "backward": True},
 }
 # Inductor flags a sampled-config variant draws from (each with its values other than the default): ones
 # that change what Inductor generates for a CPU (fusion, reductions, buffer reuse, the pattern passes, the
@@ -170,7 +172,7 @@ def halide_reason() -> str:
     import importlib.util
 
     if importlib.util.find_spec("halide") is None:
-        return "the Halide package is not installed (pip install "dlcfuzz[halide]")"
+        return 'the Halide package is not installed (pip install "dlcfuzz[halide]")'
     return ""
 
 
@@ -426,7 +428,7 @@ class TorchProgramBackend(Backend):
         from dlcfuzz.backends.inductor import cuda_reason
 
         table = VARIANTS | ({} if cuda_reason() else CUDA_VARIANTS)
-        missing = {"inductor-halide"} if halide_reason() else set()
+        missing = {n for n, o in VARIANTS.items() if o.get("config") is HALIDE_FLAGS} if halide_reason() else set()
         return [Variant(n, dict(o)) for n, o in table.items() if n not in missing]
 
     def device_notes(self) -> dict[str, str]:

@@ -45,7 +45,7 @@ PROGRAM_REDUCTION = "program_reduction.json"  # a program bug's reduction and tr
 REDUCED_PROGRAM = "reduced_program.json"  # its smallest program's graph
 VARIANT_NAMES = ("inductor", "inductor-dynamic", "inductor-threads", "inductor-backward", "inductor-cpp-wrapper",
                  "inductor-freezing", "inductor-config", "inductor-layout", "inductor-autotune", "inductor-fx-passes",
-                 "inductor-cache", "inductor-aoti", "inductor-halide")
+                 "inductor-cache", "inductor-aoti", "inductor-halide", "inductor-halide-backward")
 # the variants under Inductor flags, one of which runs on CONFIG_SHARE of the programs (the sampled one for half)
 CONFIG_VARIANTS = ("inductor-config", "inductor-config", "inductor-cpp-wrapper", "inductor-freezing")
 CONFIG_SHARE = 0.3
@@ -66,9 +66,9 @@ CACHE_SHARE = 0.1
 # AOTInductor (torch.export, then a compiled package loaded back) for programs that run forward and write no
 # input: a package's compile costs about three times a torch.compile's
 AOTI_SHARE = 0.1
-# the Halide CPU backend: Inductor's SIMD codegen and tiling, which the C++ backend never runs; a program's
-# Halide kernels take about three times its C++ ones to build
-HALIDE_SHARE = 0.1
+# the Halide CPU backend: Inductor's SIMD codegen and tiling, which the C++ backend never runs (backward too,
+# for a program that runs backward); a program's Halide kernels take about three times its C++ ones to build
+HALIDE_SHARE = 0.15
 # `--backends inductor` alone runs torch-native programs on this backend (with others beside it, besides ONNX graphs)
 PROGRAM_BACKENDS = {"inductor": BACKEND, BACKEND: BACKEND, "inductor-torch": BACKEND}
 # of those, the ones that take no ONNX graph (Inductor's torch path): in a campaign of programs only
@@ -93,7 +93,7 @@ def plan(graph: Graph, rng: random.Random, known: list[str] | None = None) -> li
     GEMM template for ``AUTOTUNE_SHARE`` of those that multiply matrices or convolve, the split/cat passes
     for ``FX_PASSES_SHARE`` of those that split or concatenate, the FX graph cache for ``CACHE_SHARE`` (of
     the ``known`` variants of the backend, where given), AOTInductor for ``AOTI_SHARE`` of the forward programs
-    that write no input, the Halide backend for ``HALIDE_SHARE``; on a GPU, each of these that has a CUDA form
+    that write no input, the Halide backend for ``HALIDE_SHARE`` (in the program's direction); on a GPU, each of these that has a CUDA form
     (``inductor-cuda``, ``inductor-cuda-dynamic``, ``inductor-cuda-backward``) runs there too."""
     out = ["inductor-backward" if graph.meta.get("backward") else "inductor"]
     if graph.meta.get("dynamic") and rng.random() < DYNAMIC_SHARE:
@@ -118,7 +118,7 @@ def plan(graph: Graph, rng: random.Random, known: list[str] | None = None) -> li
     if rng.random() < AOTI_SHARE and not graph.meta.get("backward") and not graph.meta.get("mutated"):
         out.append("inductor-aoti")
     if rng.random() < HALIDE_SHARE:
-        out.append("inductor-halide")
+        out.append("inductor-halide-backward" if graph.meta.get("backward") else "inductor-halide")
     if known is not None:
         on_gpu = [v.replace("inductor", "inductor-cuda", 1) for v in out]
         out = [v for v in out + on_gpu if v in known] or known[:1]
