@@ -93,8 +93,9 @@ def plan(graph: Graph, rng: random.Random, known: list[str] | None = None) -> li
     GEMM template for ``AUTOTUNE_SHARE`` of those that multiply matrices or convolve, the split/cat passes
     for ``FX_PASSES_SHARE`` of those that split or concatenate, the FX graph cache for ``CACHE_SHARE`` (of
     the ``known`` variants of the backend, where given), AOTInductor for ``AOTI_SHARE`` of the forward programs
-    that write no input, the Halide backend for ``HALIDE_SHARE`` (in the program's direction); on a GPU, each of these that has a CUDA form
-    (``inductor-cuda``, ``inductor-cuda-dynamic``, ``inductor-cuda-backward``) runs there too."""
+    that write no input, the Halide backend for ``HALIDE_SHARE`` (in the program's direction); on a GPU, each
+    of these that has a CUDA form (``inductor-cuda``, ``inductor-cuda-dynamic``, ``inductor-cuda-backward``)
+    runs there too."""
     out = ["inductor-backward" if graph.meta.get("backward") else "inductor"]
     if graph.meta.get("dynamic") and rng.random() < DYNAMIC_SHARE:
         out.append("inductor-dynamic")
