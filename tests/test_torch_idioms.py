@@ -72,6 +72,8 @@ FIRES: dict[str, tuple[Callable[[Graph, Node], bool], bool, str]] = {
     "torch.idiom_conv_binary": (_params(1, 3), True, "binary_folding"),
     "torch.idiom_linear_act": (lambda g, n: _params(1)(g, n) and _rows(g, n), True,
                                "mkldnn_linear_weight_pack_matcher_count"),
+    "torch.idiom_qlinear": (_params(1), True, "qlinear_weight_prepack_matcher_count"),
+    "torch.idiom_qconv": (_params(1), True, "qconv_weight_prepack_matcher_count"),
 }
 
 

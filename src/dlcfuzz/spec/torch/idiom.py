@@ -27,6 +27,10 @@ pass each one aims at (``torch/_inductor/fx_passes/``; ``TARGETS`` below):
   ``partial_reduce`` (``amax(dim)`` beside ``amax()``): post_grad's partial-reduction reuse;
 - ``noop`` (``x + 0``, ``x * 1``, ``x ** 1``, ``cat([x])``, ``repeat(1, ..)``, ``pad(x, [0, 0])``,
   ``x * ones_like(x)``): the no-op removals of joint_graph/post_grad and uniform-value constant folding;
+- ``qlinear``, ``qconv``: int8 inference as PyTorch 2 export quantization (pt2e) leaves a model: activations
+  quantized to uint8 and back, int8 per-channel weights dequantized where read, an optional quantized add and
+  requantized output: under freezing, the oneDNN qlinear/qconv weight prepacking and post-op fusions of
+  quantization.py; else the quantize/dequantize lowerings;
 - ``rms_norm``, ``layer_norm``, ``gelu`` written out (LLaMA's RMSNorm with its float upcast, BERT's
   LayerNorm, GPT-2's tanh GELU), and ``unbind_stack``: the fusion and reduction code on what models write.
 """
@@ -193,6 +197,83 @@ CONV_BN = _spec(
     _conv_out, _conv_bn_emit, _conv_bn_iv,
     attrs={**_conv_attrs(), "eps": Choice((1e-5, 1e-3)), "act": Choice(("none", "relu", "relu", "silu", "hardtanh"))},
     types={"T": ("float32",)}, vdomain=_conv_domain(4))  # 4: the running variance
+
+
+# ---------------------------------------------------------------------------------------------
+# int8 inference as PyTorch 2 export quantization leaves a model (pt2e, X86InductorQuantizer, convert_pt2e)
+# ---------------------------------------------------------------------------------------------
+# an activation quantized to uint8 per tensor and back; an int8 weight with its per-output-channel scales and
+# zero points (constants, as convert_pt2e folds them), dequantized where it is read: under freezing, Inductor
+# prepacks the weight and fuses each dequantize -> linear/conv -> add/activation -> quantize into one oneDNN
+# qlinear / qconv (fx_passes/quantization.py, mkldnn_lowerings.py); without it, the quantize/dequantize lowerings
+QDQ_HELPERS = '''import torch.ao.quantization.fx._decomposed  # registers torch.ops.quantized_decomposed
+
+
+def _qdq(t, scale, zero_point):
+    qd = torch.ops.quantized_decomposed
+    q = qd.quantize_per_tensor.default(t, scale, zero_point, 0, 255, torch.uint8)
+    return qd.dequantize_per_tensor.default(q, scale, zero_point, 0, 255, torch.uint8)
+
+
+def _dq_weight(q, scale, zero_point):
+    return torch.ops.quantized_decomposed.dequantize_per_channel.default(q, scale, zero_point, 0, -128, 127,
+                                                                         torch.int8)'''
+Q_ACTS = ("none", "relu", "relu", "gelu", "silu", "hardtanh")
+
+
+def _quantized_emit(contraction: Callable[[str, str, str, dict], str]) -> Callable[[list[str], dict], str]:
+    """dequantize -> linear/conv (+ a quantized other operand) -> activation (-> quantize), pt2e's form."""
+    def emit(a: list[str], k: dict) -> str:
+        x = f"_qdq({a[0]}, {k['scale']}, {k['zp']})"
+        out = contraction(x, f"_dq_weight({a[1]}, {a[2]}, {a[3]})", a[4] if len(a) > 4 and a[4] else "None", k)
+        if len(a) > 5 and a[5]:
+            out = f"({out} + _qdq({a[5]}, {k['scale']}, {k['zp']}))"
+        out = _act(k, out)
+        return f"_qdq({out}, 0.1, 128)" if k["requant"] else out
+    return emit
+
+
+def _q_weight(c) -> np.ndarray:
+    return c.np.integers(-128, 128, size=c.wshape).astype(np.int8)
+
+
+def _q_scales(c) -> np.ndarray:
+    return (c.np.integers(1, 11, size=(c.o,)) * 0.002).astype(np.float32)
+
+
+def _q_inputs(out_shape: Callable) -> list:
+    """The int8 weight (of the ``wshape`` attribute), its scales and zero points, a bias, an other operand."""
+    return [Const("wq", _q_weight), Const("ws", _q_scales),
+            Const("wz", lambda c: np.zeros((c.o,), dtype=np.int64)),
+            In("b", T="T", shape=lambda c: (c.o,), optional=True, weight=True),
+            In("other", T="T", shape=out_shape, optional=True)]
+
+
+def _q_iv(count: Callable[[iv.Call], float]) -> Callable[[iv.Call], list[iv.Iv]]:
+    """|x| <= 7.75 once quantized (uint8 at scale 0.05, zero point 100), |w| <= 128 * 0.02."""
+    def t(c: iv.Call) -> list[iv.Iv]:
+        return _bound(float(count(c)) * 7.75 * 2.56 + _amax(c, 4) + 8.0, c)
+    return t
+
+
+def _q_attrs() -> dict:
+    return {"scale": Choice((0.02, 0.05)), "zp": Choice((128, 100)), "act": Choice(Q_ACTS), "requant": BOOL}
+
+
+QLINEAR = _spec(
+    "qlinear", [In("x", T="T", rank=(2, 3)),
+                *_q_inputs(lambda c: (*c.s[:-1], c.o))],
+    lambda c: [TensorType((*c.s[:-1], c.o), c.T)],
+    _quantized_emit(lambda x, w, b, k: f"F.linear({x}, {w}, {b})"),
+    _q_iv(lambda c: c.types[0].shape[-1]),
+    attrs={"o": Int(1, 6), "wshape": lambda c: Choice(((c.o, c.s[-1]),)), **_q_attrs()},
+    types={"T": ("float32",)}, imports=(QDQ_HELPERS,), vdomain=small_domain(4.0))
+QCONV = _spec(
+    "qconv", [In("x", T="T", rank=(4, 4)), *_q_inputs(lambda c: tuple(_conv_out(c)[0].shape))],
+    _conv_out, _quantized_emit(lambda x, w, b, k: f"F.conv2d({x}, {w}, {b}, padding={k['pad']})"),
+    _q_iv(_conv_count),
+    attrs={**_conv_attrs(), "wshape": lambda c: Choice(((c.o, c.s[1], c.k, c.k),)), **_q_attrs()},
+    types={"T": ("float32",)}, imports=(QDQ_HELPERS,), vdomain=small_domain(4.0))
 
 
 _BINOPS = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
@@ -594,7 +675,7 @@ GELU = _spec(
 
 SPECS = [MM_BIAS, LINEAR_ACT, BATCHED_DOT, CONV_BN, CONV_BINARY, NUMPY_AXIS, SPLIT_CAT, CAT_SPLIT, CAT_SLICE_CAT,
          UNBIND_STACK, VIEW_PAIR, PERMUTE_PAIR, CONVERT_PAIR, SCALED_SOFTMAX, ATTENTION, FULL_CUMSUM, ONEHOT_SCATTER,
-         PARTIAL_REDUCE, NOOP, RMS_NORM, LAYER_NORM, GELU]
+         PARTIAL_REDUCE, NOOP, RMS_NORM, LAYER_NORM, GELU, QLINEAR, QCONV]
 
 # the pass each idiom aims at: counters["inductor"] keys or pattern-matcher pattern names (as
 # benchmarks/inductor_reach.py names them), under the default config unless the entry says freezing
@@ -617,6 +698,8 @@ TARGETS: dict[str, tuple[str, ...]] = {
     "torch.idiom_conv_binary": ("freezing: binary_folding",),
     "torch.idiom_numpy_axis": ("numpy_compat_normalization",),
     "torch.idiom_batched_dot": ("decompose_bmm",),
+    "torch.idiom_qlinear": ("freezing: qlinear_weight_prepack_matcher_count",),
+    "torch.idiom_qconv": ("freezing: qconv_weight_prepack_matcher_count",),
 }
 
 # what takes an empty first input (a dim of 0) as eager does: the shape-preserving ones of plain arithmetic
