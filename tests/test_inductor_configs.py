@@ -528,6 +528,20 @@ def test_what_halides_codegen_says_it_lacks_is_a_decline_not_a_bug():
                                            "CppFlexAttentionTemplate")
 
 
+def test_an_operation_halide_lacks_is_the_halide_variants_decline():
+    """log2: Halide's codegen raises NotImplementedError("log2"); the Halide variants name that type as their
+    gaps, so the worker raises a CodegenGap, which the judge counts apart (unsupported), not as a bug."""
+    _needs_halide()
+    from dlcfuzz.oracle.torch_program import judge_outcomes
+
+    g = _program(("torch.log2",), seed=0, op_range=(1, 1))
+    ran, _ = _run(TorchProgramBackend(), g, Variant("inductor-halide", dict(VARIANTS["inductor-halide"])))
+    assert type(ran).__name__ == "CodegenGap" and "NotImplementedError: log2" in str(ran), ran
+    o = Outcome(ERROR, "compile", error_type=type(ran).__name__, message=str(ran))
+    verdict = judge_outcomes("inductor-program", {"inductor-halide": o})
+    assert not verdict.findings and len(verdict.unsupported) == 1, verdict
+
+
 def test_plan_runs_halide_on_a_share_of_the_programs_and_not_where_it_is_missing():
     from dlcfuzz.run.torch_campaign import HALIDE_SHARE, plan
 

@@ -25,13 +25,16 @@ INDUCTOR, AOT, DYNAMO = "inductor", "dynamo/aot_autograd", "dynamo"
 EXPORT = "torch.export"  # a finding that the exported program (ep.module()) shows too
 DIVERGENCE_ERROR = "ProgramDivergence"  # the error type a worker reports a divergence under
 EAGER_REJECTS = "EagerRejects"  # eager torch refused the program: the generator's decline
+# a variant's code generator said that it lacks an operation, in the exception its variant names as its gaps
+# (``VARIANTS[...]["gaps"]``: the Halide backend's NotImplementedError("log2")): that variant's decline
+CODEGEN_GAP = "CodegenGap"
 # same()'s tolerance per output dtype (torch's inductor accuracy checks: 1e-4 for float32, looser for
 # the 16-bit types), before the float64 tie-breaker
 TOLERANCE = {"float64": 1e-4, "float32": 1e-4, "float16": 1e-3, "bfloat16": 1e-2}
 # what Dynamo or Inductor say when they decline a program (a graph break under fullgraph=True, an
 # operator or dtype they do not support): not bugs
 DECLINE_TYPES = frozenset({"Unsupported", "UserError", "UncapturedHigherOrderOpError", "ObservedException",
-                           EAGER_REJECTS, "TorchExportError"})
+                           EAGER_REJECTS, "TorchExportError", CODEGEN_GAP})
 DECLINE_TEXT = ("graph break", "not supported", "is not implemented", "unsupported operator",
                 "data dependent", "data-dependent", "Could not guard on data-dependent")
 
@@ -76,12 +79,16 @@ class ProgramDivergence(Exception):
 WRAPPED_TYPES = re.compile(r"^(?:[A-Za-z_]\w*: )+")
 
 
+def raised_types(error_type: str, message: str) -> set[str]:
+    """The exception's type and those Inductor's wrappers name at the head of its message."""
+    wrapped = WRAPPED_TYPES.match(message or "")
+    return {error_type, *(wrapped.group(0).split(": ")[:-1] if wrapped else ())}
+
+
 def is_decline(error_type: str, message: str) -> bool:
     """A graph break under fullgraph=True, an explicit "not supported", or eager's own refusal, raised or
     wrapped by Inductor."""
-    wrapped = WRAPPED_TYPES.match(message or "")
-    types = {error_type, *(wrapped.group(0).split(": ")[:-1] if wrapped else ())}
-    if types & DECLINE_TYPES:
+    if raised_types(error_type, message) & DECLINE_TYPES:
         return True
     low = (message or "").lower()
     return any(t.lower() in low for t in DECLINE_TEXT)

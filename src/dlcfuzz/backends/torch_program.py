@@ -29,7 +29,8 @@ on fresh inputs in the program's layouts:
   too): the program with Inductor's Halide CPU backend (``cpu_backend="halide"``), where the
   ``halide`` package is installed (``halide_reason``): Inductor's SIMD kernel codegen and tiling
   (``codegen/simd.py``, ``tiling_utils.py``), which the GPU's Triton kernels share and the C++ backend never
-  runs, lowered to Halide; what Halide's codegen says it lacks (its ``Unsupported``) is a decline;
+  runs, lowered to Halide; what Halide's codegen says it lacks (its ``Unsupported``, or a NotImplementedError:
+  the variant's ``gaps``, raised as ``CodegenGap``) is a decline;
 - ``inductor-aoti``: AOTInductor, as a model is deployed: ``torch.export`` of the program (its failure is the
   exporter's decline, ``TorchExportError``), ``aoti_compile_and_package`` into a ``.pt2`` package, loaded back
   with ``aoti_load_package`` and called in the program's layouts; forward only, for programs that write no
@@ -67,6 +68,7 @@ from dlcfuzz.backends.base import Backend, Test, Variant
 from dlcfuzz.backends.inductor import reporting_fired
 from dlcfuzz.backends.torch_compare import (
     AOT,
+    CODEGEN_GAP,
     DYNAMO,
     EAGER_REJECTS,
     EXPORT,
@@ -80,6 +82,7 @@ from dlcfuzz.backends.torch_compare import (
     ProgramVerdict,
     compare_tensors,
     is_decline,
+    raised_types,
 )
 
 # inductor-autotune: the CPU GEMM templates as a user asks for them (mode="max-autotune" on a frozen model in
@@ -118,8 +121,10 @@ VARIANTS = {
     "inductor-fx-passes": {"backend": "inductor", "config": FX_PASSES_FLAGS},
     "inductor-cache": {"backend": "inductor", "config": {"fx_graph_cache": True}, "cached": True},
     "inductor-aoti": {"backend": "inductor", "aoti": True},
-    "inductor-halide": {"backend": "inductor", "config": HALIDE_FLAGS},
-    "inductor-halide-backward": {"backend": "inductor", "config": HALIDE_FLAGS, "backward": True},
+    # the experimental Halide backend says it lacks an operation with NotImplementedError("log2"): a decline
+    "inductor-halide": {"backend": "inductor", "config": HALIDE_FLAGS, "gaps": ("NotImplementedError",)},
+    "inductor-halide-backward": {"backend": "inductor", "config": HALIDE_FLAGS, "backward": True,
+                                 "gaps": ("NotImplementedError",)},
 }
 # Inductor flags a sampled-config variant draws from (each with its values other than the default): ones
 # that change what Inductor generates for a CPU (fusion, reductions, buffer reuse, the pattern passes, the
@@ -181,6 +186,13 @@ class EagerRejects(Exception):
 
 
 EagerRejects.__name__ = EAGER_REJECTS
+
+
+class CodegenGap(Exception):
+    """The variant's code generator lacks an operation (an exception its variant names as its ``gaps``)."""
+
+
+CodegenGap.__name__ = CODEGEN_GAP
 
 
 def sample_config(seed: int, low: int = 2, high: int = 6) -> dict[str, Any]:
@@ -474,6 +486,8 @@ class TorchProgramBackend(Backend):
         except Exception as e:
             if is_decline(type(e).__name__, str(e)):
                 raise
+            if raised_types(type(e).__name__, str(e)) & set(opts.get("gaps", ())):
+                raise CodegenGap(f"{variant.name}: {type(e).__name__}: {e}") from e
             opts = self._bisect(p, opts, backend, verdict, crash=type(e).__name__)
             verdict.layer = self._crash_layer(p, opts)
             self.artifact(f"verdict-{variant.name}.json", verdict.to_json())
