@@ -222,12 +222,15 @@ Q_ACTS = ("none", "relu", "relu", "gelu", "silu", "hardtanh")
 
 
 def _quantized_emit(contraction: Callable[[str, str, str, dict], str]) -> Callable[[list[str], dict], str]:
-    """dequantize -> linear/conv (+ a quantized other operand) -> activation (-> quantize), pt2e's form."""
+    """dequantize -> linear/conv (+ a quantized other operand) -> activation (-> quantize), pt2e's form.  int8
+    inference has no backward (eager's quantize has no derivative): the operands are read detached, so that a
+    backward program differentiates around the call."""
     def emit(a: list[str], k: dict) -> str:
-        x = f"_qdq({a[0]}, {k['scale']}, {k['zp']})"
-        out = contraction(x, f"_dq_weight({a[1]}, {a[2]}, {a[3]})", a[4] if len(a) > 4 and a[4] else "None", k)
+        x = f"_qdq({a[0]}.detach(), {k['scale']}, {k['zp']})"
+        bias = f"{a[4]}.detach()" if len(a) > 4 and a[4] else "None"
+        out = contraction(x, f"_dq_weight({a[1]}, {a[2]}, {a[3]})", bias, k)
         if len(a) > 5 and a[5]:
-            out = f"({out} + _qdq({a[5]}, {k['scale']}, {k['zp']}))"
+            out = f"({out} + _qdq({a[5]}.detach(), {k['scale']}, {k['zp']}))"
         out = _act(k, out)
         return f"_qdq({out}, 0.1, 128)" if k["requant"] else out
     return emit
@@ -267,13 +270,13 @@ QLINEAR = _spec(
     _quantized_emit(lambda x, w, b, k: f"F.linear({x}, {w}, {b})"),
     _q_iv(lambda c: c.types[0].shape[-1]),
     attrs={"o": Int(1, 6), "wshape": lambda c: Choice(((c.o, c.s[-1]),)), **_q_attrs()},
-    types={"T": ("float32",)}, imports=(QDQ_HELPERS,), vdomain=small_domain(4.0))
+    types={"T": ("float32",)}, imports=(QDQ_HELPERS,), vdomain=small_domain(4.0), grad=False)
 QCONV = _spec(
     "qconv", [In("x", T="T", rank=(4, 4)), *_q_inputs(lambda c: tuple(_conv_out(c)[0].shape))],
     _conv_out, _quantized_emit(lambda x, w, b, k: f"F.conv2d({x}, {w}, {b}, padding={k['pad']})"),
     _q_iv(_conv_count),
     attrs={**_conv_attrs(), "wshape": lambda c: Choice(((c.o, c.s[1], c.k, c.k),)), **_q_attrs()},
-    types={"T": ("float32",)}, imports=(QDQ_HELPERS,), vdomain=small_domain(4.0))
+    types={"T": ("float32",)}, imports=(QDQ_HELPERS,), vdomain=small_domain(4.0), grad=False)
 
 
 _BINOPS = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
