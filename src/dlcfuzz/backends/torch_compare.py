@@ -76,7 +76,8 @@ class ProgramDivergence(Exception):
 
 # Inductor wraps what a compile raised in its own exception (InductorError, LoweringException) whose message
 # begins with the wrapped one's type: "InductorError: Unsupported: halide backend does not support: copysign"
-WRAPPED_TYPES = re.compile(r"^(?:[A-Za-z_]\w*: )+")
+WRAPPED_TYPE = r"(?:[A-Za-z_]\w*: )"  # one wrapper's "Type: " (the store's decline rule reads them too)
+WRAPPED_TYPES = re.compile(rf"^{WRAPPED_TYPE}+")
 
 
 def raised_types(error_type: str, message: str) -> set[str]:

@@ -46,6 +46,7 @@ from dlcfuzz.backends.torch_compare import (
     EXPORT,
     INDUCTOR,
     VALUE,
+    WRAPPED_TYPE,
     is_decline,
 )
 from dlcfuzz.oracle import COMPILER, CRASH, METAMORPHIC, Finding, Verdict
@@ -60,7 +61,7 @@ def _register_declines(backend: str = "inductor-program") -> None:
 
     types = "|".join(sorted(DECLINE_TYPES))
     text = "|".join(re.escape(t) for t in DECLINE_TEXT)
-    rule = (backend, "*", rf"(?i)^(?:[a-z_]\w*: )*(?:(?:{types}):|.*(?:{text}))")
+    rule = (backend, "*", rf"(?i)^{WRAPPED_TYPE}*(?:(?:{types}):|.*(?:{text}))")
     if rule not in RULES:
         RULES.append(rule)
 

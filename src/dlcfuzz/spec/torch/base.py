@@ -147,9 +147,27 @@ def tdt(dtype: str) -> str:
     return f"torch.{dtype}"
 
 
+def same_type(c) -> list[TensorType]:
+    """One output of the first input's type (shape and dtype)."""
+    return [c.x]
+
+
+def uni_shape(c):
+    """Shapes that broadcast one way into the first input's (an operand written into it)."""
+    return c.bcast(c.s, uni=True)
+
+
 # ---------------------------------------------------------------------------------------------
 # Interval functions (the solver's interval analysis, solve/intervals.py, on torch calls)
 # ---------------------------------------------------------------------------------------------
+def grow_iv(k: float = 2.0) -> Callable[[iv.Call], list[iv.Iv]]:
+    """A write into the first input: its interval grows by k times the other operands' (a bounded write)."""
+    def t(c: iv.Call) -> list[iv.Iv]:
+        m = iv.amax(c.x) + sum(k * iv.amax(i) for i in c.ivs[1:] if i is not None) + 1
+        return [iv.widen((-m, m), c.n, 4.0, absolute=1.0)]
+    return t
+
+
 def same_iv(c: iv.Call) -> list[iv.Iv]:
     """Values moved, not computed (views, gathers, sorts): every output holds input 0's values; integer
     outputs beyond the first (indices) get their dtype's range."""

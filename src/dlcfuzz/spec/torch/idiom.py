@@ -46,7 +46,16 @@ import numpy as np
 from dlcfuzz.ir import TensorType
 from dlcfuzz.solve import intervals as iv
 from dlcfuzz.spec.dsl import BOOL, Choice, Const, In, Int
-from dlcfuzz.spec.torch.base import FLOATS, INTS, Draw, TorchOpSpec, budget_domain, same_iv, small_domain
+from dlcfuzz.spec.torch.base import (
+    FLOATS,
+    INTS,
+    Draw,
+    TorchOpSpec,
+    budget_domain,
+    same_iv,
+    same_type,
+    small_domain,
+)
 
 FAMILY = "idiom"
 T_F = {"T": FLOATS}
@@ -57,10 +66,6 @@ def _spec(name: str, inputs: list, out: Callable, emit: Callable[[list[str], dic
           vdomain: Callable | None = None, **kw: Any) -> TorchOpSpec:
     return TorchOpSpec(f"idiom_{name}", FAMILY, inputs, out, attrs=attrs or {}, types=types or T_F, emit=emit,
                        transfer=transfer, vdomain=vdomain or small_domain(8.0), **kw)
-
-
-def _same(c) -> list[TensorType]:
-    return [c.x]
 
 
 def _bound(m: float, c: iv.Call, lo0: bool = False) -> list[iv.Iv]:
@@ -350,7 +355,7 @@ def _split_cat_emit(a: list[str], k: dict) -> str:
 
 
 SPLIT_CAT = _spec(
-    "split_cat", [In("x", T="T", rank=(1, 4))], _same, _split_cat_emit, same_iv,
+    "split_cat", [In("x", T="T", rank=(1, 4))], same_type, _split_cat_emit, same_iv,
     attrs={"dim": lambda c: Choice(_dims_over(c)), "sizes": _parts, "reorder": Choice((0, 0, 0, 1))},
     types={"T": (*FLOATS, *INTS)}, vdomain=small_domain(1e4))
 
@@ -392,7 +397,7 @@ CAT_SLICE_CAT = _spec(
 
 
 UNBIND_STACK = _spec(
-    "unbind_stack", [In("x", T="T", rank=(1, 4))], _same,
+    "unbind_stack", [In("x", T="T", rank=(1, 4))], same_type,
     lambda a, k: f"torch.stack(torch.unbind({a[0]}, {k['dim']}), {k['dim']})", same_iv,
     attrs={"dim": lambda c: Choice(_dims_over(c, 1))}, types={"T": (*FLOATS, *INTS)}, vdomain=small_domain(1e4))
 
@@ -427,7 +432,7 @@ def _view_pair_emit(a: list[str], k: dict) -> str:
 
 
 VIEW_PAIR = _spec(
-    "view_pair", [In("x", T="T", rank=(1, 4))], _same, _view_pair_emit, same_iv,
+    "view_pair", [In("x", T="T", rank=(1, 4))], same_type, _view_pair_emit, same_iv,
     attrs={"kind": Choice(("same", "flat", "mid", "mid", "reshape")), "mid": _factorization},
     types={"T": (*FLOATS, *INTS, "bool")}, vdomain=small_domain(1e4), view=True)
 
@@ -450,7 +455,7 @@ def _permute_pair_emit(a: list[str], k: dict) -> str:
 
 
 PERMUTE_PAIR = _spec(
-    "permute_pair", [In("x", T="T", rank=(2, 5))], _same, _permute_pair_emit, same_iv,
+    "permute_pair", [In("x", T="T", rank=(2, 5))], same_type, _permute_pair_emit, same_iv,
     attrs={"perm": _perm, "kind": Choice(("permute", "permute", "transpose"))},
     types={"T": (*FLOATS, *INTS, "bool")}, vdomain=small_domain(1e4), view=True)
 
@@ -463,7 +468,7 @@ def _mid_dtypes(c) -> Choice:
 
 
 CONVERT_PAIR = _spec(
-    "convert_pair", [In("x", T="T", rank=(0, 4))], _same,
+    "convert_pair", [In("x", T="T", rank=(0, 4))], same_type,
     lambda a, k: f"{a[0]}.to(torch.{k['mid']}).to({a[0]}.dtype)",
     lambda c: [iv.widen(c.x, c.n, 1024.0, absolute=4.0)], attrs={"mid": _mid_dtypes}, vdomain=small_domain(1e3))
 
@@ -498,7 +503,7 @@ def _scale_domain(slot, n, numel, c, ivs):
 SCALED_SOFTMAX = _spec(
     "scaled_softmax", [In("x", T="T", rank=(1, 4)),
                        In("scale", T="T", shape=_keep_dim_shape, optional=True, hint={"min": 0.25, "max": 2.0})],
-    _same, _scaled_softmax_emit, _scaled_softmax_iv,
+    same_type, _scaled_softmax_emit, _scaled_softmax_iv,
     attrs={"dim": lambda c: Int(-c.r, c.r - 1), "op": Choice(("mul", "rmul", "div", "div")),
            "scale": Choice((0.125, 0.5, 1.7, -0.8)), "fn": Choice(("softmax", "softmax", "log_softmax")),
            "_has_scale": Choice((0, 0, 1))},
@@ -567,7 +572,7 @@ def _full_cumsum_iv(c: iv.Call) -> list[iv.Iv]:
 
 
 FULL_CUMSUM = _spec(
-    "full_cumsum", [In("x", T="T", rank=(1, 4))], _same, _full_cumsum_emit, _full_cumsum_iv,
+    "full_cumsum", [In("x", T="T", rank=(1, 4))], same_type, _full_cumsum_emit, _full_cumsum_iv,
     attrs={"dim": lambda c: Int(0, c.r - 1), "kind": Choice(("full", "full", "ones_like")),
            "fill": Choice((1.0, 0.5, 2.0))}, vdomain=small_domain(64.0))
 
@@ -584,7 +589,7 @@ def _onehot_emit(a: list[str], k: dict) -> str:
 
 
 ONEHOT_SCATTER = _spec(
-    "onehot_scatter", [In("x", T="T", rank=(1, 4)), Const("index", _onehot_index)], _same, _onehot_emit,
+    "onehot_scatter", [In("x", T="T", rank=(1, 4)), Const("index", _onehot_index)], same_type, _onehot_emit,
     lambda c: [iv.widen(iv.hull(iv.mul(c.x, (-2.0, 2.0)), (0.0, 0.0)), c.n, 8.0, absolute=2.0)],
     attrs={"dim": lambda c: Int(0, c.r - 1), "value": Choice((1.0, 2.0, -0.5)), "bg": Choice((0.0, 0.0, 1.0))},
     vdomain=small_domain(1e3), grad=True)
@@ -616,7 +621,7 @@ def _noop_emit(a: list[str], k: dict) -> str:
 
 
 NOOP = _spec(
-    "noop", [In("x", T="T", rank=(1, 4))], _same, _noop_emit, same_iv,
+    "noop", [In("x", T="T", rank=(1, 4))], same_type, _noop_emit, same_iv,
     attrs={"kind": lambda c: Choice(_NOOPS_INT if c.T in INTS else _NOOPS_FLOAT),
            "dim": lambda c: Int(0, c.r - 1), "rank": lambda c: Choice((c.r,))},
     types={"T": (*FLOATS, *INTS)}, vdomain=small_domain(1e4))
@@ -641,7 +646,7 @@ def _norm_iv(c: iv.Call) -> list[iv.Iv]:
 
 RMS_NORM = _spec(
     "rms_norm", [In("x", T="T", rank=(1, 4)), In("w", T="T", shape=lambda c: (c.s[-1],), optional=True, weight=True)],
-    _same, _rms_emit, _norm_iv, attrs={"eps": Choice((1e-6, 1e-5)), "upcast": BOOL}, vdomain=small_domain(16.0))
+    same_type, _rms_emit, _norm_iv, attrs={"eps": Choice((1e-6, 1e-5)), "upcast": BOOL}, vdomain=small_domain(16.0))
 
 
 def _ln_emit(a: list[str], k: dict) -> str:
@@ -658,7 +663,7 @@ def _ln_emit(a: list[str], k: dict) -> str:
 LAYER_NORM = _spec(
     "layer_norm", [In("x", T="T", rank=(1, 4)), In("w", T="T", shape=lambda c: (c.s[-1],), optional=True, weight=True),
                    In("b", T="T", shape=lambda c: (c.s[-1],), optional=True, weight=True)],
-    _same, _ln_emit, _norm_iv, attrs={"eps": Choice((1e-5, 1e-12))}, types={"T": ("float32",)},
+    same_type, _ln_emit, _norm_iv, attrs={"eps": Choice((1e-5, 1e-12))}, types={"T": ("float32",)},
     vdomain=small_domain(16.0))
 
 
@@ -671,7 +676,7 @@ def _gelu_emit(a: list[str], k: dict) -> str:
 
 
 GELU = _spec(
-    "gelu", [In("x", T="T", rank=(0, 4))], _same, _gelu_emit,
+    "gelu", [In("x", T="T", rank=(0, 4))], same_type, _gelu_emit,
     lambda c: [iv.widen(iv.hull(c.x, (-0.5, 0.0)), c.n, 64.0, absolute=4.0)],
     attrs={"kind": Choice(("tanh", "erf", "quick", "silu"))}, vdomain=small_domain(16.0))
 

@@ -9,34 +9,28 @@ import re
 
 import numpy as np
 
-from dlcfuzz.ir import TensorType
 from dlcfuzz.solve import intervals as iv
 from dlcfuzz.spec.dsl import BOOL, Choice, Const, Float, In, Int
-from dlcfuzz.spec.torch.base import ALL, FLOATS, NUMERIC, Emit, TorchOpSpec, hull_iv, small_domain
+from dlcfuzz.spec.torch.base import (
+    ALL,
+    FLOATS,
+    NUMERIC,
+    Emit,
+    TorchOpSpec,
+    grow_iv,
+    hull_iv,
+    same_type,
+    small_domain,
+    uni_shape,
+)
 
 WRITE = "an in-place write"  # the mechanism (``TorchOpSpec.mechanism``): Dynamo and AOTAutograd functionalize it
 _METHOD = re.compile(r"\.([a-z]\w*)_\(")
 
 
-def _same(c) -> list[TensorType]:
-    return [c.x]
-
-
-def _grow(k: float = 2.0):
-    """The written tensor's interval grows by the other operands' (a bounded write)."""
-    def t(c: iv.Call) -> list[iv.Iv]:
-        m = iv.amax(c.x) + sum(k * iv.amax(i) for i in c.ivs[1:] if i is not None) + 1
-        return [iv.widen((-m, m), c.n, 4.0, absolute=1.0)]
-    return t
-
-
-def inplace(name, inputs, attrs, emit, types=FLOATS, transfer=None, out=_same, rank=(0, 5), bound=4.0):
+def inplace(name, inputs, attrs, emit, types=FLOATS, transfer=None, out=same_type, rank=(0, 5), bound=4.0):
     return TorchOpSpec(name, "inplace", [In("x", T="T", rank=rank), *inputs], out, attrs=attrs, types={"T": types},
-                       emit=emit, transfer=transfer or _grow(), vdomain=small_domain(bound), mutates=0)
-
-
-def _uni(c):
-    return c.bcast(c.s, uni=True)
+                       emit=emit, transfer=transfer or grow_iv(), vdomain=small_domain(bound), mutates=0)
 
 
 def _unique_index(c) -> np.ndarray:
@@ -72,17 +66,17 @@ def _ishape(c):
 
 
 SPECS = [
-    inplace("add_", [In("y", T="T", shape=_uni)], {"alpha": Choice((1, 2, -1))},
+    inplace("add_", [In("y", T="T", shape=uni_shape)], {"alpha": Choice((1, 2, -1))},
             lambda a, k: f"{a[0]}.add_({a[1]}, alpha={k['alpha']})", NUMERIC),
-    inplace("sub_", [In("y", T="T", shape=_uni)], {}, lambda a, k: f"{a[0]}.sub_({a[1]})", NUMERIC),
-    inplace("mul_", [In("y", T="T", shape=_uni)], {}, lambda a, k: f"{a[0]}.mul_({a[1]})", NUMERIC,
+    inplace("sub_", [In("y", T="T", shape=uni_shape)], {}, lambda a, k: f"{a[0]}.sub_({a[1]})", NUMERIC),
+    inplace("mul_", [In("y", T="T", shape=uni_shape)], {}, lambda a, k: f"{a[0]}.mul_({a[1]})", NUMERIC,
             transfer=lambda c: [iv.widen(iv.mul(c.ivs[0], c.ivs[1]), c.n, 4.0, absolute=1.0)], bound=2.0),
-    inplace("div_", [In("y", T="T", shape=_uni)], {}, lambda a, k: f"{a[0]}.div_({a[1]})",
+    inplace("div_", [In("y", T="T", shape=uni_shape)], {}, lambda a, k: f"{a[0]}.div_({a[1]})",
             transfer=lambda c: [iv.widen((-4 * iv.amax(c.x) - 1, 4 * iv.amax(c.x) + 1), c.n, 4.0)]),
     inplace("mul_scalar_", [], {"value": Choice((2, -1, 0.5))}, lambda a, k: f"{a[0]}.mul_({k['value']})",
             transfer=lambda c: [iv.scale(c.x, 2.0)]),
     # a float copied into an unsigned type out of its range is undefined: no uint8 destination
-    inplace("copy_", [In("src", T="T1", shape=_uni)], {}, lambda a, k: f"{a[0]}.copy_({a[1]})",
+    inplace("copy_", [In("src", T="T1", shape=uni_shape)], {}, lambda a, k: f"{a[0]}.copy_({a[1]})",
             ("float32", "float16", "bfloat16", "int8", "int32", "int64", "bool"), transfer=hull_iv(0, 1)),
     inplace("zero_", [], {}, lambda a, k: f"{a[0]}.zero_()", ALL, transfer=hull_iv(0, zero=True)),
     inplace("fill_", [], {"value": Choice((0, 1, -1, 2))}, lambda a, k: f"{a[0]}.fill_({k['value']})", NUMERIC,
@@ -91,49 +85,51 @@ SPECS = [
             lambda a, k: f"{a[0]}.clamp_({k['min']}, {k['max']})", transfer=hull_iv(0)),
     inplace("relu_", [], {}, lambda a, k: f"{a[0]}.relu_()", transfer=hull_iv(0, zero=True)),
     inplace("sigmoid_", [], {}, lambda a, k: f"{a[0]}.sigmoid_()", transfer=lambda c: [iv.hull(c.x, (0.0, 1.0))]),
-    inplace("masked_fill_", [In("mask", T="Tb", shape=_uni)], {"value": Choice((0.0, -1.0, 1.5))},
+    inplace("masked_fill_", [In("mask", T="Tb", shape=uni_shape)], {"value": Choice((0.0, -1.0, 1.5))},
             lambda a, k: f"{a[0]}.masked_fill_({a[1]}, {k['value']})", transfer=lambda c: [iv.hull(c.x, (-1.0, 1.5))]),
-    inplace("addcmul_", [In("t1", T="T", shape=_uni), In("t2", T="T", shape=_uni)], {"value": Float(-4.0, 4.0)},
+    inplace("addcmul_", [In("t1", T="T", shape=uni_shape), In("t2", T="T", shape=uni_shape)],
+            {"value": Float(-4.0, 4.0)},
             lambda a, k: f"{a[0]}.addcmul_({a[1]}, {a[2]}, value={k['value']})",
             transfer=lambda c: [iv.widen((-1, 1), c.n, 1, absolute=iv.amax(c.x) + 4 * iv.amax(c.ivs[1])
                                          * iv.amax(c.ivs[2]) + 1)], bound=2.0),
-    inplace("lerp_", [In("end", T="T", shape=_uni)], {"weight": Float(0.0, 1.0)},
+    inplace("lerp_", [In("end", T="T", shape=uni_shape)], {"weight": Float(0.0, 1.0)},
             lambda a, k: f"{a[0]}.lerp_({a[1]}, {k['weight']})", transfer=hull_iv(0, 1)),
     TorchOpSpec("index_put_", "inplace",
                 [In("x", T="T", rank=(1, 4)), Const("index", lambda c: _unique_index(c) if not c.accumulate
                                                      else _any_index(c)),
                  In("values", T="T", shape=lambda c: c.bcast((c.k, *c.s[1:]), uni=True))],
-                _same, attrs={"accumulate": BOOL, "dim": Choice((0,)), "k": lambda c: Int(1, c.s[0])},
+                same_type, attrs={"accumulate": BOOL, "dim": Choice((0,)), "k": lambda c: Int(1, c.s[0])},
                 types={"T": NUMERIC}, mutates=0, vdomain=small_domain(4.0),
                 transfer=lambda c: [iv.widen((-1, 1), c.n, 1, absolute=iv.amax(c.x) + 5 * iv.amax(c.ivs[2]) + 1)],
                 emit=lambda a, k: f"{a[0]}.index_put_(({a[1]},), {a[2]}, accumulate={bool(k['accumulate'])})"),
     TorchOpSpec("index_copy_", "inplace",
                 [In("x", T="T", rank=(1, 4)), Const("index", _unique_index),
                  In("source", T="T", shape=lambda c: (c.k, *c.s[1:]))],
-                _same, attrs={"k": lambda c: Int(1, c.s[0])}, types={"T": ALL}, mutates=0, vdomain=small_domain(4.0),
+                same_type, attrs={"k": lambda c: Int(1, c.s[0])}, types={"T": ALL}, mutates=0,
+                vdomain=small_domain(4.0),
                 transfer=hull_iv(0, 2), emit=lambda a, k: f"{a[0]}.index_copy_(0, {a[1]}, {a[2]})"),
     TorchOpSpec("scatter_", "inplace",
                 [In("x", T="T", rank=(1, 4)), Const("index", lambda c: _scatter_index(c, True)),
                  In("src", T="T", shape=lambda c: tuple(c.ishape))],
-                _same, attrs={"dim": lambda c: Int(-c.r, c.r - 1), "ishape": _ishape}, types={"T": ALL}, mutates=0,
+                same_type, attrs={"dim": lambda c: Int(-c.r, c.r - 1), "ishape": _ishape}, types={"T": ALL}, mutates=0,
                 transfer=hull_iv(0, 2), vdomain=small_domain(4.0),
                 emit=lambda a, k: f"{a[0]}.scatter_({k['dim']}, {a[1]}, {a[2]})"),
     TorchOpSpec("scatter_add_", "inplace",
                 [In("x", T="T", rank=(1, 4)), Const("index", lambda c: _scatter_index(c, False)),
                  In("src", T="T", shape=lambda c: tuple(c.ishape))],
-                _same, attrs={"dim": lambda c: Int(-c.r, c.r - 1), "ishape": _ishape}, types={"T": NUMERIC},
+                same_type, attrs={"dim": lambda c: Int(-c.r, c.r - 1), "ishape": _ishape}, types={"T": NUMERIC},
                 mutates=0, vdomain=small_domain(4.0),
                 transfer=lambda c: [iv.widen((-1, 1), c.n, 1, absolute=iv.amax(c.x) + 5 * iv.amax(c.ivs[2]) + 1)],
                 emit=lambda a, k: f"{a[0]}.scatter_add_({k['dim']}, {a[1]}, {a[2]})"),
     TorchOpSpec("index_add_", "inplace",
                 [In("x", T="T", rank=(1, 4)), Const("index", _any_index),
                  In("source", T="T", shape=lambda c: tuple(c.k if i == c.dim % c.r else x for i, x in enumerate(c.s)))],
-                _same, attrs={"dim": lambda c: Int(-c.r, c.r - 1), "k": Int(1, 4), "alpha": Choice((1, 2))},
+                same_type, attrs={"dim": lambda c: Int(-c.r, c.r - 1), "k": Int(1, 4), "alpha": Choice((1, 2))},
                 types={"T": NUMERIC}, mutates=0, vdomain=small_domain(4.0),
                 transfer=lambda c: [iv.widen((-1, 1), c.n, 1, absolute=iv.amax(c.x) + 8 * iv.amax(c.ivs[2]) + 1)],
                 emit=lambda a, k: f"{a[0]}.index_add_({k['dim']}, {a[1]}, {a[2]}, alpha={k['alpha']})"),
     TorchOpSpec("index_fill_", "inplace",
-                [In("x", T="T", rank=(1, 4)), Const("index", _any_index)], _same,
+                [In("x", T="T", rank=(1, 4)), Const("index", _any_index)], same_type,
                 attrs={"dim": lambda c: Int(-c.r, c.r - 1), "k": Int(1, 3), "value": Choice((-1.0, 0.0, 2.0))},
                 types={"T": FLOATS}, mutates=0, vdomain=small_domain(), transfer=lambda c: [iv.hull(c.x, (-1.0, 2.0))],
                 emit=lambda a, k: f"{a[0]}.index_fill_({k['dim']}, {a[1]}, {k['value']})"),

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dlcfuzz.ir import TensorType
 from dlcfuzz.solve import intervals as iv
 from dlcfuzz.spec.dsl import BOOL, Choice, Float, In
-from dlcfuzz.spec.torch.base import FLOATS, TorchOpSpec, small_domain
+from dlcfuzz.spec.torch.base import FLOATS, TorchOpSpec, grow_iv, same_type, small_domain, uni_shape
 
 FAMILY = "library"
 CUSTOM = "a custom operator"  # the mechanisms (TorchOpSpec.mechanism)
@@ -50,19 +50,6 @@ _ADD_INTO = '''if not hasattr(torch.ops.dlcfuzz, "add_into_"):
         out.add_(y, alpha=alpha)
 
     _add_into_.register_fake(lambda out, y, alpha: None)'''
-
-
-def _same(c) -> list[TensorType]:
-    return [c.x]
-
-
-def _uni(c):
-    return c.bcast(c.s, uni=True)
-
-
-def _grow(c: iv.Call) -> list[iv.Iv]:
-    m = iv.amax(c.x) + sum(2 * iv.amax(i) for i in c.ivs[1:] if i is not None) + 1
-    return [iv.widen((-m, m), c.n, 4.0, absolute=1.0) for _ in c.outs]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -103,7 +90,7 @@ def _foreach_iv(c: iv.Call) -> list[iv.Iv]:
 
 
 SPECS = [
-    TorchOpSpec("custom_scale_tanh", FAMILY, [In("x", T="T", rank=(0, 5))], _same, attrs={"a": Float(-2.0, 2.0)},
+    TorchOpSpec("custom_scale_tanh", FAMILY, [In("x", T="T", rank=(0, 5))], same_type, attrs={"a": Float(-2.0, 2.0)},
                 types={"T": FLOATS}, imports=(_SCALE_TANH,), mechanism=CUSTOM,
                 emit=lambda a, k: f"torch.ops.dlcfuzz.scale_tanh({a[0]}, {k['a']})",
                 plain=lambda a, k: f"(torch.tanh({a[0]}) * {k['a']} + {a[0]} * 0.5)",
@@ -118,13 +105,13 @@ SPECS = [
                 vdomain=small_domain(16.0)),
     # the operand added is detached: a mutating custom operator has no autograd formula (torch.library
     # refuses one), so only the written tensor's own gradient, which the addition passes through, is defined
-    TorchOpSpec("custom_add_into_", FAMILY, [In("x", T="T", rank=(0, 5)), In("y", T="T", shape=_uni)], _same,
+    TorchOpSpec("custom_add_into_", FAMILY, [In("x", T="T", rank=(0, 5)), In("y", T="T", shape=uni_shape)], same_type,
                 attrs={"alpha": Choice((1.0, -0.5, 2.0))}, types={"T": FLOATS}, imports=(_ADD_INTO,),
                 mechanism=CUSTOM, mutates=0,
                 emit=lambda a, k: f"(lambda t: (torch.ops.dlcfuzz.add_into_(t, {a[1]}.detach(), {k['alpha']}), "
                                   f"t)[1])({a[0]})",
                 plain=lambda a, k: f"{a[0]}.add({a[1]}.detach(), alpha={k['alpha']})",
-                transfer=_grow, vdomain=small_domain(8.0)),
+                transfer=grow_iv(), vdomain=small_domain(8.0)),
     TorchOpSpec("foreach_step", FAMILY,
                 [In("x", T="T", rank=(0, 4)), In("y", T="T", shape=lambda c: c.bcast(c.s)),
                  In("gx", T="T", shape=lambda c: tuple(c.s)), In("gy", T="T", shape=lambda c: tuple(c.ins[1].shape))],

@@ -22,13 +22,10 @@ from dlcfuzz.spec.torch.base import (
     onnx_iv,
     result_type,
     same_iv,
+    same_type,
     small_domain,
     tdt,
 )
-
-
-def _same(c) -> list[TensorType]:
-    return [c.x]
 
 
 def _as_bool(c) -> list[TensorType]:
@@ -85,7 +82,7 @@ def _exp_dom(slot, n, numel, c, ivs):
     return iv.mag(min(8.0, n.expmax))
 
 
-def unary(name: str, emit: str, types=FLOATS, transfer=None, vdomain=None, out=_same, attrs=None,
+def unary(name: str, emit: str, types=FLOATS, transfer=None, vdomain=None, out=same_type, attrs=None,
           grad: bool = True) -> TorchOpSpec:
     """``emit``: a format string of ``x`` and the attributes, e.g. ``torch.exp({x})``."""
     return TorchOpSpec(name, "pointwise", [In("x", T="T", rank=(0, 5))], out, attrs=dict(attrs or {}),
@@ -288,7 +285,7 @@ _OTHER = [
     TorchOpSpec("addcmul", "pointwise",
                 [In("x", T="T", rank=(0, 5)), In("t1", T="T", shape=lambda c: c.bcast(c.s, uni=True)),
                  In("t2", T="T", shape=lambda c: c.bcast(c.s, uni=True))],
-                _same, attrs={"value": Float(-4.0, 4.0)}, types={"T": FLOATS},
+                same_type, attrs={"value": Float(-4.0, 4.0)}, types={"T": FLOATS},
                 emit=lambda a, k: f"torch.addcmul({a[0]}, {a[1]}, {a[2]}, value={k['value']})",
                 transfer=lambda c: [iv.widen((-1, 1), c.n, 1, absolute=iv.amax(c.ivs[0]) + 4 * iv.amax(c.ivs[1])
                                              * iv.amax(c.ivs[2]) + 1)],
@@ -296,12 +293,12 @@ _OTHER = [
     TorchOpSpec("addcdiv", "pointwise",
                 [In("x", T="T", rank=(0, 5)), In("t1", T="T", shape=lambda c: c.bcast(c.s, uni=True)),
                  In("t2", T="T", shape=lambda c: c.bcast(c.s, uni=True))],
-                _same, attrs={"value": Float(-4.0, 4.0)}, types={"T": FLOATS},
+                same_type, attrs={"value": Float(-4.0, 4.0)}, types={"T": FLOATS},
                 emit=lambda a, k: f"torch.addcdiv({a[0]}, {a[1]}, {a[2]}, value={k['value']})",
                 transfer=lambda c: [iv.widen((-1, 1), c.n, 1, absolute=iv.amax(c.ivs[0]) + 16 * iv.amax(c.ivs[1])
                                              + 1)],
                 vdomain=_away(2)),
-    TorchOpSpec("clamp", "pointwise", [In("x", T="T", rank=(0, 5))], _same,
+    TorchOpSpec("clamp", "pointwise", [In("x", T="T", rank=(0, 5))], same_type,
                 attrs={"min": Maybe(Int(-2, 0), 0.3), "max": lambda c: Maybe(Int(1, 3), 0.0 if c.min is None else 0.3)},
                 types={"T": NUMERIC}, emit=lambda a, k: f"torch.clamp({a[0]}, min={k.get('min')}, max={k.get('max')})",
                 transfer=_clamp_iv,
@@ -354,7 +351,7 @@ def _item_emit(a: list[str], k: dict) -> str:
 # capture_scalar_outputs) feeding a later call: arithmetic, a clamp bound, a fill value
 ITEM = TorchOpSpec("item", "pointwise",
                    [In("y", T="T", rank=(0, 5)), In("s", T="T1", shape=lambda c: c.bcast(c.s))],
-                   _same, attrs={"read": Choice(("amax", "amin")), "use": Choice(tuple(_ITEM_USE))},
+                   same_type, attrs={"read": Choice(("amax", "amin")), "use": Choice(tuple(_ITEM_USE))},
                    types={"T": FLOATS, "T1": NUMERIC}, emit=_item_emit, transfer=_item_iv,
                    vdomain=small_domain(16.0))
 
