@@ -296,7 +296,7 @@ def _fired_under(name: str, g) -> set[str]:
 
 def test_the_autotune_variant_runs_the_cpp_gemm_template_on_a_frozen_linear():
     """inductor-autotune: freezing packs the linear's weight (mkldnn), max_autotune weighs the C++ GEMM
-    template against ATen (select_algorithm) and generates it; the result matches eager."""
+    template against ATen (select_algorithm) with its tuning subprocesses, and generates it; it matches eager."""
     from dlcfuzz.ir import CONST_KIND
 
     def frozen_float_linear(g) -> bool:  # a float32 linear whose weight is a parameter, of several rows and columns
@@ -307,7 +307,14 @@ def test_the_autotune_variant_runs_the_cpp_gemm_template_on_a_frozen_linear():
 
     g = next(g for g in (_program(("torch.linear",), seed=s, op_range=(1, 1)) for s in range(200))
              if frozen_float_linear(g))
-    fired = _fired_under("inductor-autotune", g)
+    from torch._inductor import autotune_process
+
+    pools = []  # Inductor's pool of tuning subprocesses, asked for (autotune_in_subproc) before choosing
+    real = autotune_process.get_tuning_process_pool
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(autotune_process, "get_tuning_process_pool", lambda: pools.append(1) or real())
+        fired = _fired_under("inductor-autotune", g)
+    assert pools
     # (select_algorithm_autotune counts only a benchmark run: a choice timed before is read from the cache)
     assert {"mkldnn_linear_weight_pack_matcher_count", "select_algorithm_weight_prune",
             "cpp_templated_kernel_counter"} <= fired, sorted(fired)
@@ -557,3 +564,27 @@ def test_plan_runs_halide_on_a_share_of_the_programs_and_not_where_it_is_missing
     without = [v for v in VARIANTS if not v.startswith("inductor-halide")]
     assert not any(v.startswith("inductor-halide") for s in range(200) for meta in ({}, {"backward": True})
                    for v in plan(Graph(meta={"language": "torch", **meta}), random.Random(s), without))
+
+
+def test_the_sampled_trace_flag_writes_inductors_debug_dumps_into_a_folder_it_removes(tmp_path, monkeypatch):
+    """trace.enabled (one of CONFIG_FLAGS, TORCH_COMPILE_DEBUG's dumps): Inductor writes its IR and output
+    fusion for the compile, into a temporary folder that is gone afterwards, nothing in the worker's folder."""
+    from torch._inductor import debug
+
+    assert CONFIG_FLAGS["trace.enabled"] == (True,)
+    written: list[Path] = []
+    real = debug.DebugContext.fopen
+
+    def spy(self, filename, *a, **k):
+        written.append(Path(self._path) / filename)
+        return real(self, filename, *a, **k)
+
+    monkeypatch.setattr(debug.DebugContext, "fopen", spy)
+    monkeypatch.chdir(tmp_path)
+    g = _program(("torch.sin", "torch.matmul", "torch.relu"), seed=0, op_range=(3, 3))
+    g.meta["inductor_config"] = {"trace.enabled": True}
+    ran, _ = _run(TorchProgramBackend(), g, Variant("inductor-config", dict(VARIANTS["inductor-config"])))
+    assert not isinstance(ran, Exception) and ran.divergence is None, ran
+    assert {"ir_pre_fusion.txt", "ir_post_fusion.txt"} <= {p.name for p in written}, written
+    assert not any(p.exists() for p in written), written  # the folder went with the variant
+    assert list(tmp_path.iterdir()) == []  # no torch_compile_debug/ where the worker runs

@@ -88,9 +88,10 @@ from dlcfuzz.backends.torch_compare import (
 # inductor-autotune: the CPU GEMM templates as a user asks for them (mode="max-autotune" on a frozen model in
 # eval): freezing (parameters folded as constants, the mkldnn weight packing and conv/linear fusions), then
 # max_autotune choosing between ATen and Inductor's C++ GEMM template (codegen/cpp_gemm_template.py,
-# select_algorithm.py) for each matmul, within the default search space
+# select_algorithm.py) for each matmul, within the default search space, the choices benchmarked in
+# Inductor's pool of tuning subprocesses (autotune_process.py) as users do to survive a crashing choice
 AUTOTUNE_FLAGS: dict[str, Any] = {"freezing": True, "max_autotune": True, "max_autotune_gemm_backends": "CPP,ATEN",
-                                  "max_autotune_gemm_search_space": "DEFAULT"}
+                                  "max_autotune_gemm_search_space": "DEFAULT", "autotune_in_subproc": True}
 # inductor-fx-passes: the split/cat, unbind/stack and batch-fusion passes that are off unless named in
 # pre_grad_fusion_options / post_grad_fusion_options (fx_passes/split_cat.py, group_batch_fusion.py), all of
 # them by name, as their users turn them on (the CPU's: no GPU-only group fusion)
@@ -161,6 +162,7 @@ CONFIG_FLAGS: dict[str, tuple[Any, ...]] = {
     "cpp.use_decompose_tanh": (True,),
     "memory_planning": (True,),  # the wrapper's buffers planned into pools (codegen/memory_planning.py)
     "freezing": (True,),  # beside the others: the frozen graph's mkldnn packing under other codegen flags
+    "trace.enabled": (True,),  # TORCH_COMPILE_DEBUG's IR dumps (debug.py), written into a temporary folder
 }
 BISECT_RUNS = 24  # the most runs a bisection of one finding's flags takes
 # with a GPU: the same program on it, judged against eager torch on the same device (float64 there too)
@@ -591,8 +593,12 @@ class TorchProgramBackend(Backend):
         around the compile and the runs); the first divergence."""
         from torch._inductor import config as inductor_config
 
-        with inductor_config.patch(dict(opts.get("config") or {})):
-            return self._run_variant(p, opts, backend, verdict)
+        flags = dict(opts.get("config") or {})
+        with tempfile.TemporaryDirectory(prefix="dlcfuzz-trace-") as trace_dir:
+            if flags.get("trace.enabled"):  # its dumps go where they are removed, not into the worker's folder
+                flags["trace.debug_dir"] = trace_dir
+            with inductor_config.patch(flags):
+                return self._run_variant(p, opts, backend, verdict)
 
     def _run_variant(self, p: Program, opts: dict[str, Any], backend: str, verdict: ProgramVerdict) -> Ran:
         import torch
