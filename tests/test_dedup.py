@@ -424,6 +424,24 @@ def test_iree_link_errors_of_one_missing_library_are_one_bug() -> None:
     assert normalize(quoted.format("%3#1")) == normalize(quoted.format("%3"))
 
 
+def test_iree_errors_of_one_operation_with_other_operands_are_one_bug() -> None:
+    """IREE 3.13 cannot lower a matmul of a 1-D integer operand: a 2-hour campaign listed it once per
+    MatMulInteger operand list (with or without its zero points, %none where one is left out). The
+    operands and their types are dropped; the operation stays, so MatMul's error is another bug."""
+    head = ("error: failed to legalize operation 'torch.aten.matmul' that was explicitly marked illegal: %227 = "
+            "\"torch.aten.matmul\"(%213, %226) : (!torch.vtensor<[4],si32>, !torch.vtensor<[4,5,4,1],si32>) -> "
+            "!torch.vtensor<[4,5,1],si32> loc(\"<stdin>\":10:10)\n")
+    ops = ("(%arg4, %2, %0, %1) : (!torch.vtensor<[4],ui8>, !torch.vtensor<[4,5,4,1],ui8>, !torch.vtensor<[],ui8>, "
+           "!torch.vtensor<[1],ui8>)", "(%arg4, %28) : (!torch.vtensor<[4],ui8>, !torch.vtensor<[4],si8>)",
+           "(%arg3, %arg4, %none, %2) : (!torch.vtensor<[5],si8>, !torch.vtensor<[5,5,2],si8>, !torch.none, "
+           "!torch.vtensor<[1],si8>)")
+    texts = [head + f"%6 = torch.operator \"onnx.MatMulInteger\"{o} -> !torch.vtensor<[4,5,1],si32>" for o in ops]
+    sigs = {signature(Finding(CRASH, "exception", "iree", "O3-host", "compile", t, "IreeCompileError")) for t in texts}
+    assert len(sigs) == 1
+    other = texts[1].replace("onnx.MatMulInteger", "onnx.MatMul")
+    assert signature(Finding(CRASH, "exception", "iree", "O3-host", "compile", other, "IreeCompileError")) not in sigs
+
+
 def test_a_report_is_keyed_past_failures_that_follow_from_unknown_dimensions() -> None:
     """OpenVINO 2026.4 reports (from a default campaign): a QLinearMatMul that fails on its scale's axis
     leaves an ArgMin "Cannot get length of dynamic dimension"; the bug is the QLinearMatMul's, listed

@@ -65,6 +65,11 @@ _NORMALIZE = [
     (re.compile(r"(/[\w.\-]+)+/?"), "PATH"),
     (re.compile(r"\b[nv]\d+\b"), "NAME"),  # dlcfuzz node and value names
     (re.compile(r"\b\w*\d\w*\b"), "N"),  # numbers and identifiers with digits (tmp123, shape dims)
+    # an MLIR operation's operands and their types (IREE): "onnx.MatMulInteger"(%arg4, %2, %0) with or
+    # without its optional zero points is one operation, whichever operands it was given (IREE's
+    # lowering of a matmul of a 1-D operand was five roots of one campaign)
+    (re.compile(r"\(%\w+(?:, %\w+)*\)"), "(%N...)"),  # %none: an optional operand left out
+    (re.compile(r"\((?:![\w.]+(?:<T>)?|\w+<T>)(?:, (?:![\w.]+(?:<T>)?|\w+<T>))*\)"), "(TYPES)"),
     (re.compile(r"\s+"), " "),
 ]
 COMPILER_DIRS = ("/tvm/", "/openvino/", "/onnxruntime/", "/torch/", "/onnx/reference/", "/tests/")
