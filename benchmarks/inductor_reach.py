@@ -42,6 +42,7 @@ import json
 import os
 import random
 import resource
+import shutil
 import signal
 import subprocess
 import sys
@@ -307,28 +308,36 @@ def run_side(side: str, a: argparse.Namespace, out: Path) -> None:
     """One side in child processes: a fresh one after a program that took the process down (counted as
     crashed, under "died"; its own CPU time is not counted)."""
     start = a.first
-    while True:
-        r = subprocess.run([sys.executable, __file__, "--side", side, "-n", str(a.n), "--seed", str(a.seed),
-                            "--ops", f"{a.ops[0]}:{a.ops[1]}", "--timeout", str(a.timeout), "--out", str(out),
-                            "--start", str(start), "--first", str(a.first), "--native-variants", a.native_variants,
-                            "--cpu-seconds", str(a.cpu_seconds)])
-        state_file = out / f"{side}.json"
-        if r.returncode == 0:
-            return
-        if not state_file.exists():
-            raise SystemExit(f"{side}: the measuring process failed before its first program (exit {r.returncode})")
-        state = json.loads(state_file.read_text())
-        if state["done"] < start:  # it died before finishing the program after the last restart: no state yet
-            state["done"] = start
-        print(f"{side}: program #{state['done']} took the process down (exit {r.returncode}); going on after it",
-              file=sys.stderr)
-        state["died"].append(state["done"])
-        state["programs"]["crashed"] = state["programs"].get("crashed", 0) + 1
-        state["done"] += 1
-        state_file.write_text(json.dumps(state, indent=1))
-        if state["done"] >= a.n:
-            return
-        start = state["done"]
+    # a cache of its own, empty at the start: a C++ kernel or an autotuning choice that an earlier run left
+    # in the default cache would skip its compile and benchmark (and their lines) on one side only
+    cache = out / f"{side}.inductor-cache"
+    shutil.rmtree(cache, ignore_errors=True)
+    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(cache))
+    try:
+        while True:
+            r = subprocess.run([sys.executable, __file__, "--side", side, "-n", str(a.n), "--seed", str(a.seed),
+                                "--ops", f"{a.ops[0]}:{a.ops[1]}", "--timeout", str(a.timeout), "--out", str(out),
+                                "--start", str(start), "--first", str(a.first), "--native-variants", a.native_variants,
+                                "--cpu-seconds", str(a.cpu_seconds)], env=env)
+            state_file = out / f"{side}.json"
+            if r.returncode == 0:
+                return
+            if not state_file.exists():
+                raise SystemExit(f"{side}: the measuring process failed before its first program (exit {r.returncode})")
+            state = json.loads(state_file.read_text())
+            if state["done"] < start:  # it died before finishing the program after the last restart: no state yet
+                state["done"] = start
+            print(f"{side}: program #{state['done']} took the process down (exit {r.returncode}); going on after it",
+                  file=sys.stderr)
+            state["died"].append(state["done"])
+            state["programs"]["crashed"] = state["programs"].get("crashed", 0) + 1
+            state["done"] += 1
+            state_file.write_text(json.dumps(state, indent=1))
+            if state["done"] >= a.n:
+                return
+            start = state["done"]
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
 
 
 # ---------------------------------------------------------------------------------------------
