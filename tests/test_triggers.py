@@ -17,6 +17,7 @@ from dlcfuzz.ir import CONST_KIND, INPUT_KIND, NODE_KIND, Graph, Node, TensorTyp
 from dlcfuzz.oracle import Finding, criteria_for, judge, run_baseline, run_confirmed
 from dlcfuzz.oracle.triggers import (
     ATTRIBUTE,
+    ELEMENT_TYPE,
     INT32_RANGE,
     OPSET,
     SIBLING,
@@ -124,6 +125,36 @@ def test_tvm_reduce_with_noop_is_one_root_for_the_family(pool) -> None:
     # without the attribute variation the trigger is not found: the root is not the attribute's
     _, without = analysis(pool, *noop_reduce("ReduceSumSquare"), TVM, skip=(ATTRIBUTE,))
     assert ATTRIBUTE not in without.kinds and without.root != square.root, without.summary()
+
+
+def bool_reduce(op: str) -> tuple[Graph, dict[str, np.ndarray]]:
+    x = np.array([[True, False, True], [False, False, True]])
+    return one_node(op, [(INPUT_KIND, x), (CONST_KIND, np.array([1], np.int64))], {}, (2, 1), opset=20)
+
+
+def test_tvm_reduce_max_and_min_of_bool_are_one_root_by_their_element_type(pool) -> None:
+    """TVM 0.27 fails to compile ReduceMax and ReduceMin of bool (opset 20 admits it), each with its own
+    message ("Cannot decide min_value for typeT.bool", "... max_value ..."): a 2-hour campaign listed them
+    as two roots.  The input fed as float32 makes the crash vanish, the family's other member that takes
+    bool shows it too (the siblings that take no bool are no variation), so the root is one."""
+    need("tvm")
+    at = ("tvm", "unfused-generic")
+    got = {}
+    for op in ("ReduceMax", "ReduceMin"):
+        g, feeds = bool_reduce(op)
+        f = found(pool, g, feeds, at)
+        a = analyze_triggers(pool, f, g, feeds, None, graph_signature(f, g))
+        assert f.oracle == "crash" and a.kinds == [ELEMENT_TYPE] and a.family == "Reduce*", a.summary()
+        other = "ReduceMin" if op == "ReduceMax" else "ReduceMax"
+        assert [t["cause"] for t in a.tried if t["kind"] == SIBLING] == [other], a.tried
+        got[op] = (f.message, a.root)
+    assert got["ReduceMax"][0] != got["ReduceMin"][0]
+    assert got["ReduceMax"][1] == got["ReduceMin"][1] == "TVM compile exception: Reduce* with bool inputs"
+    # without the variation no cause is found: each keeps its own signature
+    g, feeds = bool_reduce("ReduceMax")
+    f = found(pool, g, feeds, at)
+    without = analyze_triggers(pool, f, g, feeds, None, graph_signature(f, g), skip=(ELEMENT_TYPE,))
+    assert ELEMENT_TYPE not in without.kinds and without.root != got["ReduceMax"][1], without.summary()
 
 
 def resize(form: str, factors: tuple[float, ...]) -> tuple[Graph, dict[str, np.ndarray]]:

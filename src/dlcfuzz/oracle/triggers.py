@@ -21,7 +21,10 @@ operator's) whose removal does, else the first pair that does (``analyze``), wit
   runs the default pipeline, in which LegalizeOps' leftovers reach no FoldConstant);
 - ``ATTRIBUTE``: an attribute off its default set back to it (omitted), a negative axis made positive;
 - ``OPSET``: the operator at its neighbouring version, an attribute there taken as an input (or the
-  reverse) where the versions differ in that.
+  reverse) where the versions differ in that;
+- ``ELEMENT_TYPE``: the operator's integer, bool, float16 or float64 operands (those its schema binds to
+  one type that float32 may be) fed as float32 (TVM cannot take a min_value of bool in ReduceMax and
+  in ReduceMin: one root with their family, whatever each message says).
 
 Where no variation makes the bug vanish but the static twin *declines* the case, the refusal names the
 root (``DECLINED_TWIN``): the static compile checks a feature that the dynamic-shape path runs unchecked,
@@ -77,9 +80,9 @@ MAX_SIBLINGS = 4  # siblings of the operator's family tried (until one shows the
 INT32 = (-(2 ** 31), 2 ** 31 - 1)
 
 # kinds of variation
-INT32_RANGE, SIGNED, INITIALIZER, RUNTIME, STATIC, THREADS, PIPELINE, ATTRIBUTE, OPSET, SIBLING, KNOCK_ON = (
-    "int32", "signed", "initializer", "runtime", "static", "threads", "pipeline", "attribute", "opset", "sibling",
-    "knock-on")
+(INT32_RANGE, SIGNED, INITIALIZER, RUNTIME, STATIC, THREADS, PIPELINE, ATTRIBUTE, OPSET, ELEMENT_TYPE, SIBLING,
+ KNOCK_ON) = ("int32", "signed", "initializer", "runtime", "static", "threads", "pipeline", "attribute", "opset",
+              "element-type", "sibling", "knock-on")
 MAX_PRODUCERS = 2  # producers of a crash's case checked for a wrong output of their own (``knock_on``)
 # triggers that name no operator: the backend's, whichever operator met them (its integer precision, its
 # dynamic-shape kernels, its threads).  An operand's form names the operator: constant folding evaluates
@@ -114,8 +117,9 @@ def _refusal(decline: str) -> str:
     return message_head(decline, _REFUSAL_CHARS)
 
 
-# the order causes are named in (the pipeline last: an operator's own cause is named before it)
-_ORDER = (INT32_RANGE, SIGNED, INITIALIZER, RUNTIME, STATIC, THREADS, OPSET, ATTRIBUTE, PIPELINE)
+# the order causes are named in (the pipeline last: an operator's own cause is named before it; the element
+# type after the attributes and versions: a float32 operator runs other code, which any narrower cause explains)
+_ORDER = (INT32_RANGE, SIGNED, INITIALIZER, RUNTIME, STATIC, THREADS, OPSET, ATTRIBUTE, ELEMENT_TYPE, PIPELINE)
 
 BACKEND_NAMES = {"openvino": "OpenVINO", "tvm": "TVM", "tvm-relax": "TVM Relax", "ort": "ONNX Runtime",
                  "iree": "IREE", "inductor": "Inductor"}
@@ -570,6 +574,73 @@ def _at_version(node: Node, version: int) -> Callable[[Graph, Feeds], tuple[Grap
     return apply
 
 
+def _type_str(dtype: str) -> str:
+    """ONNX's name of an element type in its schemas: float32 -> tensor(float)."""
+    import onnx
+
+    from dlcfuzz.ir import ONNX_CODE
+
+    return f"tensor({onnx.TensorProto.DataType.Name(ONNX_CODE[dtype]).lower()})" if dtype in ONNX_CODE else ""
+
+
+def _bound_types(op: str, opset: int, node: Node) -> list[tuple[str, frozenset[str]]] | None:
+    """(the type parameter, the element types it admits) of each of the node's operands in the schema of
+    ``op`` (variadic ones repeat the last); None when ``op`` has no schema at that version."""
+    schema = _schema(op, opset)
+    if schema is None or not schema.inputs:
+        return None
+    allowed = {c.type_param_str: frozenset(c.allowed_type_strs) for c in schema.type_constraints}
+    out = []
+    for i in range(len(node.inputs)):
+        formal = schema.inputs[min(i, len(schema.inputs) - 1)]
+        out.append((formal.type_str, allowed.get(formal.type_str, frozenset({formal.type_str}))))
+    return out
+
+
+def _admits(op: str, g: Graph, node: Node) -> bool:
+    """Whether ``op``'s schema takes the node's operands' element types (a sibling that does not is no
+    variation: a ReduceL1 of bool is an invalid model, not a case without the bug)."""
+    bound = _bound_types(op, g.opset, node)
+    if bound is None:
+        return False
+    return all(not name or _type_str(g.values[name].type.dtype) in types
+               for name, (_, types) in zip(node.inputs, bound, strict=True) if name in g.values)
+
+
+def _element_class(dtype: str) -> str:
+    return "bool" if dtype == "bool" else "integer" if "int" in dtype else dtype
+
+
+def _float_operands(g: Graph, node: Node) -> tuple[list[str], str]:
+    """(the node's operands fed as float32 by the ``ELEMENT_TYPE`` variation, their element type's class):
+    those of a type parameter that admits float32 and is bound to another type, when each operand so bound
+    is an input or a constant of the case (a node's output keeps its type)."""
+    bound = _bound_types(node.op, g.opset, node)
+    if bound is None:
+        return [], ""
+    groups: dict[str, list[str]] = {}
+    for name, (param, types) in zip(node.inputs, bound, strict=True):
+        if name and name in g.values and "tensor(float)" in types and g.values[name].type.dtype != "float32":
+            groups.setdefault(param, []).append(name)
+    names = [n for ns in groups.values() if all(g.values[x].kind != NODE_KIND for x in ns) for n in ns]
+    return names, _element_class(g.values[names[0]].type.dtype) if names else ""
+
+
+def _as_float32(names: Sequence[str]) -> Callable[[Graph, Feeds], tuple[Graph, Feeds] | None]:
+    def apply(g: Graph, feeds: Feeds) -> tuple[Graph, Feeds] | None:
+        h, new = _copy(g), dict(feeds)
+        for name in names:
+            v = h.values[name]
+            v.type = TensorType(v.type.shape, "float32")
+            if v.data is not None:
+                v.data = np.asarray(v.data).astype(np.float32)
+            if name in new:
+                new[name] = np.asarray(new[name]).astype(np.float32)
+        h2 = retyped(h)
+        return (h2, new) if h2 is not None else None
+    return apply
+
+
 def _sibling(node: Node, op: str) -> Callable[[Graph, Feeds], tuple[Graph, Feeds] | None]:
     def apply(g: Graph, feeds: Feeds) -> tuple[Graph, Feeds] | None:
         h = _copy(g)
@@ -691,6 +762,9 @@ def variations(g: Graph, feeds: Feeds, first: Mapping[str, Any] | None, variant:
         since, other = _versions(node.op, g.opset)
         if since is not None and other is not None:
             out.append(Variation(OPSET, f"version {since}", _at_version(node, other)))
+        names, element = _float_operands(g, node)
+        if names:
+            out.append(Variation(ELEMENT_TYPE, f"{element} inputs", _as_float32(names)))
     return out, unavailable
 
 
@@ -703,7 +777,9 @@ def siblings(g: Graph, first: Mapping[str, Any] | None) -> tuple[str, list[Varia
     out: list[Variation] = []
     family = next((name for name, ops in FAMILIES.items() if node.op in ops), "")
     if family:
-        out += [Variation(SIBLING, op, _sibling(node, op)) for op in FAMILIES[family] if op != node.op]
+        # the siblings whose schemas take its operands' types (a ReduceL1 of bool is no model)
+        out += [Variation(SIBLING, op, _sibling(node, op)) for op in FAMILIES[family]
+                if op != node.op and _admits(op, g, node)]
     form = _resize_form(node)
     if form is not None:
         family = "Resize (through scales or sizes)"

@@ -29,6 +29,7 @@ share one converter (MaxPool and AveragePool) and one operator's failures share 
 
 from __future__ import annotations
 
+import difflib
 import functools
 import hashlib
 import json
@@ -41,7 +42,7 @@ from typing import Any
 from dlcfuzz.ir import CONST_KIND, Graph, Node
 from dlcfuzz.oracle import BASELINE, CRASH, DISRUPTIVE, EXPORTER, METAMORPHIC, Finding
 from dlcfuzz.oracle.blame import blamed_pass
-from dlcfuzz.oracle.triggers import BACKEND_NAMES, FAMILIES, MAX_RUNS, Analysis, analyze
+from dlcfuzz.oracle.triggers import BACKEND_NAMES, FAMILIES, MAX_RUNS, SIBLING, Analysis, analyze
 
 _FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')  # a traceback's frame: file, line, function
 _NORMALIZE = [
@@ -561,15 +562,19 @@ def migrated_signature(f: Finding, op: str, conversion: str = "", names: Iterabl
 
 
 # -- trigger analysis (oracle/triggers.py) -------------------------------------------------------------
+SIBLING_WORDING = 0.8  # how alike a sibling's crash message must be to the bug's (difflib's ratio)
 TRIGGERS_META = "triggers"  # the store's meta key: the trigger analyses' bugs, runs and seconds
 
 
 def trigger_shows(finding: Finding, signature: str, first: dict | None) -> Callable[[list[Finding], Graph, str], bool]:
     """Whether a trial's findings hold the bug: its signature, or (a value divergence) the same kind of
     divergence at the suspect node, by name, whatever operator a sibling variation put there (a trial is
-    not localized: the divergence is read at the producer of the differing output)."""
+    not localized: the divergence is read at the producer of the differing output), or (a crash under a
+    sibling) the same crash in the sibling's words: TVM's ReduceMin of bool cannot decide a max_value
+    where its ReduceMax cannot decide a min_value."""
     name = (first or {}).get("node", "")
     kind = (first or {}).get("kind", finding.kind)
+    said = normalize(finding.message)
 
     def shows(findings: list[Finding], g: Graph, variation: str) -> bool:
         at = next((n.op for n in g.nodes if name and n.name == name), g.nodes[0].op if len(g.nodes) == 1 else "")
@@ -579,6 +584,10 @@ def trigger_shows(finding: Finding, signature: str, first: dict | None) -> Calla
             if graph_signature(f, g) == signature:
                 return True
             if finding.diverges and f.diverges and at and producer(g, f.output)[0] == at and f.kind == kind:
+                return True
+            if (variation == SIBLING and finding.oracle == CRASH == f.oracle
+                    and (f.phase, f.kind, f.error_type) == (finding.phase, finding.kind, finding.error_type)
+                    and difflib.SequenceMatcher(None, said, normalize(f.message)).ratio() >= SIBLING_WORDING):
                 return True
         return False
     return shows
