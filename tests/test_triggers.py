@@ -22,6 +22,7 @@ from dlcfuzz.oracle.triggers import (
     OPSET,
     SIBLING,
     STATIC,
+    THREADS,
     Analysis,
     root_name,
     siblings,
@@ -331,3 +332,38 @@ def test_an_operators_attribute_trigger_is_one_root_as_a_crash_in_any_phase_or_a
     unsigned = ["unsigned element types"]
     assert root_name(crash, unsigned) == "TVM compile exception: unsigned element types"
     assert root_name(wrong, unsigned) == "TVM: unsigned element types"
+
+
+THREADS_DATA = Path(__file__).parent / "data" / "threads"
+
+
+def test_openvino_on_one_thread_returns_what_it_refuses_on_more_one_root() -> None:
+    """OpenVINO 2026.4's Resize of the batch axis: on more than one inference thread the CPU plugin raises
+    "Interpolate ... only supports resize on spatial dimensions" (a decline); on the one thread every
+    dlcfuzz variant sets, it swallows that error and returns an empty output.  No variant declares the
+    default thread count: the analysis runs the variant with the option unset, whose refusal names the
+    root, for the Resize alone and for an Atan beside it (two roots of a 30-minute campaign, c33).  Each
+    case in workers of its own: a process whose one-thread run has swallowed the error raises it the next
+    time."""
+    from dlcfuzz.run.worker import PhaseLimits, WorkerPool
+
+    need("openvino")
+    roots = []
+    for sig in ("dd616b4172927c74", "5667aa6b02276a86"):
+        g = Graph.from_json((THREADS_DATA / sig / "graph.json").read_text())
+        with np.load(THREADS_DATA / sig / "inputs.npz") as z:
+            feeds = {v.name: (v.data if v.pinned else z[v.name]) for v in g.inputs}
+        pool = WorkerPool(PhaseLimits())
+        try:
+            f = found(pool, g, feeds, OV)
+            a = analyze_triggers(pool, f, g, feeds, None, graph_signature(f, g))
+            assert f.oracle == "differential" and a.kinds == [THREADS], a.summary()
+            assert "Interpolate node" in a.root and "only supports resize on" in a.root, a.root
+            assert a.root.endswith(", run on one inference thread"), a.root
+            roots.append(a.root)
+            # without the unset twin there is no thread variation, and no root
+            without = analyze_triggers(pool, f, g, feeds, None, graph_signature(f, g), skip=(THREADS,))
+            assert not without.root, without.summary()
+        finally:
+            pool.close()
+    assert roots[0] == roots[1]

@@ -19,6 +19,7 @@ backend handed over with ``artifact`` lie next to the model.
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -73,8 +74,29 @@ def without(variant: str, keys: list[str]) -> str:
     return f"{variant}{WITHOUT}{','.join(keys)}"
 
 
+UNSET = " unset "  # a variant with one option left to the compiler's default: "f32 unset config.INFERENCE_NUM_THREADS"
+
+
+def unset(variant: str, path: tuple[str, ...]) -> str:
+    return f"{variant}{UNSET}{'.'.join(path)}"
+
+
+def unset_option(options: Mapping[str, Any], path: Sequence[str]) -> dict[str, Any]:
+    """``options`` without the (nested) option at ``path``."""
+    out = dict(options)
+    if len(path) == 1:
+        out.pop(path[0], None)
+    else:
+        out[path[0]] = unset_option(out.get(path[0], {}), path[1:])
+    return out
+
+
 def resolve_variant(backend: Backend, variants: dict[str, Variant], name: str) -> Variant:
-    """A variant by name, including one with passes turned off (``without``); KeyError if unknown."""
+    """A variant by name, including one with passes turned off (``without``) and one with an option left
+    to the compiler's default (``unset``); KeyError if unknown."""
+    base, sep, path = name.partition(UNSET)
+    if sep:
+        return Variant(name, unset_option(variants[base].options, path.split(".")))
     base, sep, keys = name.partition(WITHOUT)
     if not sep:
         return variants[name]

@@ -26,9 +26,10 @@ operator's) whose removal does, else the first pair that does (``analyze``), wit
   one type that float32 may be) fed as float32 (TVM cannot take a min_value of bool in ReduceMax and
   in ReduceMin: one root with their family, whatever each message says).
 
-Where no variation makes the bug vanish but the static twin *declines* the case, the refusal names the
-root (``DECLINED_TWIN``): the static compile checks a feature that the dynamic-shape path runs unchecked,
-and wrongly (OpenVINO's Resize of the batch or channel axis), whichever operator carries it.
+Where no variation makes the bug vanish but the static twin (or the twin on the compiler's default
+threads) *declines* the case, the refusal names the root (``DECLINED_TWINS``): the static compile checks a
+feature that the dynamic-shape path runs unchecked, and wrongly (OpenVINO's Resize of the batch or channel
+axis), whichever operator carries it; OpenVINO on one inference thread swallows the error it raises on more.
 
 A crash of several nodes with no trigger of its own may be a *knock-on* (``KNOCK_ON``, ``knock_on``): a
 producer in the case, alone, diverges from the baseline (or gives an output shaped only at run time),
@@ -69,7 +70,7 @@ from typing import Any
 
 import numpy as np
 
-from dlcfuzz.backends.base import OK, Test, Variant
+from dlcfuzz.backends.base import OK, UNSET, Test, Variant, unset, unset_option
 from dlcfuzz.ir import CONST_KIND, INPUT_KIND, NODE_KIND, Graph, Node, TensorType, Value
 from dlcfuzz.oracle.compare import all_finite
 from dlcfuzz.oracle.findings import COMPILER, CRASH, DIFFERENTIAL, METAMORPHIC, Finding
@@ -94,9 +95,14 @@ OPERATOR_FREE = frozenset({INT32_RANGE, SIGNED, STATIC, THREADS})
 # left, on whichever operator): the pipeline's.
 CRASH_OPERATOR_FREE = frozenset({INT32_RANGE, THREADS, PIPELINE})
 # A variation whose twin variant *declines* the case says where the bug lives: the static compile checks
-# a feature (and refuses it) that the dynamic-shape path runs without the check, and wrongly.  Every case
-# that reaches that unchecked path, whichever operator carries it, is one root, named by the refusal.
-DECLINED_TWIN = STATIC
+# a feature (and refuses it) that the dynamic-shape path runs without the check, and wrongly; OpenVINO on
+# more than one thread raises the error (Interpolate "only supports resize on spatial dimensions") that one
+# inference thread swallows, returning unwritten outputs.  Every case that reaches that unchecked path,
+# whichever operator carries it, is one root, named by the refusal and the path (the twin's cause).
+DECLINED_TWINS = {STATIC: "dynamic shapes", THREADS: "one inference thread"}
+# variant options whose twin, where the backend declares none, is the variant with the option left to the
+# compiler's default (``backends.base.unset``): every OpenVINO variant sets one inference thread
+UNSET_TWINS = (("config", "INFERENCE_NUM_THREADS"),)
 _REFUSAL_CHARS = 90
 _NUMBER = re.compile(r"\d+")
 _QUOTED = re.compile(r"'[^']*'")
@@ -694,15 +700,6 @@ def _option(options: Mapping[str, Any], path: tuple[str, ...]) -> Any:
     return cur
 
 
-def _without(options: Mapping[str, Any], path: tuple[str, ...]) -> dict[str, Any]:
-    out = dict(options)
-    if len(path) == 1:
-        out.pop(path[0], None)
-    else:
-        out[path[0]] = _without(out.get(path[0], {}), path[1:])
-    return out
-
-
 def twin(variants: Mapping[str, Mapping[str, Any]], variant: str, path: tuple[str, ...],
          also: tuple[tuple[str, ...], ...] = ()) -> str:
     """The variant whose options are ``variant``'s but for the option at ``path`` (unset, or another value)
@@ -712,14 +709,25 @@ def twin(variants: Mapping[str, Mapping[str, Any]], variant: str, path: tuple[st
         return ""
 
     def rest(o: Mapping[str, Any]) -> dict[str, Any]:
-        out = _without(o, path)
+        out = unset_option(o, path)
         for p in also:
-            out = _without(out, p)
+            out = unset_option(out, p)
         return out
 
     base = rest(mine)
     return next((name for name, o in variants.items() if name != variant and rest(o) == base
                  and _option(o, path) != _option(mine, path)), "")
+
+
+def with_unset_twins(variants: Mapping[str, Mapping[str, Any]], variant: str) -> dict[str, Mapping[str, Any]]:
+    """``variants`` and, for each option of ``UNSET_TWINS`` that ``variant`` sets and no declared variant
+    leaves out, the variant without it (``backends.base.unset``: the worker resolves it by name)."""
+    out = dict(variants)
+    for path in UNSET_TWINS:
+        mine = variants.get(variant)
+        if mine is not None and _option(mine, path) is not None and not twin(variants, variant, path):
+            out[unset(variant, path)] = unset_option(mine, path)
+    return out
 
 
 def variations(g: Graph, feeds: Feeds, first: Mapping[str, Any] | None, variant: str,
@@ -821,7 +829,10 @@ class Trial:
         runs = CONFIRM_RUNS if self.f.oracle == CRASH else 1
         pair = self.f.oracle == METAMORPHIC and self.f.other and self.f.other != variant
         names = [self.f.other, variant] if pair else [variant]  # the mate first: the variant is compared with it
-        got, late, _ = run_confirmed(self.runner, self.f.backend, test, names, runs=runs)
+        # a twin with an option unset runs in a worker of its own: OpenVINO on its default threads leaves the
+        # process changed (its later one-thread runs raise what they swallowed before)
+        fresh = any(UNSET in n for n in names)
+        got, late, _ = run_confirmed(self.runner, self.f.backend, test, names, fresh=fresh, runs=runs)
         by_baseline = self.f.oracle in (DIFFERENTIAL, METAMORPHIC)
         criteria = self.criteria.for_graph(g, base.name if by_baseline else self.f.other)
         verdict = judge({self.f.backend: got}, base.outputs if by_baseline else None, criteria)
@@ -1013,6 +1024,7 @@ def analyze(runner: Runner, finding: Finding, graph: Graph, feeds: Feeds, first:
     a = Analysis()
     if finding.oracle not in (DIFFERENTIAL, METAMORPHIC, CRASH) or finding.variant not in variants:
         return a
+    variants = with_unset_twins(variants, finding.variant)
     trial = Trial(runner, finding, variants, tolerances)
     mate = finding.other if finding.oracle == METAMORPHIC else ""
     found, unavailable = variations(graph, feeds, first, finding.variant, variants, mate)
@@ -1056,15 +1068,15 @@ def analyze(runner: Runner, finding: Finding, graph: Graph, feeds: Feeds, first:
         return a
     needed: list[Variation] = []
     kept: list[Variation] = []  # variations that ran and left the bug (candidates for pairs)
-    refused = ""  # what the compiler said declining the case on a variant twin (see DECLINED_TWIN)
+    refused, refused_by = "", ""  # what the compiler said declining the case on a variant twin (DECLINED_TWINS)
     for v in sorted(found, key=lambda v: _ORDER.index(v.kind)):
         if trial.runs >= max_runs:
             break
         trial.declined = ""
         result = run((v,), v.kind)
         note((v,), result)
-        if result is None and v.kind == DECLINED_TWIN and trial.declined:
-            refused = refused or trial.declined
+        if result is None and v.kind in DECLINED_TWINS and trial.declined and not refused:
+            refused, refused_by = trial.declined, v.kind
         if result is False:  # the smallest set: one cause, the first in ``_ORDER`` that makes it vanish
             needed = [v]
             break
@@ -1132,9 +1144,10 @@ def analyze(runner: Runner, finding: Finding, graph: Graph, feeds: Feeds, first:
     a.unvaried = unavailable
     if (needed or a.family) and not (named and node is None):  # an operator's trigger, at no one operator: no root
         a.root = root_name(finding, a.trigger, a.family if (named or not needed) else "", a.kinds)
-    elif refused:  # what the static compile refuses, the dynamic one runs wrongly: one root per refusal
-        a.trigger, a.kinds = ["a case its static twin declines"], [DECLINED_TWIN]
-        a.root = f"{BACKEND_NAMES.get(finding.backend, finding.backend)}: {_refusal(refused)}, run on dynamic shapes"
+    elif refused:  # what the twin refuses, the bug's variant runs wrongly: one root per refusal and path
+        path = DECLINED_TWINS[refused_by]
+        a.trigger, a.kinds = [f"a case its twin without {path} declines"], [refused_by]
+        a.root = f"{BACKEND_NAMES.get(finding.backend, finding.backend)}: {_refusal(refused)}, run on {path}"
     a.runs, a.seconds = trial.runs, time.monotonic() - t0
     return a
 
