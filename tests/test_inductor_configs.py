@@ -588,3 +588,25 @@ def test_the_sampled_trace_flag_writes_inductors_debug_dumps_into_a_folder_it_re
     assert {"ir_pre_fusion.txt", "ir_post_fusion.txt"} <= {p.name for p in written}, written
     assert not any(p.exists() for p in written), written  # the folder went with the variant
     assert list(tmp_path.iterdir()) == []  # no torch_compile_debug/ where the worker runs
+
+
+def test_a_quantized_linear_under_backward_agrees_and_its_repro_runs_without_float64(tmp_path):
+    """idiom_qlinear (pt2e's int8 form) in a program that runs backward: its scales are read detached (eager
+    differentiates them only through a deprecated fallback, compiled not at all: a false alarm of a
+    30-minute campaign), and the repro's float64 tie-break, which quantize_per_tensor refuses, is skipped
+    rather than failing the script."""
+    from dlcfuzz.backends.torch_program import repro_script
+    from dlcfuzz.export.torch_program import to_program_source
+
+    gen = TorchProgramGenerator([TORCH_REGISTRY[o] for o in ("torch.idiom_qlinear", "torch.abs")], (2, 2),
+                                options=ProgramOptions(layout_rate=0.0, backward_rate=1.0, dynamic_rate=0.0))
+    g = next(g for g in (gen.generate(s) for s in range(50)) if "_dq_weight(" in to_program_source(g))
+    source = to_program_source(g)
+    assert "BACKWARD = True" in source and ".detach(), " in source.split("_dq_weight(", 2)[2]
+    variant = Variant("inductor-backward", dict(VARIANTS["inductor-backward"]))
+    ran, _ = _run(TorchProgramBackend(), g, variant)
+    assert not isinstance(ran, Exception) and ran.divergence is None, ran
+    repro = tmp_path / "repro.py"
+    repro.write_text(repro_script(source, variant, "no bug"))
+    got = subprocess.run([sys.executable, str(repro)], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert got.returncode == 0 and "not reproduced" in got.stdout, got.stdout + got.stderr[-2000:]

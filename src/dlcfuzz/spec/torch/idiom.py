@@ -228,12 +228,13 @@ Q_ACTS = ("none", "relu", "relu", "gelu", "silu", "hardtanh")
 
 def _quantized_emit(contraction: Callable[[str, str, str, dict], str]) -> Callable[[list[str], dict], str]:
     """dequantize -> linear/conv (+ a quantized other operand) -> activation (-> quantize), pt2e's form.  int8
-    inference has no backward (eager's quantize has no derivative): the operands are read detached, so that a
-    backward program differentiates around the call."""
+    inference has no backward (eager's quantize has no derivative, its per-channel dequantize of the weight only
+    a deprecated fallback's for the scales): the operands are read detached, so that a backward program
+    differentiates around the call."""
     def emit(a: list[str], k: dict) -> str:
         x = f"_qdq({a[0]}.detach(), {k['scale']}, {k['zp']})"
         bias = f"{a[4]}.detach()" if len(a) > 4 and a[4] else "None"
-        out = contraction(x, f"_dq_weight({a[1]}, {a[2]}, {a[3]})", bias, k)
+        out = contraction(x, f"_dq_weight({a[1]}, {a[2]}.detach(), {a[3]})", bias, k)
         if len(a) > 5 and a[5]:
             out = f"({out} + _qdq({a[5]}.detach(), {k['scale']}, {k['zp']}))"
         out = _act(k, out)
