@@ -252,12 +252,6 @@ def test_new_bugs_are_reduced_automatically(tmp_path: Path) -> None:
     arm = c.allocator.arms["tests.fake_backends:Planted"]
     assert arm.seconds == pytest.approx(inside + overhead + c.progress.reduce_seconds, rel=1e-3)
     assert arm.pulls == tests
-    # its yield is of distinct bugs: a bug its reduction folds under another's root is taken back
-    db = sqlite3.connect(out / "campaign.sqlite")
-    roots, members = (db.execute(f"SELECT COUNT(*) FROM bugs WHERE category = 'compiler' AND same_as {op} ''")
-                      .fetchone()[0] for op in ("=", "!="))
-    db.close()
-    assert members and arm.bugs == roots, (roots, members, arm.bugs)
     # what each planted bug needs (see fake_backends.Planted): a Relu to crash, a Sigmoid to shift outputs
     # (a value bug's signature may also name the operator that computes the differing output: one more)
     minimal = {"crash": (["Relu"], 1), "differential": (["Sigmoid"], 2)}

@@ -1,6 +1,5 @@
 """Where a campaign spends its CPU: which compiler each test is generated for, and which other
-compilers and variants run it, following each one's yield of new distinct bugs per CPU-second (a new
-bug that its reduction folds under a root found before is taken back: ``Campaign.merged_into``).
+compilers and variants run it, following each one's yield of new distinct bugs per CPU-second.
 
 Each arm (a backend, or one variant of a backend) has a Gamma posterior over its bug rate (Poisson
 arrivals of new bugs over its CPU-seconds), started from an optimistic prior so that every arm is

@@ -713,7 +713,7 @@ class Campaign(Driver):
             root = reduced_root(result.finding or case.finding, result.graph, result.first_diverging,
                                 result.signed_as, case.signature, triggers)
             with self.lock:
-                self.merged_into(found, case.signature, self.store.merge_root(case.signature, root, result.title))
+                self.store.merge_root(case.signature, root, result.title)
                 record_triggers(self.store, folder, triggers)
             if result.reproduced and found.kind == "timeout" and found.backend in self.profiles:
                 with self.lock:  # listed and reduced: hitting it again costs a limit and teaches nothing
@@ -730,13 +730,6 @@ class Campaign(Driver):
         with self.lock:
             self.progress.reduced += reduced
             self.progress.reduce_seconds += spent
-
-    def merged_into(self, found: Finding, signature: str, listed: str) -> None:
-        """A new bug (``signature``) whose root another bug already stands for (``listed``) is no new bug
-        to the allocation either: its backend's and variant's yield is of distinct bugs, known once reduced."""
-        if listed != signature and found.category == COMPILER:
-            self.allocator.credit(found.backend, 0.0, -1, tests=0)
-            self.allocator.credit((found.backend, found.variant), 0.0, -1, tests=0)
 
     def _outvoted(self, f: Finding, result) -> bool:
         """Whether the other compilers, run on the reduced case, agree with the accused one against the

@@ -347,11 +347,10 @@ class Store:
             raise
         self.export_bugs({b[0] for b in new_bugs} | {f[0] for f in findings})
 
-    def merge_root(self, signature: str, root: str, title: str = "") -> str:
+    def merge_root(self, signature: str, root: str, title: str = "") -> None:
         """Records a bug's root cause (``dedup.root_cause`` of its reduced case, or the signature its
         reduction found it under): of the bugs with one root, the first found is listed and the others
-        point to it (``same_as``). ``title``: the bug's title under that root, where it changed.
-        Returns the signature listed for the root (``signature`` itself when its root is new)."""
+        point to it (``same_as``). ``title``: the bug's title under that root, where it changed."""
         db = self.db
         db.execute("BEGIN IMMEDIATE")
         try:
@@ -368,7 +367,6 @@ class Store:
                 db.execute("ROLLBACK")
             raise
         self.export_bugs({r[0] for r in db.execute("SELECT signature FROM bugs WHERE root = ?", (root,))})
-        return first
 
     def set_category(self, signature: str, category: str) -> None:
         """Moves a bug to another category (a reduced case that the other compilers outvote is the

@@ -276,9 +276,8 @@ def finish_program_bugs(campaign: Campaign, graph: Graph, new: list[tuple[Path, 
                 campaign.progress.reduce_seconds += spent
                 record_triggers(campaign.store, None, analysis)
         with campaign.lock:  # bugs whose smallest programs call the same operators the same way are one
-            sig = graph_signature(f, graph)
-            campaign.merged_into(f, sig, campaign.store.merge_root(sig, program_root(f, smallest, analysis),
-                                                                   program_title(f)))
+            campaign.store.merge_root(graph_signature(f, graph), program_root(f, smallest, analysis),
+                                      program_title(f))
 
 
 def finding_variant(variant: Variant, f: Finding, graph: Graph | None = None) -> Variant:
