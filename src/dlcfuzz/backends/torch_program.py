@@ -594,9 +594,9 @@ class TorchProgramBackend(Backend):
         from torch._inductor import config as inductor_config
 
         flags = dict(opts.get("config") or {})
-        with tempfile.TemporaryDirectory(prefix="dlcfuzz-trace-") as trace_dir:
+        with contextlib.ExitStack() as stack:
             if flags.get("trace.enabled"):  # its dumps go where they are removed, not into the worker's folder
-                flags["trace.debug_dir"] = trace_dir
+                flags["trace.debug_dir"] = stack.enter_context(tempfile.TemporaryDirectory(prefix="dlcfuzz-trace-"))
             with inductor_config.patch(flags):
                 return self._run_variant(p, opts, backend, verdict)
 

@@ -72,6 +72,7 @@ import numpy as np
 
 from dlcfuzz.backends.base import OK, UNSET, Test, Variant, unset, unset_option
 from dlcfuzz.ir import CONST_KIND, INPUT_KIND, NODE_KIND, Graph, Node, TensorType, Value
+from dlcfuzz.ir.dtypes import onnx_type_name
 from dlcfuzz.oracle.compare import all_finite
 from dlcfuzz.oracle.findings import COMPILER, CRASH, DIFFERENTIAL, METAMORPHIC, Finding
 from dlcfuzz.oracle.judge import CONFIRM_RUNS, Runner, criteria_for, judge, run_baseline, run_confirmed
@@ -580,26 +581,17 @@ def _at_version(node: Node, version: int) -> Callable[[Graph, Feeds], tuple[Grap
     return apply
 
 
-def _type_str(dtype: str) -> str:
-    """ONNX's name of an element type in its schemas: float32 -> tensor(float)."""
-    import onnx
-
-    from dlcfuzz.ir import ONNX_CODE
-
-    return f"tensor({onnx.TensorProto.DataType.Name(ONNX_CODE[dtype]).lower()})" if dtype in ONNX_CODE else ""
-
-
 def _bound_types(op: str, opset: int, node: Node) -> list[tuple[str, frozenset[str]]] | None:
-    """(the type parameter, the element types it admits) of each of the node's operands in the schema of
-    ``op`` (variadic ones repeat the last); None when ``op`` has no schema at that version."""
+    """(the type parameter, the element types it admits, as dtype names) of each of the node's operands in
+    the schema of ``op`` (variadic ones repeat the last); None when ``op`` has no schema at that version."""
     schema = _schema(op, opset)
     if schema is None or not schema.inputs:
         return None
-    allowed = {c.type_param_str: frozenset(c.allowed_type_strs) for c in schema.type_constraints}
+    allowed = {c.type_param_str: c.allowed_type_strs for c in schema.type_constraints}
     out = []
     for i in range(len(node.inputs)):
-        formal = schema.inputs[min(i, len(schema.inputs) - 1)]
-        out.append((formal.type_str, allowed.get(formal.type_str, frozenset({formal.type_str}))))
+        param = schema.inputs[min(i, len(schema.inputs) - 1)].type_str
+        out.append((param, frozenset(onnx_type_name(t) for t in allowed.get(param, [param])) - {None}))
     return out
 
 
@@ -609,7 +601,7 @@ def _admits(op: str, g: Graph, node: Node) -> bool:
     bound = _bound_types(op, g.opset, node)
     if bound is None:
         return False
-    return all(not name or _type_str(g.values[name].type.dtype) in types
+    return all(not name or g.values[name].type.dtype in types
                for name, (_, types) in zip(node.inputs, bound, strict=True) if name in g.values)
 
 
@@ -626,7 +618,7 @@ def _float_operands(g: Graph, node: Node) -> tuple[list[str], str]:
         return [], ""
     groups: dict[str, list[str]] = {}
     for name, (param, types) in zip(node.inputs, bound, strict=True):
-        if name and name in g.values and "tensor(float)" in types and g.values[name].type.dtype != "float32":
+        if name and name in g.values and "float32" in types and g.values[name].type.dtype != "float32":
             groups.setdefault(param, []).append(name)
     names = [n for ns in groups.values() if all(g.values[x].kind != NODE_KIND for x in ns) for n in ns]
     return names, _element_class(g.values[names[0]].type.dtype) if names else ""
@@ -723,8 +715,8 @@ def with_unset_twins(variants: Mapping[str, Mapping[str, Any]], variant: str) ->
     """``variants`` and, for each option of ``UNSET_TWINS`` that ``variant`` sets and no declared variant
     leaves out, the variant without it (``backends.base.unset``: the worker resolves it by name)."""
     out = dict(variants)
+    mine = variants.get(variant)
     for path in UNSET_TWINS:
-        mine = variants.get(variant)
         if mine is not None and _option(mine, path) is not None and not twin(variants, variant, path):
             out[unset(variant, path)] = unset_option(mine, path)
     return out
