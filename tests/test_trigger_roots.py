@@ -160,19 +160,26 @@ def resize_scales(scales: list[float], out: tuple[int, ...]) -> tuple[Graph, dic
     return g, {"x": x}
 
 
-def test_openvino_resize_that_its_static_compile_declines_is_one_root_under_dynamic_shapes(pool) -> None:
+def test_openvino_resize_that_its_static_compile_declines_is_one_root_under_dynamic_shapes() -> None:
     """OpenVINO's static compile refuses a Resize that scales the batch or channel axis ("only supports
     resize on spatial dimensions"); its dynamic-shape path runs it and returns a wrong shape.  The static
     twin's decline hides the bug, so no variation makes it vanish: the refusal names the root, the same for
-    every such case whatever its scales and node names."""
+    every such case whatever its scales and node names.  Each case in a worker pool of its own: OpenVINO on
+    one thread swallows the refusal only in a process that has not run the case's other form before."""
+    from dlcfuzz.run.worker import PhaseLimits, WorkerPool
+
     need("openvino")
     roots = []
     for scales, out in (([0.8, 1.2, 0.6, 2.62, 2.5], (0, 1, 0, 2, 2)), ([2.0, 1.0, 1.0, 2.0, 2.0], (2, 1, 1, 2, 2))):
         g, feeds = resize_scales(scales, out)
-        wrong = [f for f in findings(pool, g, feeds, "openvino", ["f32-dynamic"]) if f.diverges]
-        assert len(wrong) == 1, wrong
-        a = analyze_triggers(pool, wrong[0], g, feeds, {"node": "n0", "kind": wrong[0].kind},
-                             graph_signature(wrong[0], g))
+        own = WorkerPool(PhaseLimits())
+        try:
+            wrong = [f for f in findings(own, g, feeds, "openvino", ["f32-dynamic"]) if f.diverges]
+            assert len(wrong) == 1, wrong
+            a = analyze_triggers(own, wrong[0], g, feeds, {"node": "n0", "kind": wrong[0].kind},
+                                 graph_signature(wrong[0], g))
+        finally:
+            own.close()
         assert any(t["kind"] == "static" and t["result"] == "invalid" for t in a.tried), a.tried
         roots.append(a.root)
     assert roots[0] == roots[1] and "only supports resize on spatial dimensions" in roots[0], roots

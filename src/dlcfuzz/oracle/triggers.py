@@ -7,7 +7,8 @@ off (``variations``), and the case runs again, judged as the campaign judges it 
 through the ``Runner``, the usual baseline); a variation after which the bug's signature is gone
 names a cause the bug needs.  The bug's *trigger* is the smallest set of causes whose removal makes
 it vanish: the first single cause (in ``_ORDER``: the values' before the variant's before the
-operator's) whose removal does, else the first pair that does (``analyze``), within ``MAX_RUNS`` runs.
+operator's) whose removal does, else the first pair that does (``analyze``), within ``MAX_RUNS`` runs;
+where no single one does, the operator's family is tried before the pairs (below).
 
 - ``INT32``: integer values beyond the int32 range brought into it (OpenVINO's CPU plugin computes
   uint32, uint64 and large int64 in int32);
@@ -24,7 +25,9 @@ operator's) whose removal does, else the first pair that does (``analyze``), wit
   reverse) where the versions differ in that;
 - ``ELEMENT_TYPE``: the operator's integer, bool, float16 or float64 operands (those its schema binds to
   one type that float32 may be) fed as float32 (TVM cannot take a min_value of bool in ReduceMax and
-  in ReduceMin: one root with their family, whatever each message says).
+  in ReduceMin: one root with their family, whatever each message says);
+- ``OPTIONAL``: an optional input the operator is given, omitted (its default: IREE computes a recurrent
+  layer's steps past its ``sequence_lens``).
 
 Where no variation makes the bug vanish but the static twin (or the twin on the compiler's default
 threads) *declines* the case, the refusal names the root (``DECLINED_TWINS``): the static compile checks a
@@ -35,7 +38,10 @@ A crash of several nodes with no trigger of its own may be a *knock-on* (``KNOCK
 producer in the case, alone, diverges from the baseline (or gives an output shaped only at run time),
 and without it (its output fed as the baseline gives it) the crash vanishes.  Its root is the
 producer's divergence, as that bug alone would be rooted (``run/dedup.py`` analyzes it in turn), so
-that TVM's Dropout mask of the wrong dtype is one root, whichever consumer fails on it.
+that TVM's Dropout mask of the wrong dtype is one root, whichever consumer fails on it.  A producer
+that is right but whose output ONNX's shape inference cannot shape names its reader (a dimension known
+only at run time), or no one (a rank it cannot tell: IREE's importer types such a value as a scalar,
+and every reader fails on it).
 
 The cause names the root: a trigger in the values' range, the element types or the variant
 (``OPERATOR_FREE``) is the backend's, whichever operator met it; a trigger in an operand's form, an
@@ -43,7 +49,8 @@ operator's attributes or its version is that operator's (a crash's, but for the 
 threads and the optimizing pipeline, whose passes meet every operator, too: ``CRASH_OPERATOR_FREE``),
 or its converter family's (``FAMILIES``: Reduce*,
 pooling, comparisons, Resize through ``scales`` or ``sizes``) when a sibling of the family run on the
-same case shows the bug too.  The
+same case shows the bug too, or where the attributes or optional inputs it needs are read alike by the
+family (``SHARED_FORM``: Conv's padding, the recurrent layers' ``sequence_lens``).  The
 root is a readable name, e.g. "OpenVINO: integer values beyond the int32 range" or "TVM: Reduce*
 with noop_with_empty_axes=1".
 
@@ -82,9 +89,11 @@ MAX_SIBLINGS = 4  # siblings of the operator's family tried (until one shows the
 INT32 = (-(2 ** 31), 2 ** 31 - 1)
 
 # kinds of variation
-(INT32_RANGE, SIGNED, INITIALIZER, RUNTIME, STATIC, THREADS, PIPELINE, ATTRIBUTE, OPSET, ELEMENT_TYPE, SIBLING,
- KNOCK_ON) = ("int32", "signed", "initializer", "runtime", "static", "threads", "pipeline", "attribute", "opset",
-              "element-type", "sibling", "knock-on")
+(INT32_RANGE, SIGNED, INITIALIZER, RUNTIME, STATIC, THREADS, PIPELINE, ATTRIBUTE, OPSET, ELEMENT_TYPE, OPTIONAL,
+ SIBLING, KNOCK_ON) = ("int32", "signed", "initializer", "runtime", "static", "threads", "pipeline", "attribute",
+                       "opset", "element-type", "optional-input", "sibling", "knock-on")
+# an operator's form: its attributes, its version, its optional inputs (one root however the bug shows)
+OPERATOR_FORM = (ATTRIBUTE, OPSET, OPTIONAL)
 MAX_PRODUCERS = 2  # producers of a crash's case checked for a wrong output of their own (``knock_on``)
 # triggers that name no operator: the backend's, whichever operator met them (its integer precision, its
 # dynamic-shape kernels, its threads).  An operand's form names the operator: constant folding evaluates
@@ -126,7 +135,8 @@ def _refusal(decline: str) -> str:
 
 # the order causes are named in (the pipeline last: an operator's own cause is named before it; the element
 # type after the attributes and versions: a float32 operator runs other code, which any narrower cause explains)
-_ORDER = (INT32_RANGE, SIGNED, INITIALIZER, RUNTIME, STATIC, THREADS, OPSET, ATTRIBUTE, ELEMENT_TYPE, PIPELINE)
+_ORDER = (INT32_RANGE, SIGNED, INITIALIZER, RUNTIME, STATIC, THREADS, OPSET, ATTRIBUTE, ELEMENT_TYPE, OPTIONAL,
+          PIPELINE)
 
 BACKEND_NAMES = {"openvino": "OpenVINO", "tvm": "TVM", "tvm-relax": "TVM Relax", "ort": "ONNX Runtime",
                  "iree": "IREE", "inductor": "Inductor"}
@@ -143,12 +153,15 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "Min/Max": ("Min", "Max"),
     "ArgMax/ArgMin": ("ArgMax", "ArgMin"),
 }
-# operators that read these attributes through one shared helper in the runtimes (ONNX Runtime's
-# ConvAttributes, TVM's and OpenVINO's auto-pad code): a trigger in one of them is the family's, which a
-# sibling run cannot show (a float Conv does not become a QLinearConv by its name)
-SHARED_ATTRIBUTES: dict[str, tuple[tuple[str, ...], frozenset[str]]] = {
+# operators that read these attributes (or optional inputs) through one shared helper in the runtimes (ONNX
+# Runtime's ConvAttributes, TVM's and OpenVINO's auto-pad code; the recurrent layers' sequence_lens, which
+# the spec defines alike for the three and IREE's lowering ignores in each): a trigger in one of them is the
+# family's, which a sibling run cannot show (a float Conv does not become a QLinearConv by its name, nor an
+# RNN's weights a GRU's)
+SHARED_FORM: dict[str, tuple[tuple[str, ...], frozenset[str]]] = {
     "Conv/ConvInteger/QLinearConv": (("Conv", "ConvInteger", "QLinearConv"),
                                      frozenset({"auto_pad", "pads", "strides", "dilations", "group", "kernel_shape"})),
+    "RNN/GRU/LSTM": (("RNN", "GRU", "LSTM"), frozenset({"sequence_lens"})),
 }
 # the variant options a variation switches: option path -> (kind, the value that is the suspected cause, its
 # name, the other option paths that go with it: the twin may differ there too)
@@ -172,6 +185,7 @@ class Variation:
     cause: str
     apply: Callable[[Graph, Feeds], tuple[Graph, Feeds] | None] | None = None
     variant: str = ""
+    about: str = ""  # the attribute or input the variation takes back to its default
 
 
 @dataclass
@@ -415,6 +429,31 @@ def _omit(node: Node, name: str) -> Callable[[Graph, Feeds], tuple[Graph, Feeds]
         del h.nodes[_at(h, node)].attrs[name]
         h2 = retyped(h)
         return (h2, dict(feeds)) if h2 is not None else None
+    return apply
+
+
+def _optional_inputs(g: Graph, node: Node) -> list[tuple[int, str]]:
+    """(position, schema name) of the optional inputs the node is given (omitted, each says "default": a
+    trailing one left out, an inner one by an empty name)."""
+    from onnx.defs import OpSchema
+
+    schema = _schema(node.op, g.opset)
+    if schema is None:
+        return []
+    optional = OpSchema.FormalParameterOption.Optional
+    return [(k, schema.inputs[k].name) for k, x in enumerate(node.inputs)
+            if x and k < len(schema.inputs) and schema.inputs[k].option == optional]
+
+
+def _omit_input(node: Node, position: int) -> Callable[[Graph, Feeds], tuple[Graph, Feeds] | None]:
+    def apply(g: Graph, feeds: Feeds) -> tuple[Graph, Feeds] | None:
+        h, new = _copy(g), dict(feeds)
+        n = h.nodes[_at(h, node)]
+        n.inputs[position] = ""
+        while n.inputs and not n.inputs[-1]:
+            n.inputs.pop()
+        h2 = pruned_and_retyped(h, new)
+        return (h2, new) if h2 is not None else None
     return apply
 
 
@@ -678,6 +717,8 @@ def _resize_form(node: Node) -> Callable[[Graph, Feeds], tuple[Graph, Feeds] | N
             ins.pop()
         n.inputs = ins
         h2 = pruned_and_retyped(h, new)
+        if h2 is None and slot == 3:  # ONNX's inference leaves a size of 0 unknown; the sizes are the shape
+            h2 = h
         return (h2, new) if h2 is not None and h2.values[n.outputs[0]].type == out.type else None
     return apply if node.op == "Resize" else None
 
@@ -754,7 +795,7 @@ def variations(g: Graph, feeds: Feeds, first: Mapping[str, Any] | None, variant:
         defaults = _defaults(node.op, g.opset)
         for name, value in sorted(node.attrs.items()):
             if name in defaults and defaults[name] != value:
-                out.append(Variation(ATTRIBUTE, _attribute_cause(name, value), _omit(node, name)))
+                out.append(Variation(ATTRIBUTE, _attribute_cause(name, value), _omit(node, name), about=name))
         if _negative_axes(g, node):
             out.append(Variation(ATTRIBUTE, "a negative axis", _positive_axes(node)))
         if _negative_positions(g, node):
@@ -765,6 +806,8 @@ def variations(g: Graph, feeds: Feeds, first: Mapping[str, Any] | None, variant:
         names, element = _float_operands(g, node)
         if names:
             out.append(Variation(ELEMENT_TYPE, f"{element} inputs", _as_float32(names)))
+        for position, name in _optional_inputs(g, node):
+            out.append(Variation(OPTIONAL, f"{name} given", _omit_input(node, position), about=name))
     return out, unavailable
 
 
@@ -923,12 +966,15 @@ def cut(g: Graph, node: Node, feeds: Feeds, inter: Feeds) -> tuple[Graph, Feeds]
 
 
 RUN_TIME_SHAPE = "run-time shape"
+UNKNOWN_RANK = "unknown rank"
 
 
-def shaped_at_run_time(g: Graph) -> bool:
-    """Whether an output of ``g`` has a dimension that ONNX's shape inference knows exists but cannot
-    tell from the case's types and constants: it depends on the values fed at run time (NonMaxSuppression's
-    boxes, NonZero's, a ConstantOfShape of a shape fed at run time)."""
+def shaped_at_run_time(g: Graph) -> str:
+    """What ONNX's shape inference cannot tell of ``g``'s outputs from the case's types and constants:
+    a dimension (``RUN_TIME_SHAPE``: NonMaxSuppression's boxes, NonZero's, a ConstantOfShape of a shape fed
+    at run time), or the rank itself (``UNKNOWN_RANK``: a Squeeze of axes fed at run time, a window of a
+    size fed at run time), where the operator has a schema (one without inference says nothing); ""
+    where it tells all."""
     import onnx
 
     from dlcfuzz.export.onnx import to_onnx
@@ -939,12 +985,16 @@ def shaped_at_run_time(g: Graph) -> bool:
             o.ClearField("type")
         inferred = onnx.shape_inference.infer_shapes(model)
     except Exception:  # inference's errors are of many types: no claim
-        return False
-    for o in inferred.graph.output:  # a rank with a dimension unknown: an operator without inference says nothing
+        return ""
+    found = ""
+    for o in inferred.graph.output:
         tt = o.type.tensor_type
         if tt.HasField("shape") and any(not d.HasField("dim_value") for d in tt.shape.dim):
-            return True
-    return False
+            return RUN_TIME_SHAPE
+        if (o.type.HasField("tensor_type") and not tt.HasField("shape")
+                and all(_schema(n.op, g.opset) is not None for n in g.nodes)):
+            found = UNKNOWN_RANK
+    return found
 
 
 def knock_on(trial: Trial, graph: Graph, feeds: Feeds, variant: str, crashes: Callable[[Graph, Feeds], bool | None],
@@ -966,7 +1016,7 @@ def knock_on(trial: Trial, graph: Graph, feeds: Feeds, variant: str, crashes: Ca
     inter = trial.intermediates(graph, feeds)
     values = Trial(trial.runner, Finding(DIFFERENTIAL, "value", trial.f.backend, variant, "run", ""),
                    trial.variants, trial.tolerances)
-    shaped: list[tuple[Node, tuple[Graph, Feeds]]] = []  # producers whose output only the run shapes
+    shaped: list[tuple[Node, tuple[Graph, Feeds], str]] = []  # producers whose output only the run shapes
 
     def vanishes_without(node: Node) -> bool:  # its output fed as the baseline gives it
         without = cut(graph, node, feeds, inter)
@@ -982,8 +1032,9 @@ def knock_on(trial: Trial, graph: Graph, feeds: Feeds, variant: str, crashes: Ca
         trial.runs += values.runs
         values.runs = 0
         if not wrong:
-            if found is not None and shaped_at_run_time(case[0]):
-                shaped.append((node, case))
+            unknown = shaped_at_run_time(case[0]) if found is not None else ""
+            if unknown:
+                shaped.append((node, case, unknown))
             right = right and found is not None
             continue
         right = False
@@ -994,12 +1045,12 @@ def knock_on(trial: Trial, graph: Graph, feeds: Feeds, variant: str, crashes: Ca
         return Upstream(f, case[0], case[1], {"node": node.name, "op": node.op, "output": output,
                                               "kind": f.kind}), False
     if shaped:  # no producer is wrong, one's output only the run shapes: the reader failing on it is at fault
-        node, case = shaped[0]
+        node, case, unknown = shaped[0]
         if not vanishes_without(node):
             return None, False
         reader = next((n.op for n in graph.nodes if any(o in n.inputs for o in node.outputs if o)), "")
         return Upstream(None, case[0], case[1], {"node": node.name, "op": node.op, "output": "",
-                                                 "kind": RUN_TIME_SHAPE, "reader": reader}), False
+                                                 "kind": unknown, "reader": reader}), False
     return None, right
 
 
@@ -1074,7 +1125,31 @@ def analyze(runner: Runner, finding: Finding, graph: Graph, feeds: Feeds, first:
             break
         if result is True:
             kept.append(v)
+    node = suspect(graph, first)
+    family_tried = False
+
+    def try_siblings() -> None:
+        """The family's siblings (and an operator's other form) on the case: the first that shows the bug
+        names the family (``a.family``, else the operator)."""
+        nonlocal family_tried
+        if family_tried or node is None:
+            return
+        family_tried = True
+        family, sibs = siblings(graph, first)
+        a.family = node.op
+        for v in ([] if SIBLING in skip else sibs[:MAX_SIBLINGS]):
+            if trial.runs >= max_runs:
+                break
+            result = run((v,), SIBLING)
+            note((v,), result)
+            if result:
+                a.family = family
+                break
+
     if not needed:
+        # before pairs, which are many: whether a sibling shows the bug is what names the root of a bug that
+        # no single cause explains (TVM's Resize drops sizes[:2] and scales[:2] alike: one root)
+        try_siblings()
         for pair in itertools.combinations(kept, 2):
             if trial.runs >= max_runs:
                 break
@@ -1085,7 +1160,6 @@ def analyze(runner: Runner, finding: Finding, graph: Graph, feeds: Feeds, first:
             if result is False:
                 needed = list(pair)
                 break
-    node = suspect(graph, first)
     free = CRASH_OPERATOR_FREE if finding.oracle == CRASH else OPERATOR_FREE
     named = [v for v in needed if v.kind not in free]
     # a crash of several nodes, with no trigger that is the backend's, or an operator's at a node located
@@ -1103,9 +1177,12 @@ def analyze(runner: Runner, finding: Finding, graph: Graph, feeds: Feeds, first:
             node, first, a.at_consumer = sinks[0], {"node": sinks[0].name}, True
         if up is not None:  # the producer's divergence is the root, whichever consumer crashed on it
             op, kind = up.first["op"], up.first["kind"]
-            # an output shaped at run time is no wrong output: the reader that fails on it is at fault
-            what = (f"{up.first['reader']} on an input shaped at run time" if up.finding is None
-                    else f"{op}'s own crash" if up.finding.oracle == CRASH else f"{op}'s wrong {kind}")
+            # an output shaped at run time is no wrong output: the reader that fails on it is at fault; one of
+            # a rank that ONNX cannot tell fails every reader alike (IREE's importer types it as a scalar)
+            what = (f"{up.first['reader']} on an input shaped at run time" if kind == RUN_TIME_SHAPE
+                    else "a value of a rank that ONNX's shape inference cannot tell" if kind == UNKNOWN_RANK
+                    else f"{op}'s own crash" if up.finding is not None and up.finding.oracle == CRASH
+                    else f"{op}'s wrong {kind}")
             a.tried.append({"kind": KNOCK_ON, "cause": f"{op}'s output fed as the baseline gives it",
                             "result": "vanished"})
             a.trigger, a.kinds, a.family, a.upstream = [what], [KNOCK_ON], op, up
@@ -1115,22 +1192,12 @@ def analyze(runner: Runner, finding: Finding, graph: Graph, feeds: Feeds, first:
             a.runs, a.seconds = trial.runs, time.monotonic() - t0
             return a
     if node is not None and (named or not needed):
-        family, sibs = siblings(graph, first)
-        sibs = [] if SIBLING in skip else sibs
-        a.family = node.op
-        for v in sibs[:MAX_SIBLINGS]:
-            if trial.runs >= max_runs:
-                break
-            result = run((v,), SIBLING)
-            note((v,), result)
-            if result:
-                a.family = family
-                break
+        try_siblings()
         if not needed and a.family == node.op:
             a.family = ""  # no trigger and no sibling shows it: the signature stands
-        if named and all(v.kind == ATTRIBUTE for v in named):
-            a.family = next((name for name, (ops, attrs) in SHARED_ATTRIBUTES.items() if node.op in ops
-                             and all(v.cause.split("=")[0] in attrs for v in named)), a.family)
+        if named and all(v.kind in (ATTRIBUTE, OPTIONAL) for v in named):
+            a.family = next((name for name, (ops, names) in SHARED_FORM.items() if node.op in ops
+                             and all(v.about in names for v in named)), a.family)
     a.trigger = [v.cause for v in needed]
     a.kinds = [v.kind for v in needed]
     a.unvaried = unavailable
@@ -1147,14 +1214,14 @@ def analyze(runner: Runner, finding: Finding, graph: Graph, feeds: Feeds, first:
 def root_name(f: Finding, causes: list[str], family: str = "", kinds: Sequence[str] = ()) -> str:
     """The readable root: the backend, the phase where it is not a run's wrong values (and a crash's kind),
     the operator or family where the trigger is in its attributes or version, and the causes.  An
-    operator's attribute or version (``kinds``: all ATTRIBUTE or OPSET) is one root however it shows, as a
-    crash in any phase or as wrong values: TVM's pooling converter sizes SAME_LOWER with floor where ONNX
-    says ceil, which gives a wrong shape in one model and negative pads that fail the compile in another.
-    An operand's form (fed at run time, folded as an initializer) is not: of nine pairs so joined (crashes in
-    two phases, or a crash and wrong values), four were distinct defects (OpenVINO's reference Tile and its
-    CPU plugin's Tile node, say)."""
+    operator's form (``kinds``: all ``OPERATOR_FORM``, its attributes, version or optional inputs) is one
+    root however it shows, as a crash in any phase or as wrong values: TVM's pooling converter sizes
+    SAME_LOWER with floor where ONNX says ceil, which gives a wrong shape in one model and negative pads
+    that fail the compile in another.  An operand's form (fed at run time, folded as an initializer) is
+    not: of nine pairs so joined (crashes in two phases, or a crash and wrong values), four were distinct
+    defects (OpenVINO's reference Tile and its CPU plugin's Tile node, say)."""
     who = BACKEND_NAMES.get(f.backend, f.backend)
-    if not (family and kinds and all(k in (ATTRIBUTE, OPSET) for k in kinds)):
+    if not (family and kinds and all(k in OPERATOR_FORM for k in kinds)):
         if f.oracle == CRASH:
             who += f" {f.phase} {f.kind}"
         elif f.phase and f.phase != "run":

@@ -1,0 +1,79 @@
+"""Roots that an operator's form names (issue 29), on the real compilers, from reduced cases of a 30-minute
+campaign (tests/data/roots/SIGNATURE: graph.json, inputs.npz):
+
+- an optional input given, taken back to its default (omitted): IREE ignores the recurrent layers'
+  ``sequence_lens``, in RNN and in GRU alike, one root for the family;
+- a value whose rank ONNX's shape inference cannot tell: IREE's importer types it as a scalar, and
+  whichever operator reads it fails to compile, each with its own message;
+- Resize through the other of ``scales`` and ``sizes`` is tried before pairs of causes, which would use
+  up the analysis's runs, and where an output dimension is 0 (which ONNX's inference leaves unknown)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from dlcfuzz.ir import Graph
+from dlcfuzz.oracle.triggers import KNOCK_ON, OPTIONAL, SIBLING, UNKNOWN_RANK, Analysis
+from dlcfuzz.run.dedup import analyze_triggers, graph_signature
+from tests.test_triggers import found, need
+
+DATA = Path(__file__).parent / "data" / "roots"
+TVM, IREE = ("tvm", "unfused-generic"), ("iree", "O0-generic")
+
+
+def case(signature: str) -> tuple[Graph, dict[str, np.ndarray]]:
+    g = Graph.from_json((DATA / signature / "graph.json").read_text())
+    with np.load(DATA / signature / "inputs.npz") as f:
+        feeds = {k: f[k] for k in f.files}
+    return g, {v.name: (v.data if v.pinned else feeds[v.name]) for v in g.inputs}
+
+
+def analyzed(pool, signature: str, at: tuple[str, str], **kw) -> Analysis:
+    g, feeds = case(signature)
+    f = found(pool, g, feeds, at)
+    return analyze_triggers(pool, f, g, feeds, None, graph_signature(f, g), **kw)
+
+
+def test_iree_ignores_sequence_lens_in_rnn_and_gru_one_root(pool) -> None:
+    """RNN (sequence_lens [1] of 2 steps) and GRU: IREE computes the steps past each sequence's length.
+    Omitting ``sequence_lens`` (every sequence full) makes each vanish; the recurrent layers share the
+    input, so one root.  Without the variation neither has a root."""
+    need("iree")
+    rnn, gru = analyzed(pool, "51fcff1293c5c73f", IREE), analyzed(pool, "ab9629f4c0988502", IREE)
+    assert rnn.kinds == [OPTIONAL] and rnn.trigger == ["sequence_lens given"], rnn.summary()
+    assert rnn.root == gru.root == "IREE: RNN/GRU/LSTM with sequence_lens given", (rnn.summary(), gru.summary())
+    without = analyzed(pool, "51fcff1293c5c73f", IREE, skip=(OPTIONAL,))
+    assert without.root == "", without.summary()
+
+
+def test_iree_crashes_on_values_of_unknown_rank_one_root_whatever_reads_them(pool) -> None:
+    """Squeeze of axes fed at run time read by Tile, and BlackmanWindow of a size fed at run time read by
+    MeanVarianceNormalization: ONNX cannot tell either output's rank, IREE types it as a scalar, and the
+    readers fail with two messages.  Each producer alone is right and fed as the baseline gives it the crash
+    vanishes: one root, named by no reader.  Without the knock-on analysis the two are apart."""
+    need("iree")
+    tile, mvn = analyzed(pool, "2cba12ea372910bc", IREE), analyzed(pool, "8fa2c939bcb63000", IREE)
+    for a in (tile, mvn):
+        assert a.kinds == [KNOCK_ON] and a.upstream is not None and a.upstream.first["kind"] == UNKNOWN_RANK, (
+            a.summary())
+    assert tile.root == mvn.root == (
+        "IREE compile exception: a value of a rank that ONNX's shape inference cannot tell"), (tile.root, mvn.root)
+    without = [analyzed(pool, s, IREE, skip=(KNOCK_ON,)).root for s in ("2cba12ea372910bc", "8fa2c939bcb63000")]
+    assert tile.root not in without, without
+
+
+def test_tvm_resize_family_is_found_before_pairs_use_up_the_runs(pool) -> None:
+    """TVM keeps only sizes[2:] of a Resize: a uint8 Resize with two attributes off their defaults has
+    six single causes, none of which makes it vanish, and fifteen pairs; the other form (through scales)
+    is tried before them and names the family's root.  A Resize through scales to an output with a
+    0-sized dimension (sizes that ONNX's inference leaves unknown) has the same root."""
+    need("tvm")
+    sizes, scales = analyzed(pool, "66108c144c391d52", TVM), analyzed(pool, "3778428f003e00c5", TVM)
+    assert sizes.root == scales.root == "TVM: Resize (through scales or sizes) (shape mismatch)", (
+        sizes.summary(), scales.summary())
+    assert [t["kind"] for t in sizes.tried].index(SIBLING) < next(
+        i for i, t in enumerate(sizes.tried) if "+" in t["kind"]), sizes.tried
+    without = analyzed(pool, "3778428f003e00c5", TVM, skip=(SIBLING,))
+    assert without.root == "", without.summary()
