@@ -183,3 +183,14 @@ def test_a_divergence_the_signature_cannot_read_in_a_trial_is_read_as_any(pool) 
     a = analyze_triggers(pool, f, g, feeds, reduction["first_diverging"], reduction["signature"])
     assert a.tried[0]["result"] == "vanished", a.summary()  # as the signature reads it
     assert a.root == "OpenVINO: integer values beyond the int32 range", a.summary()
+
+
+def test_iree_crash_beside_a_producers_own_crash_is_not_its_knock_on(pool) -> None:
+    """TopK with sorted=0 fails alone in IREE ("failed to legalize operation 'torch.constant.int'"); the
+    ReverseSequence reading it fails on another path (a Loop whose operand types differ), and fed as the
+    baseline gives the TopK's output, it does not.  The TopK's own trigger, sorted=0, switched off in the
+    whole case leaves the crash: no knock-on, and not the TopK bug's root."""
+    need("iree")
+    _, _, a = analyzed(pool, "025a00c712ae7fd4", ("iree", "O0-generic"))
+    assert a.upstream is None and a.root != "IREE: TopK with sorted=0", a.summary()
+    assert {"kind": KNOCK_ON, "cause": "the case without sorted=0 at TopK", "result": "shows"} in a.tried, a.tried

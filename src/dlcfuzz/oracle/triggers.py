@@ -243,12 +243,14 @@ def pruned_and_retyped(h: Graph, feeds: dict) -> Graph | None:
     for name in [k for k, v in h.values.items() if v.kind != NODE_KIND and k not in used]:
         del h.values[name]
         feeds.pop(name, None)
-    return retyped(h)
+    return retyped(h, feeds)
 
 
-def retyped(g: Graph) -> Graph | None:
+def retyped(g: Graph, feeds: Feeds | None = None) -> Graph | None:
     """``g`` with its node outputs' types inferred again by ONNX's strict shape inference (after an
-    attribute or version changed them); None when inference rejects the model or leaves one unknown."""
+    attribute or version changed them); where inference accepts the model but cannot tell a type (a TopK
+    whose k a Shape computes), as ONNX's reference evaluator gives each output on ``feeds``; None when
+    inference rejects the model or neither tells a type."""
     import onnx
 
     from dlcfuzz.export.onnx import to_onnx
@@ -267,14 +269,28 @@ def retyped(g: Graph) -> Graph | None:
         if not tt.HasField("shape") or any(not d.HasField("dim_value") for d in tt.shape.dim):
             continue
         types[vi.name] = TensorType(tuple(d.dim_value for d in tt.shape.dim), DTYPE_OF_CODE.get(tt.elem_type, ""))
+    made = [name for name, v in g.values.items() if v.kind == NODE_KIND]
+    if feeds is not None and any(name not in types or not types[name].dtype for name in made):
+        types.update(_run_types(g, feeds, made))
     out = _copy(g)
-    for name, v in out.values.items():
-        if v.kind == NODE_KIND:
-            t = types.get(name)
-            if t is None or not t.dtype:
-                return None
-            v.type = t
+    for name in made:
+        t = types.get(name)
+        if t is None or not t.dtype:
+            return None
+        out.values[name].type = t
     return out
+
+
+def _run_types(g: Graph, feeds: Feeds, names: Sequence[str]) -> dict[str, TensorType]:
+    """The types of ``names`` (node outputs) as ONNX's reference evaluator makes them on ``feeds`` ({}
+    where it cannot run the case)."""
+    visible = _copy(g)
+    visible.outputs = list(names)
+    got = _reference_outputs(visible, feeds)
+    if got is None or len(got) != len(names):
+        return {}
+    return {name: TensorType(tuple(a.shape), a.dtype.name) for name, a in zip(names, got, strict=True)
+            if isinstance(a, np.ndarray)}
 
 
 def _integer(a: np.ndarray) -> bool:
@@ -427,7 +443,7 @@ def _omit(node: Node, name: str) -> Callable[[Graph, Feeds], tuple[Graph, Feeds]
     def apply(g: Graph, feeds: Feeds) -> tuple[Graph, Feeds] | None:
         h = _copy(g)
         del h.nodes[_at(h, node)].attrs[name]
-        h2 = retyped(h)
+        h2 = retyped(h, feeds)
         return (h2, dict(feeds)) if h2 is not None else None
     return apply
 
@@ -673,7 +689,7 @@ def _as_float32(names: Sequence[str]) -> Callable[[Graph, Feeds], tuple[Graph, F
                 v.data = np.asarray(v.data).astype(np.float32)
             if name in new:
                 new[name] = np.asarray(new[name]).astype(np.float32)
-        h2 = retyped(h)
+        h2 = retyped(h, new)
         return (h2, new) if h2 is not None else None
     return apply
 
@@ -683,7 +699,7 @@ def _sibling(node: Node, op: str) -> Callable[[Graph, Feeds], tuple[Graph, Feeds
         h = _copy(g)
         n = h.nodes[_at(h, node)]
         n.op = op
-        h2 = retyped(h)
+        h2 = retyped(h, feeds)
         return (h2, dict(feeds)) if h2 is not None else None
     return apply
 
@@ -1052,6 +1068,34 @@ def knock_on(trial: Trial, graph: Graph, feeds: Feeds, variant: str, crashes: Ca
         return Upstream(None, case[0], case[1], {"node": node.name, "op": node.op, "output": "",
                                                  "kind": unknown, "reader": reader}), False
     return None, right
+
+
+def shows_without(runner: Runner, finding: Finding, graph: Graph, feeds: Feeds, node: str,
+                  variants: Mapping[str, Mapping[str, Any]], shows: Sign, trigger: Analysis,
+                  tolerances: Mapping[str, tuple[float, float]] | None = None) -> bool | None:
+    """Whether the case's bug still shows with ``trigger`` (a producer's own, found on the producer alone)
+    switched off at that producer (``node``) in the whole case; None where it cannot be switched off there
+    or the case is then not valid.  A knock-on from a producer's own crash holds only where this is False:
+    IREE's TopK with sorted=0 fails alone, and the ReverseSequence reading it fails on another path, which
+    sorted=1 does not take away."""
+    variants = with_unset_twins(variants, finding.variant)
+    found, _ = variations(graph, feeds, {"node": node}, finding.variant, variants)
+    chosen = [next((v for v in found if (v.kind, v.cause) == (kind, cause)), None)
+              for kind, cause in zip(trigger.kinds, trigger.trigger, strict=True)]
+    if not chosen or None in chosen:
+        return None
+    g, fd, variant = graph, dict(feeds), finding.variant
+    for v in chosen:
+        if v is None:
+            return None
+        if v.apply is not None:
+            got = v.apply(g, fd)
+            if got is None:
+                return None
+            g, fd = got
+        variant = v.variant or variant
+    findings = Trial(runner, finding, variants, tolerances)(g, fd, variant)
+    return None if findings is None else shows(findings, g, KNOCK_ON)
 
 
 def analyze(runner: Runner, finding: Finding, graph: Graph, feeds: Feeds, first: Mapping[str, Any] | None,

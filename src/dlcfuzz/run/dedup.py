@@ -42,7 +42,16 @@ from typing import Any
 from dlcfuzz.ir import CONST_KIND, Graph, Node
 from dlcfuzz.oracle import BASELINE, CRASH, DISRUPTIVE, EXPORTER, METAMORPHIC, Finding
 from dlcfuzz.oracle.blame import blamed_pass
-from dlcfuzz.oracle.triggers import BACKEND_NAMES, FAMILIES, MAX_RUNS, SIBLING, Analysis, analyze
+from dlcfuzz.oracle.triggers import (
+    BACKEND_NAMES,
+    FAMILIES,
+    KNOCK_ON,
+    MAX_RUNS,
+    SIBLING,
+    Analysis,
+    analyze,
+    shows_without,
+)
 
 _FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')  # a traceback's frame: file, line, function
 _NORMALIZE = [
@@ -612,6 +621,16 @@ def analyze_triggers(pool: Any, finding: Finding, graph: Graph, inputs: dict, fi
                         trigger_shows(up.finding, own, up.first), tolerances, max(0, max_runs - a.runs), tuple(skip))
         a.runs, a.seconds = a.runs + of_up.runs, a.seconds + of_up.seconds
         a.root = of_up.root or graph_root_cause(up.finding, up.graph, up.first) or own  # the producer's own bug
+        # a producer's own crash is a cause only where switching its trigger off in the case takes the bug away
+        if up.finding.oracle == CRASH and of_up.kinds and a.runs < max_runs:
+            still = shows_without(pool, finding, graph, feeds, up.first["node"], dict(described),
+                                  trigger_shows(finding, signature, first), of_up, tolerances)
+            a.runs += 1
+            a.tried.append({"kind": KNOCK_ON, "cause": f"the case without {' with '.join(of_up.trigger)} at "
+                                                        f"{up.first['op']}", "result": "invalid" if still is None
+                            else "shows" if still else "vanished"})
+            if still:  # another path of the reader's, not the producer's bug: no knock-on, no root
+                a.root, a.trigger, a.kinds, a.family, a.upstream, a.at_consumer = "", [], [], "", None, False
     return a
 
 
