@@ -1,5 +1,9 @@
-"""Roots that an operator's form names (issue 29), on the real compilers, from reduced cases of a 30-minute
+"""Roots that a case's form names (issue 29), on the real compilers, from reduced cases of a 30-minute
 campaign (tests/data/roots/SIGNATURE: graph.json, inputs.npz):
+
+- an empty initializer fed at run time instead: OpenVINO reads an empty int64 initializer as a scalar,
+  whichever operator takes it, a failed import of a Tile in one case and a wrong shape after an Expand in
+  another, one root in any phase;
 
 - an optional input given, taken back to its default (omitted): IREE ignores the recurrent layers'
   ``sequence_lens``, in RNN and in GRU alike, one root for the family;
@@ -15,12 +19,12 @@ from pathlib import Path
 import numpy as np
 
 from dlcfuzz.ir import Graph
-from dlcfuzz.oracle.triggers import KNOCK_ON, OPTIONAL, SIBLING, UNKNOWN_RANK, Analysis
+from dlcfuzz.oracle.triggers import EMPTY, KNOCK_ON, OPTIONAL, SIBLING, UNKNOWN_RANK, Analysis
 from dlcfuzz.run.dedup import analyze_triggers, graph_signature
 from tests.test_triggers import found, need
 
 DATA = Path(__file__).parent / "data" / "roots"
-TVM, IREE = ("tvm", "unfused-generic"), ("iree", "O0-generic")
+TVM, IREE, OPENVINO = ("tvm", "unfused-generic"), ("iree", "O0-generic"), ("openvino", "f32")
 
 
 def case(signature: str) -> tuple[Graph, dict[str, np.ndarray]]:
@@ -77,3 +81,16 @@ def test_tvm_resize_family_is_found_before_pairs_use_up_the_runs(pool) -> None:
         i for i, t in enumerate(sizes.tried) if "+" in t["kind"]), sizes.tried
     without = analyzed(pool, "3778428f003e00c5", TVM, skip=(SIBLING,))
     assert without.root == "", without.summary()
+
+
+def test_openvino_reads_an_empty_initializer_as_a_scalar_one_root_in_any_phase(pool) -> None:
+    """Tile of a uint16 scalar by an empty int64 initializer fails OpenVINO's import ("Tile repeats must be
+    of rank 1": it read a scalar); an Expand of a float32 scalar to an empty shape, then a Neg, gives a
+    wrong shape.  Only the empty initializer fed at run time makes each vanish: one root, the backend's,
+    named by no operator and no phase.  Without the variation, the two are apart."""
+    need("openvino")
+    tile, expand = analyzed(pool, "529d4b6646463975", OPENVINO), analyzed(pool, "2bf200efa0cd7e68", OPENVINO)
+    assert tile.kinds == expand.kinds == [EMPTY], (tile.summary(), expand.summary())
+    assert tile.root == expand.root == "OpenVINO: an empty tensor folded as an initializer", (tile.root, expand.root)
+    apart = [analyzed(pool, s, OPENVINO, skip=(EMPTY,)).root for s in ("529d4b6646463975", "2bf200efa0cd7e68")]
+    assert apart[0] != apart[1], apart

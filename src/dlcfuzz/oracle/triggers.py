@@ -14,7 +14,8 @@ where no single one does, the operator's family is tried before the pairs (below
   uint32, uint64 and large int64 in int32);
 - ``SIGNED``: unsigned element types replaced by the next wider signed type, values kept;
 - ``INITIALIZER`` / ``RUNTIME``: operands fed at run time (pinned inputs) made initializers, and
-  initializers fed at run time;
+  initializers fed at run time; ``EMPTY``: only the empty initializers fed at run time (OpenVINO reads an
+  empty int64 initializer as a scalar, whichever operator takes it: the backend's);
 - ``STATIC``: a variant compiled for dynamic shapes replaced by its static twin (variants carry
   their options: the twin is the variant whose options differ in ``dynamic`` alone), and likewise
   ``THREADS`` for one inference thread, where the backend has a variant with the plugin's default,
@@ -89,9 +90,9 @@ MAX_SIBLINGS = 4  # siblings of the operator's family tried (until one shows the
 INT32 = (-(2 ** 31), 2 ** 31 - 1)
 
 # kinds of variation
-(INT32_RANGE, SIGNED, INITIALIZER, RUNTIME, STATIC, THREADS, PIPELINE, ATTRIBUTE, OPSET, ELEMENT_TYPE, OPTIONAL,
- SIBLING, KNOCK_ON) = ("int32", "signed", "initializer", "runtime", "static", "threads", "pipeline", "attribute",
-                       "opset", "element-type", "optional-input", "sibling", "knock-on")
+(INT32_RANGE, SIGNED, INITIALIZER, RUNTIME, EMPTY, STATIC, THREADS, PIPELINE, ATTRIBUTE, OPSET, ELEMENT_TYPE,
+ OPTIONAL, SIBLING, KNOCK_ON) = ("int32", "signed", "initializer", "runtime", "empty", "static", "threads", "pipeline",
+                                "attribute", "opset", "element-type", "optional-input", "sibling", "knock-on")
 # an operator's form: its attributes, its version, its optional inputs (one root however the bug shows)
 OPERATOR_FORM = (ATTRIBUTE, OPSET, OPTIONAL)
 MAX_PRODUCERS = 2  # producers of a crash's case checked for a wrong output of their own (``knock_on``)
@@ -100,10 +101,15 @@ MAX_PRODUCERS = 2  # producers of a crash's case checked for a wrong output of t
 # each operator with its own code, and a converter reads a constant or a runtime operand in its own way.
 # A crash is at a site of an operator's own code unless its trigger is the backend's integer range (or its
 # threads): OpenVINO's dynamic-shape compile failures fail in each operator's shape code with its own check.
-OPERATOR_FREE = frozenset({INT32_RANGE, SIGNED, STATIC, THREADS})
+OPERATOR_FREE = frozenset({INT32_RANGE, SIGNED, EMPTY, STATIC, THREADS})
 # A crash only the optimizing pipeline shows is in its passes (TVM's FoldConstant legalizing what LegalizeOps
 # left, on whichever operator): the pipeline's.
-CRASH_OPERATOR_FREE = frozenset({INT32_RANGE, THREADS, PIPELINE})
+CRASH_OPERATOR_FREE = frozenset({INT32_RANGE, EMPTY, THREADS, PIPELINE})
+# triggers in how the backend reads values, wherever it reads them: one root whether the case crashes in a
+# phase or computes wrong values (OpenVINO truncates a Trilu's k to int32: its import fails in one case, its
+# values are wrong in another; it reads an empty int64 initializer as a scalar: Tile's import fails, Expand
+# gives a wrong shape)
+PHASE_FREE = frozenset({INT32_RANGE, EMPTY})
 # A variation whose twin variant *declines* the case says where the bug lives: the static compile checks
 # a feature (and refuses it) that the dynamic-shape path runs without the check, and wrongly; OpenVINO on
 # more than one thread raises the error (Interpolate "only supports resize on spatial dimensions") that one
@@ -135,8 +141,8 @@ def _refusal(decline: str) -> str:
 
 # the order causes are named in (the pipeline last: an operator's own cause is named before it; the element
 # type after the attributes and versions: a float32 operator runs other code, which any narrower cause explains)
-_ORDER = (INT32_RANGE, SIGNED, INITIALIZER, RUNTIME, STATIC, THREADS, OPSET, ATTRIBUTE, ELEMENT_TYPE, OPTIONAL,
-          PIPELINE)
+_ORDER = (INT32_RANGE, SIGNED, INITIALIZER, EMPTY, RUNTIME, STATIC, THREADS, OPSET, ATTRIBUTE, ELEMENT_TYPE,
+          OPTIONAL, PIPELINE)
 
 BACKEND_NAMES = {"openvino": "OpenVINO", "tvm": "TVM", "tvm-relax": "TVM Relax", "ort": "ONNX Runtime",
                  "iree": "IREE", "inductor": "Inductor"}
@@ -383,12 +389,27 @@ def _initializers_to_inputs(g: Graph, feeds: Feeds) -> tuple[Graph, Feeds] | Non
     return h, new
 
 
+def _empty_initializers(g: Graph) -> list[str]:
+    return [k for k, v in g.values.items() if v.kind == CONST_KIND and v.data is not None and np.size(v.data) == 0]
+
+
+def _empty_to_inputs(g: Graph, feeds: Feeds) -> tuple[Graph, Feeds] | None:
+    """Only the empty initializers fed at run time (an ONNX frontend may read one as a scalar)."""
+    h, new = _copy(g), dict(feeds)
+    for name in _empty_initializers(h):
+        h.values[name].kind = INPUT_KIND
+        new[name] = np.asarray(h.values[name].data)
+    return h, new
+
+
 def _operands(g: Graph, kind: str) -> list[str]:
     """The values whose form a variation of ``kind`` changes (the pinned inputs, or the initializers)."""
     if kind == INITIALIZER:
         return [k for k, v in g.values.items() if v.pinned]
     if kind == RUNTIME:
         return [k for k, v in g.values.items() if v.kind == CONST_KIND and v.data is not None]
+    if kind == EMPTY:
+        return _empty_initializers(g)
     return []
 
 
@@ -797,6 +818,8 @@ def variations(g: Graph, feeds: Feeds, first: Mapping[str, Any] | None, variant:
         out.append(Variation(INITIALIZER, "operands fed at run time", _pinned_to_initializers))
     if any(v.kind == CONST_KIND and v.data is not None for v in g.values.values()):
         out.append(Variation(RUNTIME, "operands folded as initializers", _initializers_to_inputs))
+    if _empty_initializers(g):
+        out.append(Variation(EMPTY, "an empty tensor folded as an initializer", _empty_to_inputs))
     for path, (kind, value, cause, also) in OPTION_CAUSES.items():
         if _option(variants.get(variant, {}), path) == value:
             other = twin(variants, variant, path, also)
@@ -1197,7 +1220,7 @@ def analyze(runner: Runner, finding: Finding, graph: Graph, feeds: Feeds, first:
         for pair in itertools.combinations(kept, 2):
             if trial.runs >= max_runs:
                 break
-            if {pair[0].kind, pair[1].kind} == {INITIALIZER, RUNTIME}:
+            if {pair[0].kind, pair[1].kind} in ({INITIALIZER, RUNTIME}, {EMPTY, RUNTIME}):
                 continue
             result = run(pair, "+".join(v.kind for v in pair))
             note(pair, result)
@@ -1263,9 +1286,11 @@ def root_name(f: Finding, causes: list[str], family: str = "", kinds: Sequence[s
     SAME_LOWER with floor where ONNX says ceil, which gives a wrong shape in one model and negative pads
     that fail the compile in another.  An operand's form (fed at run time, folded as an initializer) is
     not: of nine pairs so joined (crashes in two phases, or a crash and wrong values), four were distinct
-    defects (OpenVINO's reference Tile and its CPU plugin's Tile node, say)."""
+    defects (OpenVINO's reference Tile and its CPU plugin's Tile node, say).  A trigger in how the backend
+    reads values (``PHASE_FREE``: the int32 range, an empty initializer) is one root in any phase too."""
     who = BACKEND_NAMES.get(f.backend, f.backend)
-    if not (family and kinds and all(k in OPERATOR_FORM for k in kinds)):
+    if not (family and kinds and all(k in OPERATOR_FORM for k in kinds)) and not (
+            kinds and all(k in PHASE_FREE for k in kinds)):
         if f.oracle == CRASH:
             who += f" {f.phase} {f.kind}"
         elif f.phase and f.phase != "run":
