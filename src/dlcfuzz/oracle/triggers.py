@@ -28,7 +28,10 @@ where no single one does, the operator's family is tried before the pairs (below
   one type that float32 may be) fed as float32 (TVM cannot take a min_value of bool in ReduceMax and
   in ReduceMin: one root with their family, whatever each message says);
 - ``OPTIONAL``: an optional input the operator is given, omitted (its default: IREE computes a recurrent
-  layer's steps past its ``sequence_lens``).
+  layer's steps past its ``sequence_lens``);
+- ``NEGATIVE``: the operator's negative operands made positive (IREE's Pow of a negative base is NaN, of
+  an int32 base and a float32 one alike); ``TIES``: a selection's equal elements made distinct, their
+  order kept (OpenVINO's dynamic-shape TopK does not put the lower index first).
 
 Where no variation makes the bug vanish but the static twin (or the twin on the compiler's default
 threads) *declines* the case, the refusal names the root (``DECLINED_TWINS``): the static compile checks a
@@ -90,9 +93,13 @@ MAX_SIBLINGS = 4  # siblings of the operator's family tried (until one shows the
 INT32 = (-(2 ** 31), 2 ** 31 - 1)
 
 # kinds of variation
-(INT32_RANGE, SIGNED, INITIALIZER, RUNTIME, EMPTY, STATIC, THREADS, PIPELINE, ATTRIBUTE, OPSET, ELEMENT_TYPE,
- OPTIONAL, SIBLING, KNOCK_ON) = ("int32", "signed", "initializer", "runtime", "empty", "static", "threads", "pipeline",
-                                "attribute", "opset", "element-type", "optional-input", "sibling", "knock-on")
+(INT32_RANGE, SIGNED, INITIALIZER, RUNTIME, EMPTY, STATIC, THREADS, PIPELINE, ATTRIBUTE, OPSET, NEGATIVE, TIES,
+ ELEMENT_TYPE, OPTIONAL, SIBLING, KNOCK_ON) = (
+    "int32", "signed", "initializer", "runtime", "empty", "static", "threads", "pipeline", "attribute", "opset",
+    "negative", "ties", "element-type", "optional-input", "sibling", "knock-on")
+# operators whose outputs are positions chosen by comparing elements: among equal ones, the spec says
+# which index wins (TopK the lower, ArgMax the first or the last), and a compiler may pick another
+SELECTION = ("TopK", "ArgMax", "ArgMin", "Unique", "MaxPool")
 # an operator's form: its attributes, its version, its optional inputs (one root however the bug shows)
 OPERATOR_FORM = (ATTRIBUTE, OPSET, OPTIONAL)
 MAX_PRODUCERS = 2  # producers of a crash's case checked for a wrong output of their own (``knock_on``)
@@ -141,8 +148,8 @@ def _refusal(decline: str) -> str:
 
 # the order causes are named in (the pipeline last: an operator's own cause is named before it; the element
 # type after the attributes and versions: a float32 operator runs other code, which any narrower cause explains)
-_ORDER = (INT32_RANGE, SIGNED, INITIALIZER, EMPTY, RUNTIME, STATIC, THREADS, OPSET, ATTRIBUTE, ELEMENT_TYPE,
-          OPTIONAL, PIPELINE)
+_ORDER = (INT32_RANGE, SIGNED, INITIALIZER, EMPTY, RUNTIME, STATIC, THREADS, OPSET, ATTRIBUTE, NEGATIVE, TIES,
+          ELEMENT_TYPE, OPTIONAL, PIPELINE)
 
 BACKEND_NAMES = {"openvino": "OpenVINO", "tvm": "TVM", "tvm-relax": "TVM Relax", "ort": "ONNX Runtime",
                  "iree": "IREE", "inductor": "Inductor"}
@@ -685,6 +692,69 @@ def _element_class(dtype: str) -> str:
     return "bool" if dtype == "bool" else "integer" if "int" in dtype else dtype
 
 
+def _own_operands(g: Graph, node: Node, feeds: Feeds) -> list[str]:
+    """The node's operands that are inputs or constants of the case, with values (a node's output keeps its
+    values)."""
+    return [x for x in dict.fromkeys(node.inputs) if x and x in g.values and g.values[x].kind != NODE_KIND
+            and (x in feeds or g.values[x].data is not None)]
+
+
+def _negative_operands(g: Graph, node: Node, feeds: Feeds) -> list[str]:
+    values = {x: np.asarray(feeds.get(x, g.values[x].data)) for x in _own_operands(g, node, feeds)}
+    return [x for x, a in values.items() if a.dtype.kind in "if" and a.size and (a < 0).any()]
+
+
+def _non_negative(names: Sequence[str]) -> Callable[[Graph, Feeds], tuple[Graph, Feeds] | None]:
+    """The operands' negative values made positive (their magnitudes kept: the bug may need them)."""
+    def apply(g: Graph, feeds: Feeds) -> tuple[Graph, Feeds] | None:
+        h, new = _copy(g), dict(feeds)
+        for name in names:
+            v = h.values[name]
+            if v.data is not None:
+                v.data = np.abs(np.asarray(v.data))
+            if name in new:
+                new[name] = np.abs(np.asarray(new[name]))
+        return h, new
+    return apply
+
+
+def _ties_broken(a: np.ndarray) -> np.ndarray | None:
+    """``a`` with its equal elements made distinct, the order of all kept (among equal ones, by index),
+    each moved up at most a little; None where ``a`` has no ties, or its type cannot hold the result."""
+    a = np.asarray(a)
+    flat = a.ravel()
+    if flat.size < 2 or len(np.unique(flat)) == flat.size or a.dtype.kind not in "iuf":
+        return None
+    order = np.argsort(flat, kind="stable")
+    wanted = flat[order].astype(np.float64)
+    for i in range(1, wanted.size):
+        step = 1.0 if a.dtype.kind in "iu" else max(1e-3, 1e-3 * abs(wanted[i - 1]))
+        wanted[i] = max(wanted[i], wanted[i - 1] + step)
+    if a.dtype.kind in "iu" and wanted[-1] > np.iinfo(a.dtype).max:
+        return None
+    made = wanted.astype(a.dtype)
+    if not (np.diff(made.astype(np.float64)) > 0).all():  # float16 rounds two of them together
+        return None
+    out = np.empty_like(flat)
+    out[order] = made
+    return out.reshape(a.shape)
+
+
+def _without_ties(name: str) -> Callable[[Graph, Feeds], tuple[Graph, Feeds] | None]:
+    def apply(g: Graph, feeds: Feeds) -> tuple[Graph, Feeds] | None:
+        h, new = _copy(g), dict(feeds)
+        v = h.values[name]
+        broken = _ties_broken(new.get(name, v.data))
+        if broken is None:
+            return None
+        if v.data is not None:
+            v.data = broken
+        if name in new:
+            new[name] = broken
+        return h, new
+    return apply
+
+
 def _float_operands(g: Graph, node: Node) -> tuple[list[str], str]:
     """(the node's operands fed as float32 by the ``ELEMENT_TYPE`` variation, their element type's class):
     those of a type parameter that admits float32 and is bound to another type, when each operand so bound
@@ -842,6 +912,13 @@ def variations(g: Graph, feeds: Feeds, first: Mapping[str, Any] | None, variant:
         since, other = _versions(node.op, g.opset)
         if since is not None and other is not None:
             out.append(Variation(OPSET, f"version {since}", _at_version(node, other)))
+        negative = _negative_operands(g, node, feeds)
+        if negative:
+            out.append(Variation(NEGATIVE, "negative values", _non_negative(negative)))
+        data = node.inputs[0] if node.inputs else ""
+        if node.op in SELECTION and data in _own_operands(g, node, feeds) and _ties_broken(
+                feeds.get(data, g.values[data].data)) is not None:
+            out.append(Variation(TIES, "tied values", _without_ties(data)))
         names, element = _float_operands(g, node)
         if names:
             out.append(Variation(ELEMENT_TYPE, f"{element} inputs", _as_float32(names)))
