@@ -31,6 +31,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from dlcfuzz.cli import supervise
+
+    # run as a program, a campaign runs in a child that is started again where it dies of a crash signal
+    # (cli/supervise.py); called with its arguments (a test, a script), it runs here
+    as_program = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["migrate"] and argv[1:2] and argv[1] in ("record", "apfd"):
         argv = [f"migrate-{argv[1]}", *argv[2:]]  # 'migrate record' and 'migrate apfd' are commands of their own
@@ -39,6 +44,8 @@ def main(argv: list[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         if getattr(args, "n", 1) < 0:
             raise UsageError("-n must be >= 0")
+        if as_program and args.cmd == "fuzz" and not supervise.supervised():
+            return supervise.supervise([sys.executable, "-m", "dlcfuzz.cli", *argv], args.budget, args.out)
         return args.func(args)
     except (UsageError, StoreError) as e:  # a damaged, busy or too new store: one line too
         return _fail(str(e).splitlines()[0] if str(e) else type(e).__name__, args, e)

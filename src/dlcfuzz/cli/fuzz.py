@@ -120,8 +120,11 @@ def _program_specs(args: argparse.Namespace, backends: list[str]) -> list[OpSpec
 
 
 def cmd_fuzz(args: argparse.Namespace) -> int:
+    from dlcfuzz.cli.supervise import remaining
     from dlcfuzz.run.campaign import Campaign, CampaignConfig
     from dlcfuzz.run.store import StoreError
+
+    args.budget = remaining(args.budget)  # restarted after a crash: what is left of the budget
 
     limits = gen_options(args)
     backends = backend_names(args.backends)
