@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -181,3 +182,25 @@ def test_a_conversion_report_is_keyed_on_its_root_failure() -> None:
                    (("pads", np.array([3, 0, 0, 1], np.int64)),))
     assert "Unsupported padding mode" in str(wrap)
     assert is_unsupported("openvino", "import", type(wrap).__name__, str(wrap))
+
+
+def test_a_dropped_input_is_the_same_error_in_the_repro_source(tmp_path) -> None:
+    """OpenVINO drops an LSTM's peephole input P (it ignores it): the backend raises ``DroppedInput``, and
+    the bundle's standalone source raises an error of that name and words, so that its repro.py says
+    "reproduced" (a reduced case of a campaign, tests/data/roots/a1d509e1ed33e1df)."""
+    from dlcfuzz.backends.openvino import DroppedInput
+
+    data = Path(__file__).parent / "data" / "roots" / "a1d509e1ed33e1df"
+    model = (data / "model.onnx").read_bytes()
+    with np.load(data / "inputs.npz") as f:
+        feeds = {k: f[k] for k in f.files}
+    variant = BE.variants()[0]
+    with pytest.raises(DroppedInput) as ours:
+        BE.run(BE.compile(BE.load(Test(model, "", feeds)), variant), feeds)
+    path = tmp_path / "model.onnx"
+    path.write_bytes(model)
+    namespace: dict = {}
+    exec(compile(BE.repro_source(variant), "repro", "exec"), namespace)
+    with pytest.raises(Exception) as theirs:
+        namespace["run_model"](str(path), feeds)
+    assert type(theirs.value).__name__ == "DroppedInput" and str(theirs.value) == str(ours.value)

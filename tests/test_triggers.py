@@ -18,6 +18,7 @@ from dlcfuzz.oracle import Finding, criteria_for, judge, run_baseline, run_confi
 from dlcfuzz.oracle.triggers import (
     ATTRIBUTE,
     ELEMENT_TYPE,
+    EXACT_RANGE,
     INT32_RANGE,
     OPSET,
     SIBLING,
@@ -185,28 +186,30 @@ def test_tvm_resize_drops_the_batch_scale_through_scales_and_sizes_one_root(pool
     assert alone.root == "", alone.summary()
 
 
-def test_tvm_crash_on_a_large_trilu_k_is_the_int32_root_of_any_phase(pool) -> None:
+def test_tvm_crash_on_a_large_trilu_k_is_the_int32_root_of_its_phase(pool) -> None:
     """TVM 0.27 fails to compile Trilu with k = 3e9 ("Literal value 3000000000 exceeds range of int32"):
-    a crash whose root is the values' trigger, named by no phase (the backend's integer range shows as a
-    crash in one case and as wrong values in another: one root)."""
+    a crash whose root names the phase, and the same values' trigger."""
     need("tvm")
     g, feeds = one_node("Trilu", [(INPUT_KIND, np.arange(9, dtype=np.int64).reshape(3, 3)),
                                   (CONST_KIND, np.array(3_000_000_000, np.int64))], {}, (3, 3))
     f, a = analysis(pool, g, feeds, TVM)
     assert f.oracle == "crash" and a.kinds == [INT32_RANGE], a.summary()
-    assert a.root == "TVM: integer values beyond the int32 range"
+    assert a.root == "TVM compile exception: integer values beyond the int32 range"
 
 
-def test_openvino_import_crash_on_a_trilu_k_beyond_int32_is_the_values_root(pool) -> None:
-    """OpenVINO fails to import Trilu with k = 2**63 - 1 (a Select of inconsistent shapes: its range
-    overflowed); bringing k into the int32 range makes it vanish, and the root is the one OpenVINO's wrong
-    values with large integers have (the dynamic Trilu below, the uint32 compare above)."""
+def test_openvino_trilu_k_beyond_float64s_exact_range_is_a_root_of_its_own(pool) -> None:
+    """OpenVINO's static Trilu takes k through float64: k = 2**63 - 1 fails its import (a Select of
+    inconsistent shapes); k brought to 2**52 (still beyond int32) makes it vanish, so its root is float64's
+    exact range, not the int32 range of OpenVINO's dynamic Trilu below (which fails from k = 2**31 - 1).
+    Without the narrower variation, the int32 one hides it."""
     need("openvino")
     g, feeds = one_node("Trilu", [(INPUT_KIND, np.ones((1, 2, 1), np.float32)),
                                   (CONST_KIND, np.array(2 ** 63 - 1, np.int64))], {}, (1, 2, 1))
     f, a = analysis(pool, g, feeds, OV)
-    assert f.oracle == "crash" and f.phase == "import" and a.kinds == [INT32_RANGE], (f, a.summary())
-    assert a.root == "OpenVINO: integer values beyond the int32 range", a.summary()
+    assert f.oracle == "crash" and f.phase == "import" and a.kinds == [EXACT_RANGE], (f, a.summary())
+    assert a.root == "OpenVINO: integer values beyond float64's exact range", a.summary()
+    _, without = analysis(pool, g, feeds, OV, skip=(EXACT_RANGE,))
+    assert without.kinds == [INT32_RANGE] and without.root != a.root, without.summary()
 
 
 def test_openvino_dynamic_trilu_needs_large_k_and_names_the_values_first(pool) -> None:

@@ -113,6 +113,10 @@ import onnx
 import openvino as ov
 
 
+class DroppedInput(Exception):
+    """The compiled model lacks a graph input: the outputs cannot depend on it."""
+
+
 def run_model(model_path, inputs):
     graph_inputs = [i.name for i in onnx.load(model_path).graph.input]
     # dlcfuzz's graph beside the model names its pinned inputs (constant-like operands fed at run time),
@@ -129,7 +133,8 @@ def run_model(model_path, inputs):
     params = [set(p.get_names()) for p in model.inputs]
     dropped = [n for n in graph_inputs if not any(n in p for p in params)]
     if len(params) < len([n for n in graph_inputs if n not in dropped or n not in pinned]):
-        raise RuntimeError(f"OpenVINO's model has {{len(params)}} inputs for the graph's {{len(graph_inputs)}}")
+        raise DroppedInput(f"OpenVINO's model has {{len(params)}} inputs for the graph's {{len(graph_inputs)}}: "
+                           f"it dropped {{', '.join(dropped) or 'an input'}}")
     unnamed = iter([n for n in dropped if n not in pinned] + [n for n in dropped if n in pinned])
     names = [next((n for n in graph_inputs if n in p), None) or next(unnamed) for p in params]
 {reshape}    compiled = core.compile_model(model, "{DEVICE}", {variant.options["config"]!r})

@@ -10,8 +10,9 @@ it vanish: the first single cause (in ``_ORDER``: the values' before the variant
 operator's) whose removal does, else the first pair that does (``analyze``), within ``MAX_RUNS`` runs;
 where no single one does, the operator's family is tried before the pairs (below).
 
-- ``INT32``: integer values beyond the int32 range brought into it (OpenVINO's CPU plugin computes
-  uint32, uint64 and large int64 in int32);
+- ``EXACT_RANGE`` / ``INT32``: integer values beyond float64's exact range (2**53), then beyond the int32
+  range, brought into it (OpenVINO's CPU plugin computes uint32, uint64 and large int64 in int32; its
+  static Trilu takes k through float64);
 - ``SIGNED``: unsigned element types replaced by the next wider signed type, values kept;
 - ``INITIALIZER`` / ``RUNTIME``: operands fed at run time (pinned inputs) made initializers, and
   initializers fed at run time; ``EMPTY``: only the empty initializers fed at run time (OpenVINO reads an
@@ -90,13 +91,13 @@ from dlcfuzz.oracle.judge import CONFIRM_RUNS, Runner, criteria_for, judge, run_
 
 MAX_RUNS = 12  # confirmed runs per bug, all variations and siblings together
 MAX_SIBLINGS = 4  # siblings of the operator's family tried (until one shows the bug)
-INT32 = (-(2 ** 31), 2 ** 31 - 1)
 
 # kinds of variation
-(INT32_RANGE, SIGNED, INITIALIZER, RUNTIME, EMPTY, STATIC, THREADS, PIPELINE, ATTRIBUTE, OPSET, NEGATIVE, TIES,
- ELEMENT_TYPE, OPTIONAL, SIBLING, KNOCK_ON) = (
-    "int32", "signed", "initializer", "runtime", "empty", "static", "threads", "pipeline", "attribute", "opset",
-    "negative", "ties", "element-type", "optional-input", "sibling", "knock-on")
+(EXACT_RANGE, INT32_RANGE, SIGNED, INITIALIZER, RUNTIME, EMPTY, STATIC, THREADS, PIPELINE, ATTRIBUTE, OPSET, NEGATIVE,
+ TIES, ELEMENT_TYPE, OPTIONAL, SIBLING, KNOCK_ON) = (
+    "exact", "int32", "signed", "initializer", "runtime", "empty", "static", "threads", "pipeline", "attribute",
+    "opset", "negative", "ties", "element-type", "optional-input", "sibling", "knock-on")
+EXACT_BOUND = 2 ** 53  # the integers float64 holds exactly
 # operators whose outputs are positions chosen by comparing elements: among equal ones, the spec says
 # which index wins (TopK the lower, ArgMax the first or the last), and a compiler may pick another
 SELECTION = ("TopK", "ArgMax", "ArgMin", "Unique", "MaxPool")
@@ -108,15 +109,16 @@ MAX_PRODUCERS = 2  # producers of a crash's case checked for a wrong output of t
 # each operator with its own code, and a converter reads a constant or a runtime operand in its own way.
 # A crash is at a site of an operator's own code unless its trigger is the backend's integer range (or its
 # threads): OpenVINO's dynamic-shape compile failures fail in each operator's shape code with its own check.
-OPERATOR_FREE = frozenset({INT32_RANGE, SIGNED, EMPTY, STATIC, THREADS})
+OPERATOR_FREE = frozenset({EXACT_RANGE, INT32_RANGE, SIGNED, EMPTY, STATIC, THREADS})
 # A crash only the optimizing pipeline shows is in its passes (TVM's FoldConstant legalizing what LegalizeOps
 # left, on whichever operator): the pipeline's.
-CRASH_OPERATOR_FREE = frozenset({INT32_RANGE, EMPTY, THREADS, PIPELINE})
+CRASH_OPERATOR_FREE = frozenset({EXACT_RANGE, INT32_RANGE, EMPTY, THREADS, PIPELINE})
 # triggers in how the backend reads values, wherever it reads them: one root whether the case crashes in a
-# phase or computes wrong values (OpenVINO truncates a Trilu's k to int32: its import fails in one case, its
-# values are wrong in another; it reads an empty int64 initializer as a scalar: Tile's import fails, Expand
-# gives a wrong shape)
-PHASE_FREE = frozenset({INT32_RANGE, EMPTY})
+# phase or computes wrong values (OpenVINO reads an empty int64 initializer as a scalar: Tile's import fails,
+# Expand gives a wrong shape; it takes a Trilu's k beyond 2**53 through float64: its import fails in one case,
+# its compile aborts in another).  Not the int32 range: OpenVINO's dynamic Trilu overflows k + N in int32 at
+# run time, a defect of its own beside those.
+PHASE_FREE = frozenset({EXACT_RANGE, EMPTY})
 # A variation whose twin variant *declines* the case says where the bug lives: the static compile checks
 # a feature (and refuses it) that the dynamic-shape path runs without the check, and wrongly; OpenVINO on
 # more than one thread raises the error (Interpolate "only supports resize on spatial dimensions") that one
@@ -148,8 +150,8 @@ def _refusal(decline: str) -> str:
 
 # the order causes are named in (the pipeline last: an operator's own cause is named before it; the element
 # type after the attributes and versions: a float32 operator runs other code, which any narrower cause explains)
-_ORDER = (INT32_RANGE, SIGNED, INITIALIZER, EMPTY, RUNTIME, STATIC, THREADS, OPSET, ATTRIBUTE, NEGATIVE, TIES,
-          ELEMENT_TYPE, OPTIONAL, PIPELINE)
+_ORDER = (EXACT_RANGE, INT32_RANGE, SIGNED, INITIALIZER, EMPTY, RUNTIME, STATIC, THREADS, OPSET, ATTRIBUTE,
+          NEGATIVE, TIES, ELEMENT_TYPE, OPTIONAL, PIPELINE)
 
 BACKEND_NAMES = {"openvino": "OpenVINO", "tvm": "TVM", "tvm-relax": "TVM Relax", "ort": "ONNX Runtime",
                  "iree": "IREE", "inductor": "Inductor"}
@@ -310,44 +312,57 @@ def _integer(a: np.ndarray) -> bool:
     return np.asarray(a).dtype.kind in "iu"
 
 
-def _beyond_int32(a: np.ndarray) -> bool:
+def _beyond(a: np.ndarray, bound: int) -> bool:
+    """Whether integer ``a`` holds a value beyond ``[-bound, bound - 1]``."""
     a = np.asarray(a)
-    return _integer(a) and a.size > 0 and (int(a.max()) > INT32[1] or int(a.min()) < INT32[0])
+    return _integer(a) and a.size > 0 and (int(a.max()) > bound - 1 or int(a.min()) < -bound)
 
 
-def _into_int32(g: Graph, feeds: Feeds) -> tuple[Graph, Feeds] | None:
-    """Integer values beyond the int32 range brought well into it, their order kept (across the whole
-    case): the k-th smallest of the large ones becomes 2**30 + k (the negative ones alike below -2**30), so
-    that what a compiler adds to them in int32 stays in range too."""
-    h, new = _copy(g), dict(feeds)
-    arrays = [np.asarray(v.data) for v in h.values.values() if v.data is not None]
+def _large_values(g: Graph, feeds: Feeds, bound: int) -> list[int]:
+    """The integer values (in tensors and attributes) of the case beyond ``[-bound, bound - 1]``."""
+    arrays = [np.asarray(v.data) for v in g.values.values() if v.data is not None]
     arrays += [np.asarray(a) for a in feeds.values()]
-    attrs = [x for n in h.nodes for a in n.attrs.values() for x in (a if isinstance(a, list) else [a])
+    attrs = [x for n in g.nodes for a in n.attrs.values() for x in (a if isinstance(a, list) else [a])
              if isinstance(x, int) and not isinstance(x, bool)]
-    large = sorted({int(x) for a in arrays if _integer(a) for x in a.ravel() if not INT32[0] <= int(x) <= INT32[1]}
-                   | {x for x in attrs if not INT32[0] <= x <= INT32[1]})
-    above = [x for x in large if x > 0]
-    below = [x for x in large if x < 0]
-    table = {x: 2 ** 30 + k for k, x in enumerate(above)} | {x: -(2 ** 30) - (len(below) - 1 - k)
-                                                             for k, x in enumerate(below)}
+    return sorted({int(x) for a in arrays if _beyond(a, bound) for x in a.ravel() if not -bound <= int(x) < bound}
+                  | {x for x in attrs if not -bound <= x < bound})
 
-    def into(a: np.ndarray) -> np.ndarray:
-        if not _beyond_int32(a):
-            return a
-        return np.array([table.get(int(x), int(x)) for x in a.ravel()], dtype=np.asarray(a).dtype).reshape(a.shape)
 
-    for v in h.values.values():
-        if v.data is not None:
-            v.data = into(np.asarray(v.data))
-    for k, a in feeds.items():
-        new[k] = into(np.asarray(a))
-    for n in h.nodes:
-        for k, a in n.attrs.items():
-            if isinstance(a, int) and not isinstance(a, bool):
-                n.attrs[k] = table.get(a, a)
-            elif isinstance(a, list) and a and all(isinstance(x, int) for x in a):
-                n.attrs[k] = [table.get(x, x) for x in a]
-    return h, new
+def _into_range(bound: int) -> Callable[[Graph, Feeds], tuple[Graph, Feeds] | None]:
+    """Integer values beyond ``[-bound, bound - 1]`` brought well into it, their order kept (across the
+    whole case): the k-th smallest of the large ones becomes bound / 2 + k (the negative ones alike below
+    -bound / 2), so that what a compiler adds to them stays in range too."""
+    def apply(g: Graph, feeds: Feeds) -> tuple[Graph, Feeds] | None:
+        h, new = _copy(g), dict(feeds)
+        large = _large_values(h, feeds, bound)
+        above = [x for x in large if x > 0]
+        below = [x for x in large if x < 0]
+        half = bound // 2
+        table = {x: half + k for k, x in enumerate(above)} | {x: -half - (len(below) - 1 - k)
+                                                              for k, x in enumerate(below)}
+
+        def into(a: np.ndarray) -> np.ndarray:
+            if not _beyond(a, bound):
+                return a
+            return np.array([table.get(int(x), int(x)) for x in a.ravel()],
+                            dtype=np.asarray(a).dtype).reshape(a.shape)
+
+        for v in h.values.values():
+            if v.data is not None:
+                v.data = into(np.asarray(v.data))
+        for k, a in feeds.items():
+            new[k] = into(np.asarray(a))
+        for n in h.nodes:
+            for k, a in n.attrs.items():
+                if isinstance(a, int) and not isinstance(a, bool):
+                    n.attrs[k] = table.get(a, a)
+                elif isinstance(a, list) and a and all(isinstance(x, int) for x in a):
+                    n.attrs[k] = [table.get(x, x) for x in a]
+        return h, new
+    return apply
+
+
+_into_int32 = _into_range(2 ** 31)
 
 
 SIGNED_OF = {"uint8": "int32", "uint16": "int32", "uint32": "int64", "uint64": "int64"}
@@ -877,10 +892,11 @@ def variations(g: Graph, feeds: Feeds, first: Mapping[str, Any] | None, variant:
     variant a metamorphic bug's variant is compared with (its twin is no variation of the pair)."""
     out: list[Variation] = []
     unavailable: list[str] = []
-    data = [v.data for v in g.values.values() if v.data is not None] + list(feeds.values())
-    ints = [n for n in g.nodes for a in n.attrs.values()
-            if isinstance(a, int) and not isinstance(a, bool) and not INT32[0] <= a <= INT32[1]]
-    if any(_beyond_int32(a) for a in data) or ints:
+    # the narrower first: a value beyond 2**53 is beyond int32 too, and its own cause where a converter
+    # takes it through float64 (OpenVINO's static Trilu fails from |k| = 2**53 + 1, its dynamic one at int32)
+    if _large_values(g, feeds, EXACT_BOUND):
+        out.append(Variation(EXACT_RANGE, "integer values beyond float64's exact range", _into_range(EXACT_BOUND)))
+    if _large_values(g, feeds, 2 ** 31):
         out.append(Variation(INT32_RANGE, "integer values beyond the int32 range", _into_int32))
     if any(v.type.dtype in SIGNED_OF for v in g.values.values()):
         out.append(Variation(SIGNED, "unsigned element types", _signed))
@@ -1364,7 +1380,7 @@ def root_name(f: Finding, causes: list[str], family: str = "", kinds: Sequence[s
     that fail the compile in another.  An operand's form (fed at run time, folded as an initializer) is
     not: of nine pairs so joined (crashes in two phases, or a crash and wrong values), four were distinct
     defects (OpenVINO's reference Tile and its CPU plugin's Tile node, say).  A trigger in how the backend
-    reads values (``PHASE_FREE``: the int32 range, an empty initializer) is one root in any phase too."""
+    reads values (``PHASE_FREE``: float64's exact range, an empty initializer) is one root in any phase too."""
     who = BACKEND_NAMES.get(f.backend, f.backend)
     if not (family and kinds and all(k in OPERATOR_FORM for k in kinds)) and not (
             kinds and all(k in PHASE_FREE for k in kinds)):
