@@ -189,9 +189,11 @@ def test_a_dropped_input_is_the_same_error_in_the_repro_source(tmp_path) -> None
     the bundle's standalone source raises an error of that name and words, so that its repro.py says
     "reproduced" (a reduced case of a campaign, tests/data/roots/a1d509e1ed33e1df)."""
     from dlcfuzz.backends.openvino import DroppedInput
+    from dlcfuzz.export.onnx import to_bytes
+    from dlcfuzz.ir import Graph
 
     data = Path(__file__).parent / "data" / "roots" / "a1d509e1ed33e1df"
-    model = (data / "model.onnx").read_bytes()
+    model = to_bytes(Graph.from_json((data / "graph.json").read_text()))
     with np.load(data / "inputs.npz") as f:
         feeds = {k: f[k] for k in f.files}
     variant = BE.variants()[0]
