@@ -1200,18 +1200,26 @@ def shows_without(runner: Runner, finding: Finding, graph: Graph, feeds: Feeds, 
               for kind, cause in zip(trigger.kinds, trigger.trigger, strict=True)]
     if not chosen or None in chosen:
         return None
-    g, fd, variant = graph, dict(feeds), finding.variant
-    for v in chosen:
-        if v is None:
-            return None
+    case = applied([v for v in chosen if v is not None], graph, feeds, finding.variant)
+    if case is None:
+        return None
+    g, fd, variant = case
+    findings = Trial(runner, finding, variants, tolerances)(g, fd, variant)
+    return None if findings is None else shows(findings, g, KNOCK_ON)
+
+
+def applied(vs: Sequence[Variation], graph: Graph, feeds: Feeds, variant: str) -> tuple[Graph, Feeds, str] | None:
+    """The case (and the variant to run it on) with each of ``vs`` switched off; None where one does not
+    apply to it."""
+    g, fd = graph, dict(feeds)
+    for v in vs:
         if v.apply is not None:
             got = v.apply(g, fd)
             if got is None:
                 return None
             g, fd = got
         variant = v.variant or variant
-    findings = Trial(runner, finding, variants, tolerances)(g, fd, variant)
-    return None if findings is None else shows(findings, g, KNOCK_ON)
+    return g, fd, variant
 
 
 def analyze(runner: Runner, finding: Finding, graph: Graph, feeds: Feeds, first: Mapping[str, Any] | None,
@@ -1236,16 +1244,10 @@ def analyze(runner: Runner, finding: Finding, graph: Graph, feeds: Feeds, first:
     reading = shows  # how a trial's findings are read (the control may loosen it, below)
 
     def run(vs: tuple[Variation, ...], kind: str) -> bool | None:
-        g, fd, variant = graph, dict(feeds), finding.variant
-        for v in vs:
-            if v.apply is not None:
-                got = v.apply(g, fd)
-                if got is None:
-                    return None
-                g, fd = got
-            variant = v.variant or variant
-        if trial.runs >= max_runs:
+        case = applied(vs, graph, feeds, finding.variant)
+        if case is None or trial.runs >= max_runs:
             return None
+        g, fd, variant = case
         findings = trial(g, fd, variant)
         return None if findings is None else reading(findings, g, kind)
 
