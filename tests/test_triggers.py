@@ -383,3 +383,22 @@ def test_openvino_on_one_thread_returns_what_it_refuses_on_more_one_root() -> No
         finally:
             pool.close()
     assert roots[0] == roots[1]
+
+
+def test_a_refusal_is_keyed_by_its_whole_words_whatever_the_node_is_named() -> None:
+    """Without a compiler: OpenVINO's refusal names the node ('v8', 'v25'); its words key the root alike
+    when the whole message is read, and differ when it is cut at the verdict's 300 characters (which is why
+    the analysis reads the outcome's own message)."""
+    from dlcfuzz.oracle.triggers import _refusal
+
+    def said(name: str) -> str:
+        return ("RuntimeError: Exception from src/inference/src/cpp/infer_request.cpp:224:\n"
+                "Exception from src/plugins/intel_cpu/src/node.cpp:823:\n"
+                f"[CPU] Interpolate node with name '{name}' Exception from "
+                "src/plugins/intel_cpu/src/nodes/interpolate.cpp:2513:\n"
+                f"[CPU] Interpolate node with name '{name}' only supports resize on spatial dimensions"
+                "(depth, height and width)\n\n\n")
+
+    assert _refusal(said("v8")) == _refusal(said("v25"))
+    assert "only supports resize on spatial dimensions" in _refusal(said("v8"))
+    assert _refusal(said("v8")[:300]) != _refusal(said("v25")[:300])

@@ -976,6 +976,7 @@ class Trial:
         self.runs = 0
         self.declined = ""  # the compiler's decline of the last case it declined
         self.crashed: list[Finding] = []  # the compiler's crashes on the last case (its own, whatever the oracle)
+        self.fresh = False  # every case in a worker of its own (``analyze``: a control a used worker hides)
 
     def __call__(self, g: Graph, feeds: Feeds, variant: str) -> list[Finding] | None:
         """The findings of ``variant`` on the case (a metamorphic bug's: beside its mate, and against the
@@ -998,14 +999,16 @@ class Trial:
         names = [self.f.other, variant] if pair else [variant]  # the mate first: the variant is compared with it
         # a twin with an option unset runs in a worker of its own: OpenVINO on its default threads leaves the
         # process changed (its later one-thread runs raise what they swallowed before)
-        fresh = any(UNSET in n for n in names)
+        fresh = self.fresh or any(UNSET in n for n in names)
         got, late, _ = run_confirmed(self.runner, self.f.backend, test, names, fresh=fresh, runs=runs)
         by_baseline = self.f.oracle in (DIFFERENTIAL, METAMORPHIC)
         criteria = self.criteria.for_graph(g, base.name if by_baseline else self.f.other)
         verdict = judge({self.f.backend: got}, base.outputs if by_baseline else None, criteria)
         self.crashed = [f for f in verdict.findings + late if f.backend == self.f.backend and f.oracle == CRASH
                         and f.category == COMPILER]
-        declines = [why for b, v, why in verdict.unsupported if b == self.f.backend and v in names]
+        # the decline's whole message (the verdict keeps 300 characters: a longer node name cut its words)
+        declines = [f"{got[v].error_type}: {got[v].message}" if v in got else why
+                    for b, v, why in verdict.unsupported if b == self.f.backend and v in names]
         if declines:
             self.declined = declines[0]
             return None  # declined: the compiler stopped before the bug's site, which it neither shows nor hides
@@ -1267,6 +1270,13 @@ def analyze(runner: Runner, finding: Finding, graph: Graph, feeds: Feeds, first:
 
         control = run((), "")
         a.tried.append({"kind": "control", "cause": "the reduced case, read as any divergence",
+                        "result": "invalid" if control is None else "shows" if control else "vanished"})
+    if not control:
+        # a worker's history can hide the bug: OpenVINO on one thread swallows an error (and returns unwritten
+        # outputs) only in a process that has not raised it before, so each case from here runs in a new one
+        trial.fresh = True
+        control = run((), "")
+        a.tried.append({"kind": "control", "cause": "the reduced case, in a worker of its own",
                         "result": "invalid" if control is None else "shows" if control else "vanished"})
     if not control:
         a.runs, a.seconds = trial.runs, time.monotonic() - t0
