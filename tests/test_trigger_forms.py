@@ -149,3 +149,21 @@ def test_ties_are_broken_in_order_within_the_type() -> None:
     assert y is not None and y[0] < y[2] and y[1] == -1.0 and abs(float(y[2]) - 0.5) < 0.01
     assert _ties_broken(np.array([255, 255], np.uint8)) is None
     assert _ties_broken(np.array([1, 2, 3], np.int32)) is None
+
+
+def test_a_pair_of_variations_applies_where_the_first_took_an_operand_away() -> None:
+    """Without a compiler: ReduceSum-13 with a negative axes input; its version 11 takes axes as an
+    attribute (the input goes), and the negative values made positive after it find no axes input: the
+    pair still applies, to what is left (a campaign's analysis died of a KeyError there)."""
+    from dlcfuzz.ir import CONST_KIND
+    from dlcfuzz.oracle.triggers import OPSET, applied, variations
+
+    x = np.array([[-1.5, 2.0], [0.5, -3.0]], np.float32)
+    g, feeds = one_node("ReduceSum", [(INPUT_KIND, x), (CONST_KIND, np.array([-1], np.int64))], {}, (2, 1),
+                        opset=13)
+    vs, _ = variations(g, feeds, {"node": "n0"}, "v", {})
+    pair = [next(v for v in vs if v.kind == OPSET), next(v for v in vs if v.kind == NEGATIVE)]
+    got = applied(pair, g, feeds, "v")
+    assert got is not None
+    h, fed, variant = got
+    assert h.opset == 11 and h.nodes[0].attrs["axes"] == [-1] and (fed["i0"] >= 0).all() and variant == "v"

@@ -723,7 +723,7 @@ def _non_negative(names: Sequence[str]) -> Callable[[Graph, Feeds], tuple[Graph,
     """The operands' negative values made positive (their magnitudes kept: the bug may need them)."""
     def apply(g: Graph, feeds: Feeds) -> tuple[Graph, Feeds] | None:
         h, new = _copy(g), dict(feeds)
-        for name in names:
+        for name in [x for x in names if x in h.values]:  # another variation may have taken one away
             v = h.values[name]
             if v.data is not None:
                 v.data = np.abs(np.asarray(v.data))
@@ -758,6 +758,8 @@ def _ties_broken(a: np.ndarray) -> np.ndarray | None:
 def _without_ties(name: str) -> Callable[[Graph, Feeds], tuple[Graph, Feeds] | None]:
     def apply(g: Graph, feeds: Feeds) -> tuple[Graph, Feeds] | None:
         h, new = _copy(g), dict(feeds)
+        if name not in h.values:  # another variation took it away
+            return None
         v = h.values[name]
         broken = _ties_broken(new.get(name, v.data))
         if broken is None:
@@ -788,7 +790,7 @@ def _float_operands(g: Graph, node: Node) -> tuple[list[str], str]:
 def _as_float32(names: Sequence[str]) -> Callable[[Graph, Feeds], tuple[Graph, Feeds] | None]:
     def apply(g: Graph, feeds: Feeds) -> tuple[Graph, Feeds] | None:
         h, new = _copy(g), dict(feeds)
-        for name in names:
+        for name in [x for x in names if x in h.values]:  # another variation may have taken one away
             v = h.values[name]
             v.type = TensorType(v.type.shape, "float32")
             if v.data is not None:
@@ -1217,7 +1219,10 @@ def applied(vs: Sequence[Variation], graph: Graph, feeds: Feeds, variant: str) -
     g, fd = graph, dict(feeds)
     for v in vs:
         if v.apply is not None:
-            got = v.apply(g, fd)
+            try:
+                got = v.apply(g, fd)
+            except (KeyError, StopIteration):  # after another variation, what it changes may be gone
+                return None
             if got is None:
                 return None
             g, fd = got
