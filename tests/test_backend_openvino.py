@@ -206,3 +206,32 @@ def test_a_dropped_input_is_the_same_error_in_the_repro_source(tmp_path) -> None
     with pytest.raises(Exception) as theirs:
         namespace["run_model"](str(path), feeds)
     assert type(theirs.value).__name__ == "DroppedInput" and str(theirs.value) == str(ours.value)
+
+
+def test_a_run_that_swallowed_an_error_retires_its_worker() -> None:
+    """A Resize of the batch axis on one inference thread: the CPU plugin swallows its refusal and returns
+    an empty output where the graph declares none (a reduced case of a campaign, tests/data/threads); the
+    process is corrupt after it (a third such run segfaulted), so the backend says so and the pool does not
+    keep the worker.  A run with right outputs keeps it.  (Only in workers: run here, the swallowing case
+    left this process to segfault at its next run.)"""
+    from dlcfuzz.export.onnx import to_bytes
+    from dlcfuzz.ir import Graph
+    from dlcfuzz.run.worker import PhaseLimits, WorkerPool
+
+    data = Path(__file__).parent / "data" / "threads" / "dd616b4172927c74"
+    g = Graph.from_json((data / "graph.json").read_text())
+    with np.load(data / "inputs.npz") as f:
+        feeds = {v.name: (v.data if v.pinned else f[v.name]) for v in g.inputs}
+    test = Test(to_bytes(g), g.to_json(), feeds)
+    benign = make_model([helper.make_node("Relu", ["x"], ["y"])], [("x", TensorProto.FLOAT, [2, 3])],
+                        [("y", TensorProto.FLOAT, [2, 3])])
+    x = {"x": np.ones((2, 3), np.float32)}
+    pool = WorkerPool(PhaseLimits())
+    try:
+        assert pool.run("openvino", Test(benign, "", x), ["f32"])["f32"].status == "ok"
+        assert len(pool.idle.get("openvino", [])) == 1
+        got = pool.run("openvino", test, ["f32"])["f32"]
+        assert got.status == "ok" and got.outputs[0].size == 0
+        assert pool.idle.get("openvino", []) == []  # retired, not pooled
+    finally:
+        pool.close()

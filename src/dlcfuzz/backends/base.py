@@ -185,5 +185,11 @@ class Backend:
     def run(self, compiled: Any, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
         raise NotImplementedError
 
+    def spoiled(self) -> bool:
+        """Whether this process is unfit for more tests after its last run: a compiler that swallowed an
+        error, returned unwritten outputs and left its memory corrupt (a later run of OpenVINO's CPU plugin
+        then segfaults).  Its worker serves no further test: the pool starts a new one."""
+        return False
+
     def repro_source(self, variant: Variant) -> str:
         raise NotImplementedError

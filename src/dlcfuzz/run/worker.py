@@ -10,7 +10,7 @@ Protocol: length-prefixed pickles.  Parent -> child: ``(test, variant_names)``. 
 ``("phase", phase, variant)``, ``("step", text)`` and ``("artifact", name, text)`` from the
 backend, ``("coverage", lines)`` after the import when frontend coverage is measured,
 ``("result", variant, Outcome)`` per variant (with the keys the backend reported ``fired`` while
-compiling it, ``Outcome.fired``), ``("done",)``.
+compiling it, ``Outcome.fired``), ``("done", spoiled)`` (``Backend.spoiled``: the worker is then retired).
 The child moves its own stdout to stderr at start, so compilers that print cannot corrupt the
 protocol; stderr goes to a log file whose tail (including faulthandler's stack dump on a fatal
 signal) is attached to crash outcomes.
@@ -308,7 +308,7 @@ def child_main(backend_name: str) -> None:
                 result = _error(phase, e, times, state["step"])
             result.fired = sorted(set(fired))  # also on an error: the passes that ran before it count
             _send(proto_out, ("result", name, result))
-        _send(proto_out, ("done",))
+        _send(proto_out, ("done", backend.spoiled()))
 
 
 def _fork_hazard() -> str:
@@ -632,6 +632,7 @@ class Worker:
         self.limits = limits
         self.pace = pace or Pace(limits)
         self.tests_served = 0
+        self.spoiled = False  # the backend said its process is unfit for more tests (``Backend.spoiled``)
         self.version = ""
         log_dir = log_dir or Path(tempfile.gettempdir())
         log_dir.mkdir(parents=True, exist_ok=True)
@@ -765,6 +766,7 @@ class Worker:
                 msg[2].artifacts, msg[2].covered = artifacts, covered
                 results[msg[1]] = msg[2]
             elif kind == "done":
+                self.spoiled = self.spoiled or (len(msg) > 1 and bool(msg[1]))
                 return results
 
     @property
@@ -876,7 +878,7 @@ class WorkerPool:
             with self._lock:
                 self.deaths += 1
             w.close()
-        elif not keep or w.tests_served >= self.recycle:
+        elif not keep or w.spoiled or w.tests_served >= self.recycle:
             w.close()
         else:
             with self._lock:
