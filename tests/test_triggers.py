@@ -4,6 +4,7 @@ get one root; ``dlcfuzz retriage`` folds them in a recorded campaign."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -402,3 +403,29 @@ def test_a_refusal_is_keyed_by_its_whole_words_whatever_the_node_is_named() -> N
     assert _refusal(said("v8")) == _refusal(said("v25"))
     assert "only supports resize on spatial dimensions" in _refusal(said("v8"))
     assert _refusal(said("v8")[:300]) != _refusal(said("v25")[:300])
+
+
+def test_openvino_lrn_error_swallowed_on_one_thread_is_its_root() -> None:
+    """OpenVINO 2026.4's LRN under dynamic shapes: on its default threads the CPU plugin fails ("LRN node
+    ... Primitive descriptor was not found", an error, not a refusal); on one thread it swallows it and
+    returns empty outputs.  The twin's error, whatever kind, names the root (three roots of c33: the LRN
+    alone, and beside an EmbedLayerNormalization and an Unsqueeze that took the blame); without the thread
+    variation there is none."""
+    from dlcfuzz.run.worker import PhaseLimits, WorkerPool
+
+    need("openvino")
+    g = Graph.from_json((THREADS_DATA / "bbafb5ac2ce88e8a" / "graph.json").read_text())
+    with np.load(THREADS_DATA / "bbafb5ac2ce88e8a" / "inputs.npz") as z:
+        feeds = {v.name: (v.data if v.pinned else z[v.name]) for v in g.inputs}
+    fields = {x.name for x in dataclasses.fields(Finding)}  # as the campaign found it: against the static f32
+    f = Finding(**{k: v for k, v in json.loads((THREADS_DATA / "bbafb5ac2ce88e8a" / "finding.json").read_text())
+                   .items() if k in fields})
+    pool = WorkerPool(PhaseLimits())
+    try:
+        a = analyze_triggers(pool, f, g, feeds, None, graph_signature(f, g))
+        without = analyze_triggers(pool, f, g, feeds, None, graph_signature(f, g), skip=(THREADS,))
+    finally:
+        pool.close()
+    assert a.kinds == [THREADS] and "LRN node" in a.root and "Primitive descriptor was not found" in a.root, (
+        a.summary())
+    assert a.root.endswith(", run on one inference thread") and not without.root, (a.root, without.summary())

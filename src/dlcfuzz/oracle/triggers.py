@@ -125,6 +125,8 @@ PHASE_FREE = frozenset({EXACT_RANGE, EMPTY})
 # inference thread swallows, returning unwritten outputs.  Every case that reaches that unchecked path,
 # whichever operator carries it, is one root, named by the refusal and the path (the twin's cause).
 DECLINED_TWINS = {STATIC: "dynamic shapes", THREADS: "one inference thread"}
+# the twins whose every error (not only a refusal) the bug's variant swallows
+SWALLOWED = frozenset({THREADS})
 # variant options whose twin, where the backend declares none, is the variant with the option left to the
 # compiler's default (``backends.base.unset``): every OpenVINO variant sets one inference thread
 UNSET_TWINS = (("config", "INFERENCE_NUM_THREADS"),)
@@ -977,6 +979,7 @@ class Trial:
                                      dict(tolerances or {}))
         self.runs = 0
         self.declined = ""  # the compiler's decline of the last case it declined
+        self.failed = ""  # the compiler's error on the last case it failed (a decline or not)
         self.crashed: list[Finding] = []  # the compiler's crashes on the last case (its own, whatever the oracle)
         self.fresh = False  # every case in a worker of its own (``analyze``: a control a used worker hides)
 
@@ -1015,6 +1018,8 @@ class Trial:
             self.declined = declines[0]
             return None  # declined: the compiler stopped before the bug's site, which it neither shows nor hides
         if self.f.oracle != CRASH and any(v not in got or got[v].status != OK for v in names):
+            self.failed = next((f"{o.error_type}: {o.message}" for v in names if (o := got.get(v)) is not None
+                                and o.status != OK and o.message), "")
             return None  # failed: it neither shows nor hides wrong values
         return [f for f in verdict.findings + late if f.backend == self.f.backend]
 
@@ -1292,11 +1297,14 @@ def analyze(runner: Runner, finding: Finding, graph: Graph, feeds: Feeds, first:
     for v in sorted(found, key=lambda v: _ORDER.index(v.kind)):
         if trial.runs >= max_runs:
             break
-        trial.declined = ""
+        trial.declined = trial.failed = ""
         result = run((v,), v.kind)
         note((v,), result)
-        if result is None and v.kind in DECLINED_TWINS and trial.declined and not refused:
-            refused, refused_by = trial.declined, v.kind
+        # the twin's refusal names the root; on the compiler's own threads any error it raises does (one
+        # thread swallows it: OpenVINO's LRN "Primitive descriptor was not found" is no decline)
+        words = trial.declined or (trial.failed if v.kind in SWALLOWED else "")
+        if result is None and v.kind in DECLINED_TWINS and words and not refused:
+            refused, refused_by = words, v.kind
         if result is False:  # the smallest set: one cause, the first in ``_ORDER`` that makes it vanish
             needed = [v]
             break
@@ -1382,7 +1390,7 @@ def analyze(runner: Runner, finding: Finding, graph: Graph, feeds: Feeds, first:
         a.root = root_name(finding, a.trigger, a.family if (named or not needed) else "", a.kinds)
     elif refused:  # what the twin refuses, the bug's variant runs wrongly: one root per refusal and path
         path = DECLINED_TWINS[refused_by]
-        a.trigger, a.kinds = [f"a case its twin without {path} declines"], [refused_by]
+        a.trigger, a.kinds = [f"a case its twin without {path} does not run"], [refused_by]
         a.root = f"{BACKEND_NAMES.get(finding.backend, finding.backend)}: {_refusal(refused)}, run on {path}"
     a.runs, a.seconds = trial.runs, time.monotonic() - t0
     return a
