@@ -118,6 +118,28 @@ def test_iree_pow_of_a_negative_base_is_one_root_for_integer_and_float_bases(poo
     assert a2.root != b2.root or not a2.root, (a2.root, b2.root)
 
 
+def campaign_finding(signature: str) -> Finding:
+    """The finding as the campaign recorded it (its finding.json beside the reduced case)."""
+    fields = {f.name for f in dataclasses.fields(Finding)}
+    return Finding(**{k: v for k, v in json.loads((DATA / signature / "finding.json").read_text()).items()
+                      if k in fields})
+
+
+def test_openvino_sequence_at_with_a_runtime_operand_is_one_root_whatever_is_beside_it(pool) -> None:
+    """OpenVINO's dynamic-shape SequenceConstruct+SequenceAt gives other values than its static compile,
+    only beside an operator that shares no value with it (a MatMul in one case, a ReverseSequence in
+    another), located at no node of the reduced case.  Its operands made initializers make it vanish, and
+    the one node that reads them names the root: one for both (without that rule, neither had one)."""
+    need("openvino")
+    roots = []
+    for sig in ("d6efccf9924ce5d2", "13e198aedd73883c"):
+        g, feeds = case(sig)
+        f = campaign_finding(sig)
+        a = analyze_triggers(pool, f, g, feeds, None, graph_signature(f, g))
+        roots.append(a.root)
+    assert roots == ["OpenVINO: SequenceConstruct+SequenceAt with operands fed at run time"] * 2, roots
+
+
 def test_openvino_dynamic_topk_ties_are_its_trigger(pool) -> None:
     """OpenVINO's dynamic-shape TopK of int16 [[2, 2]] gives other indices than its static compile (the
     spec: the lower index first), as the campaign found it (metamorphic, its finding.json); the ties broken
@@ -125,9 +147,7 @@ def test_openvino_dynamic_topk_ties_are_its_trigger(pool) -> None:
     alike).  Without the variation the root is not the ties'."""
     need("openvino")
     g, feeds = case("5f43472644d38664")
-    fields = {f.name for f in dataclasses.fields(Finding)}
-    f = Finding(**{k: v for k, v in json.loads((DATA / "5f43472644d38664" / "finding.json").read_text()).items()
-                   if k in fields})
+    f = campaign_finding("5f43472644d38664")
     first = f.details["first_diverging"]
     a = analyze_triggers(pool, f, g, feeds, first, graph_signature(f, g))
     assert a.kinds == [TIES] and a.root == "OpenVINO: TopK with tied values", a.summary()

@@ -1376,6 +1376,14 @@ def analyze(runner: Runner, finding: Finding, graph: Graph, feeds: Feeds, first:
             a.root = f"{who} {finding.phase} {finding.kind}{':' if up.finding is None else ' on'} {what}"
             a.runs, a.seconds = trial.runs, time.monotonic() - t0
             return a
+    if named and node is None and finding.oracle != CRASH:
+        # wrong values, located at no node of the reduced case: an operand's form names the one node that
+        # reads the operands (OpenVINO's SequenceAt of a position fed at run time, beside a MatMul in one case
+        # and a ReverseSequence in another)
+        varied = {x for v in named for x in _operands(graph, v.kind)}
+        readers = [n for n in graph.nodes if varied & set(n.inputs)]
+        if varied and len(readers) == 1:
+            node, first = readers[0], {"node": readers[0].name}
     if node is not None and (named or not needed):
         try_siblings()
         if not needed and a.family == node.op:
