@@ -22,7 +22,9 @@ where no single one does, the operator's family is tried before the pairs (below
   ``THREADS`` for one inference thread, where the backend has a variant with the plugin's default,
   and ``PIPELINE`` for TVM's optimizing pipeline (``pipeline=cpu`` with its ``opt-level``: the twin
   runs the default pipeline, in which LegalizeOps' leftovers reach no FoldConstant);
-- ``ATTRIBUTE``: an attribute off its default set back to it (omitted), a negative axis made positive;
+- ``ATTRIBUTE``: an attribute off its default set back to it (omitted); ``SIGN``: a negative axis or position
+  made the non-negative one that means the same (before the operands' form, which it is narrower than:
+  OpenVINO's SequenceAt ignores a negative position's sign, fed at run time or not);
 - ``OPSET``: the operator at its neighbouring version, an attribute there taken as an input (or the
   reverse) where the versions differ in that;
 - ``ELEMENT_TYPE``: the operator's integer, bool, float16 or float64 operands (those its schema binds to
@@ -93,16 +95,16 @@ MAX_RUNS = 12  # confirmed runs per bug, all variations and siblings together
 MAX_SIBLINGS = 4  # siblings of the operator's family tried (until one shows the bug)
 
 # kinds of variation
-(EXACT_RANGE, INT32_RANGE, SIGNED, INITIALIZER, RUNTIME, EMPTY, STATIC, THREADS, PIPELINE, ATTRIBUTE, OPSET, NEGATIVE,
- TIES, ELEMENT_TYPE, OPTIONAL, SIBLING, KNOCK_ON) = (
+(EXACT_RANGE, INT32_RANGE, SIGNED, INITIALIZER, RUNTIME, EMPTY, STATIC, THREADS, PIPELINE, ATTRIBUTE, SIGN, OPSET,
+ NEGATIVE, TIES, ELEMENT_TYPE, OPTIONAL, SIBLING, KNOCK_ON) = (
     "exact", "int32", "signed", "initializer", "runtime", "empty", "static", "threads", "pipeline", "attribute",
-    "opset", "negative", "ties", "element-type", "optional-input", "sibling", "knock-on")
+    "sign", "opset", "negative", "ties", "element-type", "optional-input", "sibling", "knock-on")
 EXACT_BOUND = 2 ** 53  # the integers float64 holds exactly
 # operators whose outputs are positions chosen by comparing elements: among equal ones, the spec says
 # which index wins (TopK the lower, ArgMax the first or the last), and a compiler may pick another
 SELECTION = ("TopK", "ArgMax", "ArgMin", "Unique", "MaxPool")
 # an operator's form: its attributes, its version, its optional inputs (one root however the bug shows)
-OPERATOR_FORM = (ATTRIBUTE, OPSET, OPTIONAL)
+OPERATOR_FORM = (ATTRIBUTE, SIGN, OPSET, OPTIONAL)
 MAX_PRODUCERS = 2  # producers of a crash's case checked for a wrong output of their own (``knock_on``)
 # triggers that name no operator: the backend's, whichever operator met them (its integer precision, its
 # dynamic-shape kernels, its threads).  An operand's form names the operator: constant folding evaluates
@@ -152,7 +154,7 @@ def _refusal(decline: str) -> str:
 
 # the order causes are named in (the pipeline last: an operator's own cause is named before it; the element
 # type after the attributes and versions: a float32 operator runs other code, which any narrower cause explains)
-_ORDER = (EXACT_RANGE, INT32_RANGE, SIGNED, INITIALIZER, EMPTY, RUNTIME, STATIC, THREADS, OPSET, ATTRIBUTE,
+_ORDER = (EXACT_RANGE, INT32_RANGE, SIGNED, SIGN, INITIALIZER, EMPTY, RUNTIME, STATIC, THREADS, OPSET, ATTRIBUTE,
           NEGATIVE, TIES, ELEMENT_TYPE, OPTIONAL, PIPELINE)
 
 BACKEND_NAMES = {"openvino": "OpenVINO", "tvm": "TVM", "tvm-relax": "TVM Relax", "ort": "ONNX Runtime",
@@ -926,9 +928,9 @@ def variations(g: Graph, feeds: Feeds, first: Mapping[str, Any] | None, variant:
             if name in defaults and defaults[name] != value:
                 out.append(Variation(ATTRIBUTE, _attribute_cause(name, value), _omit(node, name), about=name))
         if _negative_axes(g, node):
-            out.append(Variation(ATTRIBUTE, "a negative axis", _positive_axes(node)))
+            out.append(Variation(SIGN, "a negative axis", _positive_axes(node)))
         if _negative_positions(g, node):
-            out.append(Variation(ATTRIBUTE, "a negative position", _positions_from_start(node)))
+            out.append(Variation(SIGN, "a negative position", _positions_from_start(node)))
         since, other = _versions(node.op, g.opset)
         if since is not None and other is not None:
             out.append(Variation(OPSET, f"version {since}", _at_version(node, other)))
