@@ -30,6 +30,7 @@ from dlcfuzz.oracle.triggers import (
     KNOCK_ON,
     NEGATIVE,
     OPTIONAL,
+    RANKS,
     SIBLING,
     SIGN,
     TIES,
@@ -138,8 +139,9 @@ def campaign_finding(signature: str) -> Finding:
 def test_openvino_sequence_at_with_a_runtime_operand_is_one_root_whatever_is_beside_it(pool) -> None:
     """OpenVINO's dynamic-shape SequenceConstruct+SequenceAt gives other values than its static compile,
     only beside an operator that shares no value with it (an EmbedLayerNormalization in one case, a
-    ReverseSequence in another), located at no node of the reduced case.  Its operands made initializers make it vanish, and
-    the one node that reads them names the root: one for both (without that rule, neither had one)."""
+    ReverseSequence in another), located at no node of the reduced case.  Its operands made initializers
+    make it vanish, and the one node that reads them names the root: one for both (without that rule,
+    neither had one)."""
     need("openvino")
     roots = []
     for sig in ("a22688cdf2f5e4e2", "13e198aedd73883c"):
@@ -212,3 +214,15 @@ def test_a_pair_of_variations_applies_where_the_first_took_an_operand_away() -> 
     assert got is not None
     h, fed, variant = got
     assert h.opset == 11 and h.nodes[0].attrs["axes"] == [-1] and (fed["i0"] >= 0).all() and variant == "v"
+
+
+def test_tvm_expand_to_a_shape_of_lower_rank_is_one_root_through_both_branches(pool) -> None:
+    """TVM's Expand does not right-align a shape of fewer dimensions than its input: a constant shape fails
+    in one converter branch (an AssertionError), a shape fed at run time in another (broadcast_to's
+    ValueError).  The shape brought to the input's rank by leading 1s (what broadcasting does) makes each
+    vanish: one root.  Without that variation, the two operand forms are two roots."""
+    need("tvm")
+    roots = [analyzed(pool, s, TVM).root for s in ("76c8a58b4147183a", "4be7649e09d5536b")]
+    assert roots == ["TVM: Expand with operands of a lower rank"] * 2, roots
+    apart = [analyzed(pool, s, TVM, skip=(RANKS,)).root for s in ("76c8a58b4147183a", "4be7649e09d5536b")]
+    assert apart[0] != apart[1], apart

@@ -24,7 +24,9 @@ where no single one does, the operator's family is tried before the pairs (below
   runs the default pipeline, in which LegalizeOps' leftovers reach no FoldConstant);
 - ``ATTRIBUTE``: an attribute off its default set back to it (omitted); ``SIGN``: a negative axis or position
   made the non-negative one that means the same (before the operands' form, which it is narrower than:
-  OpenVINO's SequenceAt ignores a negative position's sign, fed at run time or not);
+  OpenVINO's SequenceAt ignores a negative position's sign, fed at run time or not); ``RANKS``: operands of a
+  lower rank than the output brought to it by leading 1s, as broadcasting aligns them (TVM's Expand to a
+  shape of fewer dimensions fails in both its converter's branches);
 - ``OPSET``: the operator at its neighbouring version, an attribute there taken as an input (or the
   reverse) where the versions differ in that;
 - ``ELEMENT_TYPE``: the operator's integer, bool, float16 or float64 operands (those its schema binds to
@@ -95,16 +97,16 @@ MAX_RUNS = 12  # confirmed runs per bug, all variations and siblings together
 MAX_SIBLINGS = 4  # siblings of the operator's family tried (until one shows the bug)
 
 # kinds of variation
-(EXACT_RANGE, INT32_RANGE, SIGNED, INITIALIZER, RUNTIME, EMPTY, STATIC, THREADS, PIPELINE, ATTRIBUTE, SIGN, OPSET,
- NEGATIVE, TIES, ELEMENT_TYPE, OPTIONAL, SIBLING, KNOCK_ON) = (
+(EXACT_RANGE, INT32_RANGE, SIGNED, INITIALIZER, RUNTIME, EMPTY, STATIC, THREADS, PIPELINE, ATTRIBUTE, SIGN, RANKS,
+ OPSET, NEGATIVE, TIES, ELEMENT_TYPE, OPTIONAL, SIBLING, KNOCK_ON) = (
     "exact", "int32", "signed", "initializer", "runtime", "empty", "static", "threads", "pipeline", "attribute",
-    "sign", "opset", "negative", "ties", "element-type", "optional-input", "sibling", "knock-on")
+    "sign", "ranks", "opset", "negative", "ties", "element-type", "optional-input", "sibling", "knock-on")
 EXACT_BOUND = 2 ** 53  # the integers float64 holds exactly
 # operators whose outputs are positions chosen by comparing elements: among equal ones, the spec says
 # which index wins (TopK the lower, ArgMax the first or the last), and a compiler may pick another
 SELECTION = ("TopK", "ArgMax", "ArgMin", "Unique", "MaxPool")
 # an operator's form: its attributes, its version, its optional inputs (one root however the bug shows)
-OPERATOR_FORM = (ATTRIBUTE, SIGN, OPSET, OPTIONAL)
+OPERATOR_FORM = (ATTRIBUTE, SIGN, RANKS, OPSET, OPTIONAL)
 MAX_PRODUCERS = 2  # producers of a crash's case checked for a wrong output of their own (``knock_on``)
 # triggers that name no operator: the backend's, whichever operator met them (its integer precision, its
 # dynamic-shape kernels, its threads).  An operand's form names the operator: constant folding evaluates
@@ -154,7 +156,7 @@ def _refusal(decline: str) -> str:
 
 # the order causes are named in (the pipeline last: an operator's own cause is named before it; the element
 # type after the attributes and versions: a float32 operator runs other code, which any narrower cause explains)
-_ORDER = (EXACT_RANGE, INT32_RANGE, SIGNED, SIGN, INITIALIZER, EMPTY, RUNTIME, STATIC, THREADS, OPSET, ATTRIBUTE,
+_ORDER = (EXACT_RANGE, INT32_RANGE, SIGNED, SIGN, RANKS, INITIALIZER, EMPTY, RUNTIME, STATIC, THREADS, OPSET, ATTRIBUTE,
           NEGATIVE, TIES, ELEMENT_TYPE, OPTIONAL, PIPELINE)
 
 BACKEND_NAMES = {"openvino": "OpenVINO", "tvm": "TVM", "tvm-relax": "TVM Relax", "ort": "ONNX Runtime",
@@ -683,6 +685,57 @@ def _at_version(node: Node, version: int) -> Callable[[Graph, Feeds], tuple[Grap
     return apply
 
 
+def _broadcast_operands(g: Graph, node: Node, feeds: Feeds) -> list[tuple[str, str]]:
+    """The node's operands of a lower rank than its output that broadcasting aligns to it: (name, "tensor")
+    for a tensor (of an operator that broadcasts its inputs multidirectionally, or Expand's input), (name,
+    "shape") for Expand's shape, where the case holds them (an input or a constant)."""
+    out = g.values.get(node.outputs[0]) if node.outputs and node.outputs[0] else None
+    schema = _schema(node.op, g.opset)
+    if out is None or schema is None:
+        return []
+    own = set(_own_operands(g, node, feeds))
+    if node.op == "Expand" and len(node.inputs) == 2:
+        data, shape = node.inputs
+        found = [(data, "tensor")] if data in own and g.values[data].type.rank < out.type.rank else []
+        if shape in own and np.size(feeds.get(shape, g.values[shape].data)) < out.type.rank:
+            found.append((shape, "shape"))
+        return found
+    if "multidirectional" not in (schema.doc or "").lower():
+        return []
+    return [(x, "tensor") for x in dict.fromkeys(node.inputs) if x in own and g.values[x].type.rank < out.type.rank]
+
+
+def _same_ranks(node: Node, operands: Sequence[tuple[str, str]]
+                ) -> Callable[[Graph, Feeds], tuple[Graph, Feeds] | None]:
+    """The operands brought to the output's rank by leading 1s (a tensor reshaped, a shape's values
+    prepended): what broadcasting does, done in the case (the same values out)."""
+    def apply(g: Graph, feeds: Feeds) -> tuple[Graph, Feeds] | None:
+        h, new = _copy(g), dict(feeds)
+        rank = h.values[node.outputs[0]].type.rank
+        for name, what in operands:
+            if name not in h.values:
+                return None
+            v = h.values[name]
+            if what == "tensor":
+                shape = (1,) * (rank - v.type.rank) + tuple(v.type.shape)
+                v.type = TensorType(shape, v.type.dtype)
+                if v.data is not None:
+                    v.data = np.asarray(v.data).reshape(shape)
+                if name in new:
+                    new[name] = np.asarray(new[name]).reshape(shape)
+            else:
+                values = np.asarray(new.get(name, v.data))
+                padded = np.concatenate([np.ones(rank - values.size, values.dtype), values.ravel()])
+                v.type = TensorType((rank,), v.type.dtype)
+                if v.data is not None:
+                    v.data = padded
+                if name in new:
+                    new[name] = padded
+        h2 = retyped(h, new)
+        return (h2, new) if h2 is not None else None
+    return apply
+
+
 def _bound_types(op: str, opset: int, node: Node) -> list[tuple[str, frozenset[str]]] | None:
     """(the type parameter, the element types it admits, as dtype names) of each of the node's operands in
     the schema of ``op`` (variadic ones repeat the last); None when ``op`` has no schema at that version."""
@@ -931,6 +984,9 @@ def variations(g: Graph, feeds: Feeds, first: Mapping[str, Any] | None, variant:
             out.append(Variation(SIGN, "a negative axis", _positive_axes(node)))
         if _negative_positions(g, node):
             out.append(Variation(SIGN, "a negative position", _positions_from_start(node)))
+        lower = _broadcast_operands(g, node, feeds)
+        if lower:
+            out.append(Variation(RANKS, "operands of a lower rank", _same_ranks(node, lower)))
         since, other = _versions(node.op, g.opset)
         if since is not None and other is not None:
             out.append(Variation(OPSET, f"version {since}", _at_version(node, other)))
