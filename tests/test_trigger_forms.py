@@ -17,7 +17,6 @@ campaign (tests/data/roots/SIGNATURE: graph.json, inputs.npz):
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from pathlib import Path
 
@@ -38,6 +37,7 @@ from dlcfuzz.oracle.triggers import (
     Analysis,
 )
 from dlcfuzz.run.dedup import analyze_triggers, graph_signature
+from dlcfuzz.run.reduce import finding_from_dict
 from tests.test_triggers import analysis, found, need, one_node
 
 DATA = Path(__file__).parent / "data" / "roots"
@@ -127,9 +127,7 @@ def test_iree_pow_of_a_negative_base_is_one_root_for_integer_and_float_bases(poo
 
 def campaign_finding(signature: str) -> Finding:
     """The finding as the campaign recorded it (its finding.json beside the reduced case)."""
-    fields = {f.name for f in dataclasses.fields(Finding)}
-    return Finding(**{k: v for k, v in json.loads((DATA / signature / "finding.json").read_text()).items()
-                      if k in fields})
+    return finding_from_dict(json.loads((DATA / signature / "finding.json").read_text()))
 
 
 def test_openvino_sequence_at_with_a_runtime_operand_is_one_root_whatever_is_beside_it(pool) -> None:
