@@ -37,6 +37,10 @@ def main() -> None:
                   for f in sorted((a.campaign / "bugs").glob(f"*/{name}"))]
     reduce_s = sum(float(r.get("seconds", 0.0)) for r in reductions)
     trigger_s = float(triggers.get("seconds", 0.0))
+    # inside the bug's compiler during reductions and trigger analyses (recorded since session 34: a campaign
+    # recorded earlier shows 0 here)
+    reduce_compiler_s = sum(float(r.get("compiler_seconds", 0.0)) for r in reductions)
+    trigger_compiler_s = float(triggers.get("compiler_seconds", 0.0))
     total = jobs * wall
     rows = [("compilers (import, compile, run)", compilers or 0.0),
             ("generation", gen or 0.0),
@@ -51,6 +55,11 @@ def main() -> None:
         print(f"  {name:<52} {s:9.1f} s  {100 * s / total:5.1f} %")
     left = total - sum(s for _, s in rows)
     print(f"  {'idle or unaccounted':<52} {left:9.1f} s  {100 * left / total:5.1f} %")
+    print("inside the compilers, beside the tests' own calls:")
+    for name, s in (("  in reductions", reduce_compiler_s), ("  in trigger analyses", trigger_compiler_s),
+                    ("  all compiler calls (tests, reductions, analyses)",
+                     (compilers or 0.0) + reduce_compiler_s + trigger_compiler_s)):
+        print(f"  {name:<52} {s:9.1f} s  {100 * s / total:5.1f} %")
 
 
 if __name__ == "__main__":

@@ -105,6 +105,7 @@ def test_planted_pattern_reduces_to_the_two_operators(pattern_bundle: Path, tmp_
     assert {v.type.dtype for v in g.values.values()} == {"float32"}  # and float64 became float32
     assert report["stages"]["dtypes"] == 1
     assert lines and report["candidates_tried"] > 0
+    assert 0 < report["compiler_seconds"] < report["seconds"]  # the compiler's part, metered apart
     # the originals are untouched (report.md now describes the reduced case); the reduced case sits beside them
     after = _hashes(folder)
     assert {k: v for k, v in after.items() if k in before and k != "report.md"} == {

@@ -220,6 +220,7 @@ class Analysis:
     unvaried: list[str] = field(default_factory=list)  # causes present that no variation here switches off
     runs: int = 0
     seconds: float = 0.0  # wall time of the analysis (its runs are in the compilers and the baseline)
+    compiler_seconds: float = 0.0  # of which inside the bug's compiler
     tried: list[dict[str, Any]] = field(default_factory=list)  # {kind, cause, result}: vanished / shows / invalid
     # a knock-on crash's upstream divergence (``knock_on``): the producer alone, as a case of its own
     upstream: Upstream | None = None
@@ -229,7 +230,8 @@ class Analysis:
     def summary(self) -> dict[str, Any]:
         up = self.upstream
         return {"root": self.root, "trigger": self.trigger, "kinds": self.kinds, "family": self.family,
-                "unvaried": self.unvaried, "runs": self.runs, "seconds": round(self.seconds, 2), "tried": self.tried,
+                "unvaried": self.unvaried, "runs": self.runs, "seconds": round(self.seconds, 2),
+                "compiler_seconds": round(self.compiler_seconds, 2), "tried": self.tried,
                 **({"upstream": up.first} if up is not None else {})}
 
 
@@ -1036,6 +1038,7 @@ class Trial:
         self.criteria = criteria_for({finding.backend: {n: Variant(n, dict(o)) for n, o in variants.items()}},
                                      dict(tolerances or {}))
         self.runs = 0
+        self.compiler_seconds = 0.0  # inside the bug's compiler, over all cases (the campaign's CPU breakdown)
         self.declined = ""  # the compiler's decline of the last case it declined
         self.failed = ""  # the compiler's error on the last case it failed (a decline or not)
         self.crashed: list[Finding] = []  # the compiler's crashes on the last case (its own, whatever the oracle)
@@ -1063,7 +1066,8 @@ class Trial:
         # a twin with an option unset runs in a worker of its own: OpenVINO on its default threads leaves the
         # process changed (its later one-thread runs raise what they swallowed before)
         fresh = self.fresh or any(UNSET in n for n in names)
-        got, late, _ = run_confirmed(self.runner, self.f.backend, test, names, fresh=fresh, runs=runs)
+        got, late, seconds = run_confirmed(self.runner, self.f.backend, test, names, fresh=fresh, runs=runs)
+        self.compiler_seconds += seconds
         by_baseline = self.f.oracle in (DIFFERENTIAL, METAMORPHIC)
         criteria = self.criteria.for_graph(g, base.name if by_baseline else self.f.other)
         verdict = judge({self.f.backend: got}, base.outputs if by_baseline else None, criteria)
@@ -1229,8 +1233,8 @@ def knock_on(trial: Trial, graph: Graph, feeds: Feeds, variant: str, crashes: Ca
             continue
         found = values(*case, variant)
         wrong = [f for f in found or [] if f.diverges and f.category == COMPILER] + values.crashed
-        trial.runs += values.runs
-        values.runs = 0
+        trial.runs, trial.compiler_seconds = trial.runs + values.runs, trial.compiler_seconds + values.compiler_seconds
+        values.runs, values.compiler_seconds = 0, 0.0
         if not wrong:
             unknown = shaped_at_run_time(case[0]) if found is not None else ""
             if unknown:
@@ -1347,7 +1351,7 @@ def analyze(runner: Runner, finding: Finding, graph: Graph, feeds: Feeds, first:
         a.tried.append({"kind": "control", "cause": "the reduced case, in a worker of its own",
                         "result": "invalid" if control is None else "shows" if control else "vanished"})
     if not control:
-        a.runs, a.seconds = trial.runs, time.monotonic() - t0
+        a.runs, a.seconds, a.compiler_seconds = trial.runs, time.monotonic() - t0, trial.compiler_seconds
         return a
     needed: list[Variation] = []
     kept: list[Variation] = []  # variations that ran and left the bug (candidates for pairs)
@@ -1432,7 +1436,7 @@ def analyze(runner: Runner, finding: Finding, graph: Graph, feeds: Feeds, first:
             a.at_consumer = up.finding is None
             who = BACKEND_NAMES.get(finding.backend, finding.backend)
             a.root = f"{who} {finding.phase} {finding.kind}{':' if up.finding is None else ' on'} {what}"
-            a.runs, a.seconds = trial.runs, time.monotonic() - t0
+            a.runs, a.seconds, a.compiler_seconds = trial.runs, time.monotonic() - t0, trial.compiler_seconds
             return a
     if named and node is None and finding.oracle != CRASH:
         # wrong values, located at no node of the reduced case: an operand's form names the one node that
@@ -1458,7 +1462,7 @@ def analyze(runner: Runner, finding: Finding, graph: Graph, feeds: Feeds, first:
         path = DECLINED_TWINS[refused_by]
         a.trigger, a.kinds = [f"a case its twin without {path} does not run"], [refused_by]
         a.root = f"{BACKEND_NAMES.get(finding.backend, finding.backend)}: {_refusal(refused)}, run on {path}"
-    a.runs, a.seconds = trial.runs, time.monotonic() - t0
+    a.runs, a.seconds, a.compiler_seconds = trial.runs, time.monotonic() - t0, trial.compiler_seconds
     return a
 
 

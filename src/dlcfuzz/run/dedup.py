@@ -620,6 +620,7 @@ def analyze_triggers(pool: Any, finding: Finding, graph: Graph, inputs: dict, fi
         of_up = analyze(pool, up.finding, up.graph, up.feeds, up.first, dict(described),
                         trigger_shows(up.finding, own, up.first), tolerances, max(0, max_runs - a.runs), tuple(skip))
         a.runs, a.seconds = a.runs + of_up.runs, a.seconds + of_up.seconds
+        a.compiler_seconds += of_up.compiler_seconds
         a.root = of_up.root or graph_root_cause(up.finding, up.graph, up.first) or own  # the producer's own bug
         # a producer's own crash is a cause only where switching its trigger off in the case takes the bug away
         if up.finding.oracle == CRASH and of_up.kinds and a.runs < max_runs:
@@ -641,7 +642,9 @@ def record_triggers(store: Any, folder: Path | None, analysis: Analysis) -> None
         return
     so_far = store.get_meta(TRIGGERS_META) or {}
     store.set_meta(TRIGGERS_META, {"bugs": so_far.get("bugs", 0) + 1, "runs": so_far.get("runs", 0) + analysis.runs,
-                                   "seconds": round(so_far.get("seconds", 0.0) + analysis.seconds, 3)})
+                                   "seconds": round(so_far.get("seconds", 0.0) + analysis.seconds, 3),
+                                   "compiler_seconds": round(so_far.get("compiler_seconds", 0.0)
+                                                             + analysis.compiler_seconds, 3)})
     path = folder / "reduction.json" if folder is not None else None
     if path is not None and path.is_file():
         try:

@@ -157,6 +157,7 @@ class ReductionResult:
     elements_before: int  # elements of all graph inputs
     elements_after: int
     seconds: float
+    compiler_seconds: float  # of which inside the bug's compiler
     candidates_tried: int  # candidates run on the compilers (cached repeats and type errors not counted)
     first_diverging: dict[str, str] | None  # {node, op, output, detail}
     reproduced: bool  # the reduced case gave the signature again in a fresh worker
@@ -176,7 +177,8 @@ class ReductionResult:
                 "nodes_before": self.nodes_before, "nodes_after": self.nodes_after,
                 "inputs_before": self.inputs_before, "inputs_after": self.inputs_after,
                 "elements_before": self.elements_before, "elements_after": self.elements_after,
-                "seconds": round(self.seconds, 2), "candidates_tried": self.candidates_tried,
+                "seconds": round(self.seconds, 2), "compiler_seconds": round(self.compiler_seconds, 2),
+                "candidates_tried": self.candidates_tried,
                 "first_diverging": self.first_diverging, "reproduced": self.reproduced, "stages": self.stages,
                 "budget_exhausted": self.budget_exhausted, "validity": self.validity,
                 **({"signed_as": self.signed_as, "title": self.title} if self.signed_as else {})}
@@ -585,6 +587,7 @@ class _Reducer:
         self.violation = case.graph.meta.get("violation") if self.f.oracle == DISRUPTIVE else None
         self.protect = (self.violation or {}).get("node", "")
         self.tried = 0
+        self.compiler_seconds = 0.0  # inside the bug's compiler, over all candidates (the campaign's CPU breakdown)
         self.cache: dict[str, _Trial] = {}
         self.stages: dict[str, int] = {}
         self.history: list[tuple[Graph, dict[str, np.ndarray]]] = []
@@ -631,7 +634,8 @@ class _Reducer:
     def _run_backend(self, test: Test, fresh: bool) -> tuple[dict[str, Outcome], list[Finding]]:
         """The backend's outcomes, confirmed as the campaign confirms them (``oracle.run_confirmed``)."""
         runs = CONFIRM_RUNS if self.f.oracle == ORACLE_CRASH else 1  # a value finding is one run's outputs
-        got, late, _ = run_confirmed(self.pool, self.f.backend, test, self.variants, fresh=fresh, runs=runs)
+        got, late, seconds = run_confirmed(self.pool, self.f.backend, test, self.variants, fresh=fresh, runs=runs)
+        self.compiler_seconds += seconds
         return got, late
 
     def _baseline(self, g: Graph, test: Test, ort: Outcome | None
@@ -1152,7 +1156,8 @@ class _Reducer:
             nodes_before=[n.op for n in g0.nodes], nodes_after=[n.op for n in g.nodes],
             inputs_before=len(g0.inputs), inputs_after=len(g.inputs),
             elements_before=sum(v.type.numel for v in g0.inputs), elements_after=sum(v.type.numel for v in g.inputs),
-            seconds=time.monotonic() - self.start, candidates_tried=self.tried, first_diverging=diverging,
+            seconds=time.monotonic() - self.start, compiler_seconds=self.compiler_seconds,
+            candidates_tried=self.tried, first_diverging=diverging,
             reproduced=reproduced, stages=dict(self.stages), budget_exhausted=self.exhausted,
             validity="checker+ort" if self.check_run else "checker" if self.check_static else "none",
             artifacts=dict(outcome.artifacts) if outcome is not None else {},
