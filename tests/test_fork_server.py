@@ -122,3 +122,17 @@ def test_the_start_method_is_chosen_by_the_environment(monkeypatch: pytest.Monke
     assert WorkerPool(PhaseLimits(), frontend_coverage=True)._server("ort") is None  # coverage: spawned
     with pytest.raises(ValueError):
         WorkerPool(PhaseLimits(), start="vfork")
+
+
+def test_openvino_workers_are_forked_from_a_server_that_imported_openvino_without_its_telemetry() -> None:
+    """OpenVINO's converter package starts a telemetry thread at import, which kept OpenVINO out of the fork
+    server: each fresh worker (a reduction's confirmations, a retired spoiled worker) imported it again.  Its
+    backend keeps the telemetry package out, so the server imports OpenVINO once and forks right workers."""
+    pytest.importorskip("openvino", reason="openvino is not installed")
+    pool = WorkerPool(PhaseLimits(), start="fork")
+    try:
+        got = pool.run("openvino", make_test(["Relu"]), ["f32"], fresh=True)["f32"]
+        assert got.status == OK, got.message
+        assert pool.started_by["openvino"] == "fork, preloaded: onnx, openvino", pool.started_by
+    finally:
+        pool.close()

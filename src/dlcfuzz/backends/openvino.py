@@ -73,6 +73,10 @@ class OpenVinoBackend(Backend):
     pip = "openvino"
     _declared: tuple[list[int], ...] = ()  # the last loaded model's declared output sizes (0: unknown)
     _spoiled = False  # the last run swallowed an error (``spoiled``)
+    # OpenVINO's converter package sends a telemetry event from a thread of its own at import (its fallback
+    # stub takes over where the package cannot be imported): a worker neither phones home once per process
+    # nor holds a thread, so a fork server can import OpenVINO once for all its workers
+    unused_imports: tuple[str, ...] = ("openvino_telemetry",)
 
     def variants(self) -> list[Variant]:
         # the CPU plugin has no float64 kernels and runs float64 models in float32 (Log of a float64

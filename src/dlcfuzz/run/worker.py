@@ -100,13 +100,14 @@ _TORCH = ("torch", "torch._dynamo", "torch._inductor.compile_fx")
 # What a backend's fork server imports before it forks workers, after the backend's own module (the first
 # class along the backend's MRO named here gives them; none: the backend's module only).  Modules that a
 # first test imports and that start no thread and touch no GPU at import, measured with the versions
-# here (issue 29): onnxruntime (a native thread) and openvino (a Python thread) do start one, so they are
-# left to the worker; the server checks anyway and leaves out any module that starts one.
+# here (issue 29): onnxruntime starts a native thread, so it is left to the worker; openvino starts one only
+# through its telemetry package, which its backend keeps out (``unused_imports``).  The server checks anyway
+# and leaves out any module that starts one.
 PRELOAD: dict[str, tuple[str, ...]] = {
     "dlcfuzz.backends.ort:OrtBackend": ("onnx",),
     "dlcfuzz.backends.reference:ReferenceBackend": ("onnx", "onnx.reference"),
-    "dlcfuzz.backends.openvino:OpenVinoTorchBackend": ("onnx", "torch"),
-    "dlcfuzz.backends.openvino:OpenVinoBackend": ("onnx",),
+    "dlcfuzz.backends.openvino:OpenVinoTorchBackend": ("onnx", "torch", "openvino"),
+    "dlcfuzz.backends.openvino:OpenVinoBackend": ("onnx", "openvino"),
     "dlcfuzz.backends.tvm:TvmTorchBackend": ("torch", "tvm", "tvm.relax", "tvm.relax.frontend.torch"),
     "dlcfuzz.backends.tvm:TvmBackend": ("onnx", "tvm", "tvm.relax", "tvm.relax.frontend.onnx"),
     "dlcfuzz.backends.tvm_relax:TvmRelaxBackend": ("tvm", "tvm.relax", "tvm.script", "dlcfuzz.export.relax"),
