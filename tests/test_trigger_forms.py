@@ -36,7 +36,7 @@ from dlcfuzz.oracle.triggers import (
     UNKNOWN_RANK,
     Analysis,
 )
-from dlcfuzz.run.dedup import analyze_triggers, graph_signature
+from dlcfuzz.run.dedup import analyze_triggers, graph_signature, same_roots
 from dlcfuzz.run.reduce import finding_from_dict
 from tests.test_triggers import analysis, found, need, one_node
 
@@ -218,3 +218,54 @@ def test_tvm_expand_to_a_shape_of_lower_rank_is_one_root_through_both_branches(p
     assert roots == ["TVM: Expand with operands of a lower rank"] * 2, roots
     apart = [analyzed(pool, s, TVM, skip=(RANKS,)).root for s in ("76c8a58b4147183a", "4be7649e09d5536b")]
     assert apart[0] != apart[1], apart
+
+
+def recorded(pool, signature: str) -> Analysis:
+    """The trigger analysis of a reduced case as the campaign recorded it: its finding and the node its
+    reduction located the divergence at."""
+    g, feeds = case(signature)
+    f = campaign_finding(signature)
+    first = json.loads((DATA / signature / "reduction.json").read_text())["first_diverging"]
+    return analyze_triggers(pool, f, g, feeds, first, graph_signature(f, g))
+
+
+def test_openvino_wrong_values_beside_an_error_its_one_thread_swallows_are_that_errors_root(pool) -> None:
+    """A float64 Neg beside a quantized operator: OpenVINO's eltwise kernel has no float64 ("unsupported
+    src_prc: f64"), which its default threads raise and one inference thread swallows, returning empty
+    outputs, read at whichever operator is beside them (a Transpose in one case, a Greater in another).
+    Folding the constants takes the Neg away and the bug with it, so before that variation the twin on the
+    default threads is asked: its error names one root for both.  (With the threads asked in their place in
+    the order, in a scratch copy, the roots were "Transpose with operands folded as initializers" and the
+    comparisons' family.)"""
+    need("openvino")
+    roots = [recorded(pool, s).root for s in ("12e42b9079aa1a44", "6865c5ba2772fdfe")]
+    assert roots == ["OpenVINO: unsupported src_prc: f#, run on one inference thread"] * 2, roots
+
+
+def test_openvino_readers_of_a_sequence_output_are_one_root_where_another_producer_passes(pool) -> None:
+    """OpenVINO gives a ConcatFromSequence's output a dynamic element type: a HardSigmoid reading it fails
+    to import with "Element not supported", a ReduceSumSquare with "Unsupported input type dynamic".  Each
+    reader runs on a Reshape's output of the same run-time shape, so the producer's output as OpenVINO types
+    it is the cause: one root, named by the producer.  A GlobalLpPool fails on an Expand's output and on
+    the Reshape's alike ("First dimension of input data must be static"): the reader's own root."""
+    need("openvino")
+    hard_sigmoid, reduce_sum_square, pool_of_expand = (recorded(pool, s) for s in (
+        "d99b7cffaee23f70", "c77c3cf0ddca9ca5", "6ab5bd1105f5b48c"))
+    typed = ("OpenVINO import exception: a reader of ConcatFromSequence's output, which another producer's of its "
+             "shape passes")
+    assert hard_sigmoid.root == reduce_sum_square.root == typed, (hard_sigmoid.summary(), reduce_sum_square.summary())
+    assert pool_of_expand.root == "OpenVINO import exception: GlobalLpPool on an input shaped at run time", (
+        pool_of_expand.summary())
+
+
+def test_openvino_reduce_axes_ignored_at_version_13_is_one_root_named_by_the_family(pool) -> None:
+    """OpenVINO's ReduceLogSumExp and ReduceL1 at versions 13 to 17 ignore their axes.  ReduceLogSumExp's
+    case finds the version and its sibling ReduceL1 showing it: "Reduce* at version 13".  A ScatterND that
+    fails on ReduceL1's wrong shape is rooted at ReduceL1's own analysis, which finds no sibling: "ReduceL1
+    at version 13", a name the family's root is known by (``same_roots``), so the two are one."""
+    need("openvino")
+    family, knock_on = recorded(pool, "dcacf4cfad9745a4"), recorded(pool, "d51aaea33a83183b")
+    assert family.root == "OpenVINO: Reduce* at version 13" and "ReduceL1" in family.shown_in, family.summary()
+    assert knock_on.root == "OpenVINO: ReduceL1 at version 13", knock_on.summary()
+    g, feeds = case("dcacf4cfad9745a4")
+    assert knock_on.root in same_roots(campaign_finding("dcacf4cfad9745a4"), g, feeds, family)

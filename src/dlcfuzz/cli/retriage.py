@@ -72,12 +72,14 @@ def _roots(store: Any, folder: Path) -> dict[str, list[str]]:
     return {r.signature: [r.signature, *(m.signature for m in r.members)] for r in read(store, folder).of(COMPILER)}
 
 
-def _triage(pool: Any, folder: Path, row: dict, tolerances: dict, max_runs: int | None) -> tuple[str, Any, bool] | None:
+def _triage(pool: Any, folder: Path, row: dict, tolerances: dict, max_runs: int | None
+            ) -> tuple[str, Any, bool, list[str]] | None:
     """One bug's root as today's dlcfuzz gives it: (root, its trigger analysis or None, whether the
-    analysis belongs in the bundle's reduction.json); None where its bundle cannot be read.  Runs the
-    compilers only (the caller writes the store): bugs are triaged in parallel."""
+    analysis belongs in the bundle's reduction.json, the root keys one with it: ``dedup.same_roots``);
+    None where its bundle cannot be read.  Runs the compilers only (the caller writes the store): bugs are
+    triaged in parallel."""
     from dlcfuzz.ir.graph import is_torch_program
-    from dlcfuzz.run.dedup import analyze_triggers, graph_signature, reduced_root
+    from dlcfuzz.run.dedup import analyze_triggers, graph_signature, reduced_root, same_roots
     from dlcfuzz.run.torch_campaign import retriage_program
 
     bundle = folder / str(row.get("dir") or f"bugs/{row['signature']}")
@@ -89,28 +91,29 @@ def _triage(pool: Any, folder: Path, row: dict, tolerances: dict, max_runs: int 
     runs = {"max_runs": max_runs} if max_runs else {}
     if is_torch_program(graph):  # a torch program's bug: the analysis of its mechanisms
         root, analysis = retriage_program(pool, bundle, finding, graph, str(row.get("root") or signature))
-        return root, analysis, False
+        return root, analysis, False, []
     reduced = _reduced(bundle)
     if reduced is not None:
         rgraph, inputs, summary = reduced
         first = summary.get("first_diverging")
         analysis = analyze_triggers(pool, finding, rgraph, inputs, first, summary.get("signature", signature),
                                     tolerances, **runs)
-        return reduced_root(finding, rgraph, first, summary.get("signed_as", ""), signature, analysis), analysis, True
+        return (reduced_root(finding, rgraph, first, summary.get("signed_as", ""), signature, analysis), analysis,
+                True, same_roots(finding, rgraph, inputs, analysis))
     unconfirmed = _reduced(bundle, reproduced=False)
     if unconfirmed is not None:
         rgraph, inputs, summary = unconfirmed
         analysis = analyze_triggers(pool, finding, rgraph, inputs, summary.get("first_diverging"),
                                     summary.get("signature", signature), tolerances, **runs)
-        return analysis.root or signature, analysis, True
-    return signature, None, False
+        return analysis.root or signature, analysis, True, []
+    return signature, None, False, []
 
 
 def cmd_retriage(args: argparse.Namespace) -> int:
     from concurrent.futures import ThreadPoolExecutor
 
     from dlcfuzz.oracle.triggers import MAX_RUNS
-    from dlcfuzz.run.dedup import record_triggers
+    from dlcfuzz.run.dedup import ALIASES_META, join_roots, record_triggers
     from dlcfuzz.run.store import Store
     from dlcfuzz.run.worker import PhaseLimits, WorkerPool
 
@@ -127,6 +130,7 @@ def cmd_retriage(args: argparse.Namespace) -> int:
         config = store.get_meta("config") or {}
         tolerances = {k: tuple(v) for k, v in (config.get("tolerances") or {}).items()}
         before = _roots(store, folder)
+        store.set_meta(ALIASES_META, {})  # every root is found again: so are the keys one with each
         named: dict[str, str] = {}
         rows = [r for r in sorted(store.bug_entries(), key=lambda r: (r["first_seen"], r["signature"]))
                 if r.get("category") == "compiler"]
@@ -136,10 +140,11 @@ def cmd_retriage(args: argparse.Namespace) -> int:
                 if got is None:
                     print(f"{row['signature']}: bundle unreadable, root kept")
                     continue
-                root, analysis, in_bundle = got
+                root, analysis, in_bundle, same = got
                 if analysis is not None:
                     record_triggers(store, folder / str(row.get("dir") or f"bugs/{row['signature']}") if in_bundle
                                     else None, analysis)
+                root = join_roots(store, root, same)
                 store.merge_root(row["signature"], root)
                 named[row["signature"]] = root
                 runs = f"{analysis.runs} runs" if analysis is not None else "not reduced"

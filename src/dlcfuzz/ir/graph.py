@@ -234,6 +234,26 @@ class Graph:
         types = {name: v.type for name, v in self.values.items()}
         return [m for n in self.nodes for m in expand(n, types)]
 
+    def parts(self) -> list[list[int]]:
+        """The node indices of each part that shares no intermediate value with another (graph inputs
+        shared between parts do not join them), in node order."""
+        made_by = {o: i for i, n in enumerate(self.nodes) for o in n.outputs}
+        root = list(range(len(self.nodes)))
+
+        def find(i: int) -> int:
+            while root[i] != i:
+                i = root[i]
+            return i
+
+        for i, n in enumerate(self.nodes):
+            for x in n.inputs:
+                if x in made_by:
+                    root[find(i)] = find(made_by[x])
+        parts: dict[int, list[int]] = {}
+        for i in range(len(self.nodes)):
+            parts.setdefault(find(i), []).append(i)
+        return list(parts.values())
+
     def set_leaf_outputs(self) -> None:
         """Make every node output that no node reads a graph output (Isra's convention)."""
         used = self.consumers()

@@ -226,6 +226,8 @@ class Analysis:
     upstream: Upstream | None = None
     # a crash's root named at the node that reads its producers' right values (or an input shaped at run time)
     at_consumer: bool = False
+    # the operators of the family that showed the bug (the case's own, and the siblings that did)
+    shown_in: list[str] = field(default_factory=list)
 
     def summary(self) -> dict[str, Any]:
         up = self.upstream
@@ -1169,8 +1171,44 @@ def cut(g: Graph, node: Node, feeds: Feeds, inter: Feeds) -> tuple[Graph, Feeds]
     return (h if typed is None else typed), new
 
 
+def _last(op: str) -> str:
+    """The operator of a chain's output (a sequence chain is one node: "SplitToSequence+ConcatFromSequence")."""
+    return op.rsplit("+", 1)[-1]
+
+
+def reshaped_at_run_time(g: Graph, node: Node, feeds: Feeds, inter: Feeds) -> tuple[Graph, Feeds] | None:
+    """``g`` with what ``node`` gave the others made by another producer whose output only the run shapes:
+    a Reshape of the baseline's values to a shape fed at run time (ONNX then knows the rank and element
+    type, not the dimensions); None where that cannot be built (an empty value: Reshape reads a 0 as "keep")."""
+    case = cut(g, node, feeds, inter)
+    if case is None:
+        return None
+    h, fd = case
+    for name in node.outputs:
+        v = h.values.get(name)
+        if v is None or v.kind != INPUT_KIND or name not in fd:
+            continue
+        a = np.asarray(fd.pop(name))
+        if a.size == 0:
+            return None
+        flat, shape = f"{name}__flat", f"{name}__shape"
+        if flat in h.values or shape in h.values:
+            return None
+        h.values[name] = Value(name, v.type, NODE_KIND)
+        h.add_value(Value(flat, TensorType((a.size,), v.type.dtype), INPUT_KIND))
+        dims = np.array(a.shape, np.int64)
+        h.add_value(Value(shape, TensorType((a.ndim,), "int64"), INPUT_KIND, dims))
+        fd[flat], fd[shape] = a.reshape(-1), dims
+        h.nodes.insert(0, Node("Reshape", [flat, shape], [name], {}, f"{name}__reshape"))
+    return h, fd
+
+
 RUN_TIME_SHAPE = "run-time shape"
 UNKNOWN_RANK = "unknown rank"
+# a producer whose output the compiler types worse than ONNX does: a reader fails on it, and not on another
+# producer's output of the same run-time shape (OpenVINO gives a ConcatFromSequence's output a dynamic element
+# type; every reader that checks its input's type fails, each with its own message)
+PRODUCER_TYPING = "producer's typing"
 
 
 def shaped_at_run_time(g: Graph) -> str:
@@ -1253,6 +1291,13 @@ def knock_on(trial: Trial, graph: Graph, feeds: Feeds, variant: str, crashes: Ca
         if not vanishes_without(node):
             return None, False
         reader = next((n.op for n in graph.nodes if any(o in n.inputs for o in node.outputs if o)), "")
+        # the reader at fault fails on any output shaped at run time; where it runs on a Reshape's, the
+        # producer's output as the compiler types it is the cause, whichever reader fails on it
+        other = reshaped_at_run_time(graph, node, feeds, inter) if unknown == RUN_TIME_SHAPE else None
+        if other is not None and trial.runs < max_runs:
+            found = trial(*other, variant)
+            if found is not None and not trial.crashed and not any(f.diverges for f in found):
+                unknown = PRODUCER_TYPING
         return Upstream(None, case[0], case[1], {"node": node.name, "op": node.op, "output": "",
                                                  "kind": unknown, "reader": reader}), False
     return None, right
@@ -1356,8 +1401,19 @@ def analyze(runner: Runner, finding: Finding, graph: Graph, feeds: Feeds, first:
     needed: list[Variation] = []
     kept: list[Variation] = []  # variations that ran and left the bug (candidates for pairs)
     refused, refused_by = "", ""  # what the compiler said declining the case on a variant twin (DECLINED_TWINS)
-    for v in sorted(found, key=lambda v: _ORDER.index(v.kind)):
-        if trial.runs >= max_runs:
+    order = sorted(found, key=lambda v: _ORDER.index(v.kind))
+    # wrong values beside a part of the case that shares no value with them, where the twin on the compiler's
+    # own threads raises an error, are that error swallowed, whichever operator they are read at: asked
+    # first, before an operand's form (folding the constants takes the failing part away, and the bug with
+    # it).  Not within one part: there the error may follow from the wrong values (a Slice's ends cut to
+    # int32 give a shape that a later Add's shape inference rejects)
+    swallowing = finding.oracle != CRASH and len(graph.parts()) > 1
+    if swallowing:
+        order = [v for v in order if v.kind in SWALLOWED] + [v for v in order if v.kind not in SWALLOWED]
+    later: Variation | None = None  # a swallowing twin's vanishing, asked early, named in its place in ``_ORDER``
+    swallowed = False  # the twin raised the error that the bug's variant swallowed: that error is the root
+    for v in order:
+        if trial.runs >= max_runs or (later is not None and _ORDER.index(v.kind) > _ORDER.index(later.kind)):
             break
         trial.declined = trial.failed = ""
         result = run((v,), v.kind)
@@ -1367,11 +1423,19 @@ def analyze(runner: Runner, finding: Finding, graph: Graph, feeds: Feeds, first:
         words = trial.declined or (trial.failed if v.kind in SWALLOWED else "")
         if result is None and v.kind in DECLINED_TWINS and words and not refused:
             refused, refused_by = words, v.kind
+            if v.kind in SWALLOWED and swallowing:
+                swallowed = True
+                break
+        if result is False and v.kind in SWALLOWED and swallowing and later is None:
+            later = v
+            continue
         if result is False:  # the smallest set: one cause, the first in ``_ORDER`` that makes it vanish
             needed = [v]
             break
         if result is True:
             kept.append(v)
+    if later is not None and not needed:
+        needed = [later]
     node = suspect(graph, first)
     family_tried = False
 
@@ -1391,9 +1455,10 @@ def analyze(runner: Runner, finding: Finding, graph: Graph, feeds: Feeds, first:
             note((v,), result)
             if result:
                 a.family = family
+                a.shown_in = [node.op, *([v.cause] if v.cause in FAMILIES.get(family, ()) else [])]
                 break
 
-    if not needed:
+    if not needed and not swallowed:
         # before pairs, which are many: whether a sibling shows the bug is what names the root of a bug that
         # no single cause explains (TVM's Resize drops sizes[:2] and scales[:2] alike: one root)
         try_siblings()
@@ -1428,10 +1493,15 @@ def analyze(runner: Runner, finding: Finding, graph: Graph, feeds: Feeds, first:
             # a rank that ONNX cannot tell fails every reader alike (IREE's importer types it as a scalar)
             what = (f"{up.first['reader']} on an input shaped at run time" if kind == RUN_TIME_SHAPE
                     else "a value of a rank that ONNX's shape inference cannot tell" if kind == UNKNOWN_RANK
+                    else f"a reader of {_last(op)}'s output, which another producer's of its shape passes"
+                    if kind == PRODUCER_TYPING
                     else f"{op}'s own crash" if up.finding is not None and up.finding.oracle == CRASH
                     else f"{op}'s wrong {kind}")
             a.tried.append({"kind": KNOCK_ON, "cause": f"{op}'s output fed as the baseline gives it",
                             "result": "vanished"})
+            if kind == PRODUCER_TYPING:
+                a.tried.append({"kind": KNOCK_ON, "cause": f"{op}'s output made by a Reshape to a shape fed at run "
+                                                           "time", "result": "vanished"})
             a.trigger, a.kinds, a.family, a.upstream = [what], [KNOCK_ON], op, up
             a.at_consumer = up.finding is None
             who = BACKEND_NAMES.get(finding.backend, finding.backend)
@@ -1446,7 +1516,7 @@ def analyze(runner: Runner, finding: Finding, graph: Graph, feeds: Feeds, first:
         readers = [n for n in graph.nodes if varied & set(n.inputs)]
         if varied and len(readers) == 1:
             node, first = readers[0], {"node": readers[0].name}
-    if node is not None and (named or not needed):
+    if node is not None and (named or not needed) and not swallowed:
         try_siblings()
         if not needed and a.family == node.op:
             a.family = ""  # no trigger and no sibling shows it: the signature stands

@@ -62,7 +62,16 @@ from dlcfuzz.oracle import (
 from dlcfuzz.oracle.unsupported import is_unsupported
 from dlcfuzz.run.allocate import Allocator
 from dlcfuzz.run.bundle import write_bundle
-from dlcfuzz.run.dedup import graph_signature, producer, record_triggers, reduced_root, title, trigger_root
+from dlcfuzz.run.dedup import (
+    graph_signature,
+    join_roots,
+    producer,
+    record_triggers,
+    reduced_root,
+    same_roots,
+    title,
+    trigger_root,
+)
 from dlcfuzz.run.known import KNOWN, NEW, KnownBugs, Reporting
 from dlcfuzz.run.profile import DECLINED, JointProfile, SupportProfile, find_profile, save_profile, test_status
 from dlcfuzz.run.reduce import Case, ReduceError, reduce_case, write_reduction
@@ -712,7 +721,9 @@ class Campaign(Driver):
             triggers = trigger_root(self.pool, result.finding or found, result, self.cfg.tolerances)
             root = reduced_root(result.finding or case.finding, result.graph, result.first_diverging,
                                 result.signed_as, case.signature, triggers)
+            same = same_roots(result.finding or found, result.graph, result.inputs, triggers)
             with self.lock:
+                root = join_roots(self.store, root, same)
                 self.store.merge_root(case.signature, root, result.title)
                 record_triggers(self.store, folder, triggers)
             if result.reproduced and found.kind == "timeout" and found.backend in self.profiles:

@@ -34,10 +34,12 @@ import functools
 import hashlib
 import json
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from dlcfuzz.ir import CONST_KIND, Graph, Node
 from dlcfuzz.oracle import BASELINE, CRASH, DISRUPTIVE, EXPORTER, METAMORPHIC, Finding
@@ -47,9 +49,11 @@ from dlcfuzz.oracle.triggers import (
     FAMILIES,
     KNOCK_ON,
     MAX_RUNS,
+    PRODUCER_TYPING,
     SIBLING,
     Analysis,
     analyze,
+    root_name,
     shows_without,
 )
 
@@ -383,8 +387,10 @@ def reduced_root(f: Finding, graph: Graph, first: dict | None, signed_as: str, s
     first = reduced_first(f, graph, first)
     upstream = crash_upstream_root(f, graph)
     consumer = triggers is not None and triggers.at_consumer
-    if triggers is not None and triggers.upstream is not None and not (upstream and consumer):
-        return triggers.root  # a crash on a producer's wrong output: the producer's divergence is its root
+    typing = triggers is not None and triggers.upstream is not None and triggers.upstream.first.get("kind") == \
+        PRODUCER_TYPING  # the run showed it: the reader runs on another producer's output of that shape
+    if triggers is not None and triggers.upstream is not None and (typing or not (upstream and consumer)):
+        return triggers.root  # a crash on a producer's wrong output (or type): the producer is its root
     family = "" if upstream else family_crash_root(f, [*graph.values, *(n.name for n in graph.nodes if n.name)])
     # the sources of what the crashing node reads, where its message names it, say more than its producers'
     # right values alone: a tensor out of an OpenVINO sequence has the right values and a dynamic element type
@@ -655,6 +661,47 @@ def record_triggers(store: Any, folder: Path | None, analysis: Analysis) -> None
         tmp = path.with_suffix(".json.tmp")
         tmp.write_text(json.dumps(data, indent=1))
         tmp.replace(path)
+
+
+ALIASES_META = "root_aliases"  # the store's meta key: a root key -> the root it is one with (``join_roots``)
+
+
+def same_roots(f: Finding, graph: Graph, inputs: dict, analysis: Analysis | None) -> list[str]:
+    """Root keys that name this bug's root otherwise (``join_roots``): where siblings showed it, the name
+    each of those operators' own analysis gives it (OpenVINO's ReduceL1 at version 13 finds no sibling
+    where ReduceLogSumExp finds ReduceL1: "Reduce* at version 13"); for a crash, the reduced case itself,
+    byte for byte (one model handed over, one fix: TVM's ConstantOfShape of a shape fed at run time fails
+    in one pipeline's lowering and in the other's code generation)."""
+    keys = []
+    if analysis is not None and analysis.root and analysis.trigger:
+        keys += [root_name(f, analysis.trigger, op, analysis.kinds) for op in analysis.shown_in]
+    if f.oracle == CRASH:
+        h = hashlib.sha256(graph.to_json().encode())
+        for k in sorted(inputs):
+            a = np.asarray(inputs[k])
+            h.update(f"{k}:{a.dtype}:{a.shape}".encode())
+            h.update(a.tobytes())
+        keys.append(f"{f.backend} crashes on the reduced case {h.hexdigest()[:16]}")
+    return [k for k in keys if analysis is None or k != analysis.root]
+
+
+def join_roots(store: Any, root: str, same: Sequence[str]) -> str:
+    """The root key a bug merges under, with ``same`` (``same_roots``) recorded as one with it (the store's
+    meta ``root_aliases``): the first of them known names the group, and the bugs already merged under
+    another of them move to it."""
+    known: dict[str, str] = store.get_meta(ALIASES_META) or {}
+    canonical = known.get(root) or next((known[k] for k in same if k in known), root)
+    moved = [k for k in dict.fromkeys([root, *same]) if k != canonical and known.get(k) != canonical]
+    for k in moved:
+        known[k] = canonical
+    for k, v in known.items():  # one level: a key that named a moved one names the group now
+        if v in moved:
+            known[k] = canonical
+    if moved:
+        store.set_meta(ALIASES_META, known)
+        for k in moved:
+            store.rename_root(k, canonical)
+    return canonical
 
 
 def trigger_root(pool: Any, finding: Finding, result: Any, tolerances: dict | None = None) -> Analysis:

@@ -390,27 +390,6 @@ def _without_outputs(src: Graph, feeds: dict[str, np.ndarray], keep: list[str], 
     return g, feeds
 
 
-def _parts(g: Graph) -> list[list[int]]:
-    """The node indices of each part of ``g`` that shares no intermediate value with another (graph
-    inputs shared between parts do not join them), in node order."""
-    made_by = {o: i for i, n in enumerate(g.nodes) for o in n.outputs}
-    root = list(range(len(g.nodes)))
-
-    def find(i: int) -> int:
-        while root[i] != i:
-            i = root[i]
-        return i
-
-    for i, n in enumerate(g.nodes):
-        for x in n.inputs:
-            if x in made_by:
-                root[find(i)] = find(made_by[x])
-    parts: dict[int, list[int]] = {}
-    for i in range(len(g.nodes)):
-        parts.setdefault(find(i), []).append(i)
-    return list(parts.values())
-
-
 # ---------------------------------------------------------------------------------------------
 # Types, inferred again with the operator specs (and ONNX shape inference)
 # ---------------------------------------------------------------------------------------------
@@ -1067,7 +1046,7 @@ class _Reducer:
         f0 = self.f
         if not f0.diverges or self.violation is not None:
             return g, feeds, None
-        parts, signed = _parts(g), self._signed(g)
+        parts, signed = g.parts(), self._signed(g)
         if len(parts) < 2 or signed is None:
             return g, feeds, None
         mine = next(p for p in parts if signed[1] in p)

@@ -368,6 +368,12 @@ class Store:
             raise
         self.export_bugs({r[0] for r in db.execute("SELECT signature FROM bugs WHERE root = ?", (root,))})
 
+    def rename_root(self, old: str, new: str) -> None:
+        """Moves every bug merged under root key ``old`` to ``new`` (``dedup.join_roots``: two keys found
+        to name one root)."""
+        for (signature,) in self.db.execute("SELECT signature FROM bugs WHERE root = ?", (old,)).fetchall():
+            self.merge_root(signature, new)
+
     def set_category(self, signature: str, category: str) -> None:
         """Moves a bug to another category (a reduced case that the other compilers outvote is the
         baseline's issue, counted apart)."""

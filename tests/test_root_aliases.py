@@ -1,0 +1,88 @@
+"""Root keys found to name one root (issue 29): ``dedup.same_roots`` says which keys are a bug's root
+under another name, ``dedup.join_roots`` records them in the store and moves the bugs already merged
+under one of them.  Store-only: no compiler runs here (the analyses that give the keys run on the real
+compilers in test_trigger_forms.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from dlcfuzz.ir import INPUT_KIND, Graph, Node, TensorType, Value
+from dlcfuzz.oracle.findings import CRASH, DIFFERENTIAL, Finding
+from dlcfuzz.oracle.triggers import OPSET, SIBLING, Analysis
+from dlcfuzz.run.dedup import join_roots, same_roots
+from dlcfuzz.run.store import Store, TestRecord
+
+
+def _store(tmp_path: Path, bugs: list[tuple[str, float]]) -> Store:
+    """A store holding compiler bugs (signature, when found) of one backend, each its own root."""
+    store = Store(tmp_path / "c")
+    store.bind({"recorded": "for this test"})
+    for i, (sig, _) in enumerate(bugs):
+        store.commit(TestRecord(i, i, ["Relu"], "reference/default", True, 1, True, 0.1, 0, 0, 0, 0), [],
+                     [(sig, CRASH, "exception", "tvm", "default", "compile", "x")],
+                     [(sig, CRASH, "exception", "tvm", "default", "compile", f"message {sig}", "compiler",
+                       f"bugs/{sig}")])
+        store.merge_root(sig, sig)
+    return store
+
+
+def _listed(store: Store) -> set[str]:
+    return {r["signature"] for r in store.bugs("compiler")}
+
+
+def test_a_key_found_one_with_an_earlier_root_moves_its_bugs_there(tmp_path: Path) -> None:
+    store = _store(tmp_path, [("a", 1), ("b", 2), ("c", 3)])
+    try:
+        assert _listed(store) == {"a", "b", "c"}
+        # "b" and "c" merged under the key "op X": then a root "family F" is found to be "op X" too
+        store.merge_root("b", "op X")
+        store.merge_root("c", "op X")
+        assert _listed(store) == {"a", "b"}
+        assert join_roots(store, "family F", ["op X"]) == "family F"
+        store.merge_root("a", "family F")
+        assert _listed(store) == {"a"}, store.bug_entries()  # the first found lists the group
+        # a later bug whose own key is "op X" joins the group by the recorded alias
+        assert join_roots(store, "op X", []) == "family F"
+    finally:
+        store.close()
+
+
+def test_keys_with_nothing_known_stay_apart(tmp_path: Path) -> None:
+    store = _store(tmp_path, [("a", 1), ("b", 2)])
+    try:
+        assert join_roots(store, "a", []) == "a"
+        assert join_roots(store, "b", []) == "b"
+        assert _listed(store) == {"a", "b"}
+    finally:
+        store.close()
+
+
+def _case(value: float) -> tuple[Graph, dict[str, np.ndarray]]:
+    g = Graph(opset=17)
+    g.add_value(Value("x", TensorType((2,), "float32"), INPUT_KIND))
+    g.add_value(Value("y", TensorType((2,), "float32"), "node"))
+    g.add_node(Node("Relu", ["x"], ["y"], name="n0"))
+    g.outputs = ["y"]
+    return g, {"x": np.array([value, 1.0], np.float32)}
+
+
+def test_two_crashes_on_one_reduced_case_share_a_key_and_another_case_does_not() -> None:
+    one = Finding(CRASH, "exception", "tvm", "default", "compile", "AssertionError")
+    other = Finding(CRASH, "exception", "tvm", "cpu", "build", "CodeGenVM cannot emit")
+    keys = [same_roots(f, *_case(2.0), None) for f in (one, other)]
+    assert keys[0] == keys[1] and len(keys[0]) == 1, keys
+    assert same_roots(one, *_case(3.0), None) != keys[0]  # another input: another case
+    values = Finding(DIFFERENTIAL, "value", "tvm", "default", "run", "1/2 elements differ")
+    assert same_roots(values, *_case(2.0), None) == []  # wrong values: a case can hold two
+
+
+def test_a_family_root_is_one_with_each_operators_own_name_for_it() -> None:
+    f = Finding(DIFFERENTIAL, "shape", "openvino", "f32", "run", "shape (1,), expected (2, 1)")
+    a = Analysis(root="OpenVINO: Reduce* at version 13", trigger=["version 13"], kinds=[OPSET], family="Reduce*",
+                 shown_in=["ReduceLogSumExp", "ReduceL1"],
+                 tried=[{"kind": SIBLING, "cause": "ReduceL1", "result": "shows"}])
+    assert same_roots(f, *_case(2.0), a) == ["OpenVINO: ReduceLogSumExp at version 13",
+                                             "OpenVINO: ReduceL1 at version 13"]
