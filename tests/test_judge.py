@@ -283,3 +283,15 @@ def test_the_oracle_imports_no_higher_layer() -> None:
                 parts = name.split(".")
                 if parts[0] == "dlcfuzz" and len(parts) > 1:
                     assert parts[1] in allowed, f"{path.name} imports {name}"
+
+
+def test_a_low_precision_variant_may_move_integers_computed_from_floats_by_any_amount() -> None:
+    """OpenVINO's default (bfloat16) against its f32 variant, and against the baseline: an int32 output
+    computed from float math (a QuantizeLinear's step times a MatMulInteger's weight) 252 apart is no
+    finding; the same difference between two full-precision variants is one."""
+    c = Criteria(low_precision={("ov", "bf16")}, rounded=(0,))
+    f32, bf16 = np.array([5040], np.int32), np.array([4788], np.int32)
+    outcomes = {"ov": {"f32": Outcome(OK, outputs=[f32]), "bf16": Outcome(OK, outputs=[bf16])}}
+    assert judge(outcomes, [f32], c).findings == []
+    full = {"ov": {"f32": Outcome(OK, outputs=[f32]), "f32-other": Outcome(OK, outputs=[bf16])}}
+    assert sorted(f.oracle for f in judge(full, [f32], c).findings) == ["differential", "metamorphic"]

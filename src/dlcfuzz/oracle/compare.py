@@ -71,10 +71,13 @@ class Mismatch:
 
 def _first_mismatch(expected: list[np.ndarray], actual: list[np.ndarray], float_kinds: str,
                     floats: Callable[[int, np.ndarray, np.ndarray], Mismatch | None],
-                    rounded: Collection[int] = ()) -> Mismatch | None:
+                    rounded: Collection[int] = (), low_precision: bool = False) -> Mismatch | None:
     """The first output whose count, shape, dtype or values differ; ``floats`` judges the values of
     non-empty outputs whose dtype kind is in ``float_kinds``, every other dtype must match exactly,
-    except the ``rounded`` outputs (integers computed from float math), which may move by one unit."""
+    except the ``rounded`` outputs (integers computed from float math), which may move by one unit, and
+    by any amount where one side computed in low precision (``low_precision``: bfloat16 moves a float by
+    a part in 256, enough to move a quantized value by a step, which a MatMulInteger multiplies by its
+    weight): their shapes and types are still compared."""
     if len(expected) != len(actual):
         return Mismatch(-1, "shape", f"{len(actual)} outputs, expected {len(expected)}")
     for i, (e, a) in enumerate(zip(expected, actual, strict=True)):
@@ -90,6 +93,8 @@ def _first_mismatch(expected: list[np.ndarray], actual: list[np.ndarray], float_
             if m is not None:
                 return m
         elif i in rounded and e.dtype.kind in "iu":
+            if low_precision:
+                continue
             with np.errstate(invalid="ignore", over="ignore"):
                 bad = np.abs(e.astype(np.float64) - a.astype(np.float64)) > 1
             if bad.any():
@@ -103,11 +108,12 @@ def _first_mismatch(expected: list[np.ndarray], actual: list[np.ndarray], float_
 
 def compare(expected: list[np.ndarray], actual: list[np.ndarray],
             tolerances: dict[str, tuple[float, float]] | None = None, rounded: Collection[int] = (),
-            single: Collection[int] | Mapping[int, str] = ()) -> Mismatch | None:
+            single: Collection[int] | Mapping[int, str] = (), low_precision: bool = False) -> Mismatch | None:
     """The first output that differs beyond tolerance, or None.  ``rounded``: indices of integer
-    outputs computed from float math, which one ulp upstream can move by one unit; ``single``: indices
-    of float outputs computed through a narrower float type, compared with its tolerance (a mapping
-    index -> that type; a plain collection: float32)."""
+    outputs computed from float math, which one ulp upstream can move by one unit (and low precision on
+    one side, ``low_precision``, by any amount); ``single``: indices of float outputs computed through a
+    narrower float type, compared with its tolerance (a mapping index -> that type; a plain collection:
+    float32)."""
     tol = TOLERANCES | (tolerances or {})
 
     def floats(i: int, e: np.ndarray, a: np.ndarray) -> Mismatch | None:
@@ -125,7 +131,7 @@ def compare(expected: list[np.ndarray], actual: list[np.ndarray],
         return Mismatch(i, "value", f"{int(bad.sum())}/{e.size} elements differ "
                         f"(max abs diff {worst:.4g}, rtol {rtol}, atol {atol})", worst)
 
-    return _first_mismatch(expected, actual, "f", floats, rounded)
+    return _first_mismatch(expected, actual, "f", floats, rounded, low_precision)
 
 
 # OPERA's inconsistency oracle: the Chebyshev distance (max absolute difference) between the library's

@@ -287,10 +287,11 @@ def judge(outcomes: dict[str, dict[str, Outcome]], baseline: list[np.ndarray] | 
                 _failed(backend, variant, o, findings, unsupported, own)
                 continue
             outs = o.outputs or []
-            tol = loose if (backend, variant) in c.low_precision else tolerances
+            own_low = (backend, variant) in c.low_precision
+            tol = loose if own_low else tolerances
             as_single = range(len(outs)) if (backend, variant) in c.in_float32 else c.single
             if baseline is not None and (variant == anchor or not exporter_anchor):
-                m = compare(baseline, outs, tol, c.rounded, as_single)
+                m = compare(baseline, outs, tol, c.rounded, as_single, low_precision=own_low)
                 if m is not None:
                     f = _mismatch(DIFFERENTIAL, backend, variant, c.baseline_name, m)
                     f.category = own
@@ -306,7 +307,7 @@ def judge(outcomes: dict[str, dict[str, Outcome]], baseline: list[np.ndarray] | 
                 low = (backend, variant) in c.low_precision or (backend, mate) in c.low_precision
                 gpu = (backend, variant) in c.on_gpu or (backend, mate) in c.on_gpu
                 pair_tol = loose if low else GPU_TOLERANCES | tolerances if gpu else tolerances
-                m = compare(ran[mate].outputs or [], outs, pair_tol, c.rounded, as_single)
+                m = compare(ran[mate].outputs or [], outs, pair_tol, c.rounded, as_single, low_precision=low)
                 if m is not None:
                     findings.append(_mismatch(METAMORPHIC, backend, variant, mate, m))
         if anchor is not None and baseline is not None:
