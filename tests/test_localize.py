@@ -137,3 +137,24 @@ def test_a_real_divergence_is_located_at_its_operator(pool: WorkerPool, case: st
     for f in findings:
         first = f.details["first_diverging"]
         assert (first["node"], first["op"], f.category) == (node, op, category), (f.variant, first)
+
+
+def test_a_product_of_an_integer_rounded_from_floats_within_its_unit_is_a_tie() -> None:
+    """Shrink of an int32 subtracts a float bias: ONNX's function body casts the bias to int32 first (2 - 1),
+    ONNX Runtime subtracts in float (1.3, to 1).  Both are within the rounded integer's unit; the Mul that
+    reads it makes it 126 apart, which that unit explains.  Integers not computed from floats get no slack."""
+    g = Graph(opset=17)
+    g.add_value(Value("x", TensorType((1,), "int32"), INPUT_KIND))
+    g.add_value(Value("w", TensorType((1,), "int32"), INPUT_KIND))
+    g.add_value(Value("s", TensorType((1,), "int32"), NODE_KIND))
+    g.add_value(Value("m", TensorType((1,), "int32"), NODE_KIND))
+    g.add_node(Node("Shrink", ["x"], ["s"], {"bias": 1.7}, "n0"))
+    g.add_node(Node("Mul", ["s", "w"], ["m"], {}, "n1"))
+    g.outputs = ["s", "m"]
+    i32 = lambda v: np.array([v], np.int32)
+    feeds = {"x": i32(3), "w": i32(126)}
+    first = first_divergence(g, [i32(1), i32(126)], [i32(2), i32(252)], None, feeds)
+    assert first["op"] == "Mul" and first["tie"] == "Mul of s, which differ by rounding only", first
+    g.nodes[0] = Node("Abs", ["x"], ["s"], {}, "n0")  # an integer not computed from floats: exact
+    first = first_divergence(g, [i32(1), i32(126)], [i32(2), i32(252)], None, feeds)
+    assert first["op"] == "Abs" and "tie" not in first, first

@@ -269,3 +269,24 @@ def test_openvino_reduce_axes_ignored_at_version_13_is_one_root_named_by_the_fam
     assert knock_on.root == "OpenVINO: ReduceL1 at version 13", knock_on.summary()
     g, feeds = case("dcacf4cfad9745a4")
     assert knock_on.root in same_roots(campaign_finding("dcacf4cfad9745a4"), g, feeds, family)
+
+
+def test_openvino_reduce_noop_with_empty_axes_is_the_familys_whichever_operator_shows_it(pool) -> None:
+    """OpenVINO makes every Reduce* with noop_with_empty_axes=1 and no axes an Identity (ReduceLogSum returns
+    x, not log x).  The attribute off its default names the root; the reduce operators read it in one shared
+    helper, so the root is the family's even where no sibling run shows it (ReduceSumSquare maps nothing
+    first and comes out right)."""
+    need("openvino")
+    a = recorded(pool, "eb49b659ece107d6")
+    assert a.root == "OpenVINO: Reduce* with noop_with_empty_axes=1", a.summary()
+
+
+def test_openvino_error_swallowed_on_one_thread_is_rooted_where_the_twins_crash_is(pool) -> None:
+    """ReduceLogSumExp at version 13 ignores its axes; the ReverseSequence reading its output fails on the
+    compiler's default threads ("Incorrect input 'seq_lengths' values"), and one inference thread swallows
+    that error, leaving a GlobalAveragePool beside them empty.  The twin's crash, analysed as a crash, is a
+    knock-on of the ReduceLogSumExp's wrong shape: that producer's own root names the swallowed case too."""
+    need("openvino")
+    a = recorded(pool, "9ac07b498cdf484e")
+    assert a.root == "OpenVINO: Reduce* at version 13", a.summary()
+    assert any(t["cause"].endswith("(the twin's crash)") for t in a.tried), a.tried

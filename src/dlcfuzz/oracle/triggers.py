@@ -86,7 +86,7 @@ from typing import Any
 
 import numpy as np
 
-from dlcfuzz.backends.base import OK, UNSET, Test, Variant, unset, unset_option
+from dlcfuzz.backends.base import OK, UNSET, Outcome, Test, Variant, unset, unset_option
 from dlcfuzz.ir import CONST_KIND, INPUT_KIND, NODE_KIND, Graph, Node, TensorType, Value
 from dlcfuzz.ir.dtypes import onnx_type_name
 from dlcfuzz.oracle.compare import all_finite
@@ -183,6 +183,10 @@ SHARED_FORM: dict[str, tuple[tuple[str, ...], frozenset[str]]] = {
     "Conv/ConvInteger/QLinearConv": (("Conv", "ConvInteger", "QLinearConv"),
                                      frozenset({"auto_pad", "pads", "strides", "dilations", "group", "kernel_shape"})),
     "RNN/GRU/LSTM": (("RNN", "GRU", "LSTM"), frozenset({"sequence_lens"})),
+    # OpenVINO's ONNX frontend and TVM's converter read it in the reduce helper all of them share (OpenVINO
+    # makes the node an Identity for each); its siblings run right where the operator does not map first
+    # (ReduceSumSquare), so a sibling run may miss it
+    "Reduce*": (REDUCE, frozenset({"noop_with_empty_axes"})),
 }
 # the variant options a variation switches: option path -> (kind, the value that is the suspected cause, its
 # name, the other option paths that go with it: the twin may differ there too)
@@ -228,6 +232,9 @@ class Analysis:
     at_consumer: bool = False
     # the operators of the family that showed the bug (the case's own, and the siblings that did)
     shown_in: list[str] = field(default_factory=list)
+    # the error that the twin on the compiler's own threads raised where the bug's variant swallowed it (a
+    # crash of its own, whose root the swallowed case shares: ``dedup.analyze_triggers``)
+    swallowed: Finding | None = None
 
     def summary(self) -> dict[str, Any]:
         up = self.upstream
@@ -1043,6 +1050,7 @@ class Trial:
         self.compiler_seconds = 0.0  # inside the bug's compiler, over all cases (the campaign's CPU breakdown)
         self.declined = ""  # the compiler's decline of the last case it declined
         self.failed = ""  # the compiler's error on the last case it failed (a decline or not)
+        self.failed_at: tuple[str, Outcome] | None = None  # the variant that failed it, and how
         self.crashed: list[Finding] = []  # the compiler's crashes on the last case (its own, whatever the oracle)
         self.fresh = False  # every case in a worker of its own (``analyze``: a control a used worker hides)
 
@@ -1084,6 +1092,7 @@ class Trial:
         if self.f.oracle != CRASH and any(v not in got or got[v].status != OK for v in names):
             self.failed = next((f"{o.error_type}: {o.message}" for v in names if (o := got.get(v)) is not None
                                 and o.status != OK and o.message), "")
+            self.failed_at = next(((v, o) for v in names if (o := got.get(v)) is not None and o.status != OK), None)
             return None  # failed: it neither shows nor hides wrong values
         return [f for f in verdict.findings + late if f.backend == self.f.backend]
 
@@ -1416,6 +1425,7 @@ def analyze(runner: Runner, finding: Finding, graph: Graph, feeds: Feeds, first:
         if trial.runs >= max_runs or (later is not None and _ORDER.index(v.kind) > _ORDER.index(later.kind)):
             break
         trial.declined = trial.failed = ""
+        trial.failed_at = None
         result = run((v,), v.kind)
         note((v,), result)
         # the twin's refusal names the root; on the compiler's own threads any error it raises does (one
@@ -1425,6 +1435,11 @@ def analyze(runner: Runner, finding: Finding, graph: Graph, feeds: Feeds, first:
             refused, refused_by = words, v.kind
             if v.kind in SWALLOWED and swallowing:
                 swallowed = True
+            if v.kind in SWALLOWED and trial.failed_at is not None and not trial.declined:
+                variant_of, how = trial.failed_at
+                a.swallowed = Finding(CRASH, "signal" if how.signal else "exception", finding.backend, variant_of,
+                                      how.phase, how.message, how.error_type, how.traceback)
+            if swallowed:
                 break
         if result is False and v.kind in SWALLOWED and swallowing and later is None:
             later = v

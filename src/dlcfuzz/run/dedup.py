@@ -51,10 +51,12 @@ from dlcfuzz.oracle.triggers import (
     MAX_RUNS,
     PRODUCER_TYPING,
     SIBLING,
+    THREADS,
     Analysis,
     analyze,
     root_name,
     shows_without,
+    with_unset_twins,
 )
 
 _FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')  # a traceback's frame: file, line, function
@@ -609,17 +611,35 @@ def trigger_shows(finding: Finding, signature: str, first: dict | None) -> Calla
 
 
 def analyze_triggers(pool: Any, finding: Finding, graph: Graph, inputs: dict, first: dict | None, signature: str,
-                     tolerances: dict | None = None, max_runs: int = MAX_RUNS, skip: Iterable[str] = ()) -> Analysis:
+                     tolerances: dict | None = None, max_runs: int = MAX_RUNS, skip: Iterable[str] = (),
+                     twin_of: str = "") -> Analysis:
     """The trigger analysis (``oracle.triggers.analyze``) of a reduced case, run through ``pool`` (a
-    ``WorkerPool``: it also tells the backend's variants)."""
+    ``WorkerPool``: it also tells the backend's variants); ``twin_of``: the declared variant whose twin
+    (an option left to the compiler's default) the finding's variant is."""
     try:
         _, described = pool.describe(finding.backend)
     except Exception:  # the backend's worker cannot start: nothing to vary
         return Analysis()
+    if twin_of:
+        described = with_unset_twins(dict(described), twin_of)
     feeds = {v.name: (v.data if v.pinned else inputs[v.name]) for v in graph.inputs if v.pinned or v.name in inputs}
     first = reduced_first(finding, graph, first)
     a = analyze(pool, finding, graph, feeds, first, dict(described), trigger_shows(finding, signature, first),
                 tolerances, max_runs, tuple(skip))
+    if a.swallowed is not None and a.kinds == [THREADS] and a.runs < max_runs:
+        # the error the one-thread variant swallowed is a crash of the twin's; where that crash follows from a
+        # producer's wrong output, the producer's bug is the root (OpenVINO's ReduceLogSumExp ignoring its axes
+        # makes a ReverseSequence fail: swallowed on one thread, the wrong values are the ReduceLogSumExp's)
+        crash = a.swallowed
+        of_crash = analyze_triggers(pool, crash, graph, inputs, None, graph_signature(crash, graph), tolerances,
+                                    max_runs - a.runs, (*skip, THREADS), twin_of=finding.variant)
+        a.runs, a.seconds = a.runs + of_crash.runs, a.seconds + of_crash.seconds
+        a.compiler_seconds += of_crash.compiler_seconds
+        a.tried += [{**t, "cause": f"{t['cause']} (the twin's crash)"} for t in of_crash.tried]
+        if of_crash.upstream is not None and of_crash.upstream.finding is not None and of_crash.root:
+            a.root, a.trigger, a.kinds, a.family = of_crash.root, of_crash.trigger, of_crash.kinds, of_crash.family
+            a.upstream, a.shown_in = of_crash.upstream, of_crash.shown_in
+        return a
     up = a.upstream
     if up is not None and up.finding is not None:  # a knock-on crash: rooted where its producer's bug would be
         own = graph_signature(up.finding, up.graph)
