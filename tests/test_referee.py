@@ -35,3 +35,47 @@ def test_the_reference_at_the_first_diverging_node_outvotes_onnx_runtime(tmp_pat
         assert _sides(campaign, "dcacf4cfad9745a4") is False
     finally:
         campaign.pool.close()
+
+
+def test_retriage_rejudge_moves_a_recorded_bug_that_the_reference_outvotes(tmp_path: Path, capsys) -> None:
+    """A campaign recorded the MeanVarianceNormalization case above as an OpenVINO bug; ``dlcfuzz retriage
+    --rejudge`` judges its reduced case again with the campaign's backends and moves it to the baseline's
+    issues, and the ReduceLogSumExp bug beside it stays.  Without ``--rejudge`` categories stay."""
+    import shutil
+    from dataclasses import asdict
+
+    from dlcfuzz.cli import main
+    from dlcfuzz.run.store import Store, TestRecord
+
+    need("openvino")
+    out = tmp_path / "c"
+    store = Store(out)
+    store.bind({"recorded": "by an earlier dlcfuzz"})
+    store.set_meta("config", {"backends": ["openvino"]})
+    for i, sig in enumerate(("88e09fab44315d56", "dcacf4cfad9745a4")):
+        f = campaign_finding(sig)
+        bundle = out / "bugs" / sig
+        (bundle / "reduced").mkdir(parents=True)
+        for name in ("graph.json", "inputs.npz"):
+            shutil.copy(DATA / sig / name, bundle / "reduced" / name)
+        shutil.copy(DATA / sig / "graph.json", bundle / "graph.json")
+        (bundle / "finding.json").write_text(json.dumps({**asdict(f), "signature": sig}))
+        first = json.loads((DATA / sig / "reduction.json").read_text())["first_diverging"]
+        (bundle / "reduction.json").write_text(json.dumps({"signature": sig, "first_diverging": first,
+                                                           "reproduced": True}))
+        store.commit(TestRecord(i, i, ["Relu"], f.other, True, 1, True, 0.1, 0, 0, 0, 0), [],
+                     [(sig, f.oracle, f.kind, f.backend, f.variant, f.phase, "x")],
+                     [(sig, f.oracle, f.kind, f.backend, f.variant, f.phase, f.message, "compiler", f"bugs/{sig}")])
+    store.close()
+    assert main(["retriage", str(out)]) == 0
+    store = Store(out)
+    assert {r["signature"] for r in store.bugs("compiler")} == {"88e09fab44315d56", "dcacf4cfad9745a4"}
+    store.close()
+    capsys.readouterr()
+    assert main(["retriage", str(out), "--rejudge"]) == 0
+    assert "88e09fab44315d56: now baseline" in capsys.readouterr().out
+    store = Store(out)
+    try:
+        assert {r["signature"] for r in store.bugs("compiler")} == {"dcacf4cfad9745a4"}
+    finally:
+        store.close()

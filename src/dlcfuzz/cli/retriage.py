@@ -9,14 +9,18 @@ of roots before and after as ``dlcfuzz bugs`` counts them (``run.roots``), and w
 A reduced case whose reduction did not confirm the bug is analyzed too (its control run says whether
 the bug shows there: a metamorphic bug whose reduced case both variants now get wrong alike still shows
 to the baseline), but only a root its analysis names merges it.  It takes the campaign's writer lock.
-Categories stay as recorded: the other compilers' vote on a
-reduced case needs the campaign's backends together (``Campaign._outvoted``).
+Categories stay as recorded, unless ``--rejudge``: then each value bug's reduced case is judged again as a
+campaign of today's dlcfuzz judges it, with the campaign's backends together (its noise, trust and
+low-precision rules, the other compilers' vote and the reference at the first diverging node:
+``Campaign._outvoted``), and a bug that its backend's variant now gives only as another category's
+finding (rounding noise, a baseline issue, undefined behaviour) moves there.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +34,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--max-runs", type=int, default=None,
                    help="confirmed runs of each bug's trigger analysis (default: oracle/triggers.py's MAX_RUNS)")
     r.add_argument("--jobs", type=int, default=2, help="bugs analyzed at once (default: 2)")
+    r.add_argument("--rejudge", action="store_true",
+                   help="judge each value bug's reduced case again, with the campaign's backends, and move the "
+                        "bugs that are now another category's (noise, the baseline's)")
     r.set_defaults(func=cmd_retriage)
 
 
@@ -109,6 +116,55 @@ def _triage(pool: Any, folder: Path, row: dict, tolerances: dict, max_runs: int 
     return signature, None, False, []
 
 
+def _rejudge(store: Any, folder: Path, config: dict, rows: list[dict]) -> dict[str, str]:
+    """``--rejudge``: each value bug's reduced case judged again as today's campaign judges it; the bugs that
+    moved, with their category now.  A case its variant now gives no finding on stays (one run is no
+    verdict on a case that once showed the bug)."""
+    import tempfile
+    from types import SimpleNamespace
+
+    from dlcfuzz.backends import load_backend
+    from dlcfuzz.backends.base import Test
+    from dlcfuzz.export.onnx import to_bytes
+    from dlcfuzz.oracle import BASELINE, COMPILER, CRASH
+    from dlcfuzz.run.campaign import Campaign, CampaignConfig
+    from dlcfuzz.spec import REGISTRY
+
+    backends = [b for b in config.get("backends", []) if load_backend(b).available()[0]]
+    moved: dict[str, str] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        c = Campaign(CampaignConfig(Path(tmp) / "c", backends, list(REGISTRY.values()), targeted=False,
+                                    allocate=False))
+        c.start_backends()
+        try:
+            for row in rows:
+                bundle = folder / str(row.get("dir") or f"bugs/{row['signature']}")
+                got, reduced = _read(bundle), _reduced(bundle)
+                if got is None or reduced is None or got[0].oracle == CRASH or got[0].backend not in c.backends:
+                    continue
+                f, (g, inputs, summary) = got[0], reduced
+                feeds = {v.name: (v.data if v.pinned else inputs[v.name]) for v in g.inputs}
+                plan = {b: ([f.variant, *([f.other] if f.other in c.variants[b] else [])] if b == f.backend
+                            else c.tester.voter(b)) for b in c.tester.compilers}
+                e = c.tester.evaluate(g, Test(to_bytes(g), g.to_json(), feeds), plan=plan)
+                mine = [x for x in e.verdict.findings if (x.backend, x.variant, x.oracle) == (f.backend, f.variant,
+                                                                                               f.oracle)]
+                if mine and all(x.category != COMPILER for x in mine):
+                    category = mine[0].category
+                elif c._referee_sides_with(f, SimpleNamespace(graph=g, inputs=feeds,
+                                                              first_diverging=summary.get("first_diverging"))):
+                    category = BASELINE
+                else:
+                    continue
+                store.set_category(row["signature"], category)
+                moved[row["signature"]] = category
+                print(f"{row['signature']}: now {category} ({f.backend} {f.variant})", flush=True)
+        finally:
+            c.pool.close()
+            c.store.close()
+    return moved
+
+
 def cmd_retriage(args: argparse.Namespace) -> int:
     from concurrent.futures import ThreadPoolExecutor
 
@@ -150,11 +206,15 @@ def cmd_retriage(args: argparse.Namespace) -> int:
                 runs = f"{analysis.runs} runs" if analysis is not None else "not reduced"
                 print(f"{row['signature']}: {root if analysis is not None and analysis.root else 'root ' + root[:16]} "
                       f"({runs})", flush=True)
+        moved = _rejudge(store, folder, config, rows) if args.rejudge else {}
         after = _roots(store, folder)
     finally:
         pool.close()
         store.close()
     print(f"roots: {len(before)} before, {len(after)} after (max {args.max_runs or MAX_RUNS} runs per bug)")
+    if args.rejudge:
+        print(f"judged again: {len(moved)} bugs moved out of the compiler bugs "
+              f"({', '.join(f'{k} {v}' for k, v in sorted(Counter(moved.values()).items())) or 'none'})")
     for head, members in after.items():
         joined = [m for m in members if m in before]  # listed apart before
         if len(joined) > 1:
