@@ -17,6 +17,7 @@ from dlcfuzz.run.dedup import (
     migrated_signature,
     normalize,
     producer,
+    reduced_root,
     root_cause,
     signature,
     title,
@@ -396,6 +397,42 @@ def test_flags_and_the_attribute_form_of_a_later_input_are_triggers() -> None:
     assert graph_root_cause(value, g, {"node": "n0", "kind": "value"}) in noop
     # numbers that are not flags are no trigger: Conv's group, a MaxPool kernel
     assert root_cause(value, "Conv", 17, {"group": 2, "kernel_shape": [3, 3]}, [[1, 2, 4, 4]]) == ""
+
+
+def test_a_flag_is_no_guess_where_a_trigger_analysis_tried_the_case_without_it() -> None:
+    """OpenVINO 2026.4's NonMaxSuppression keeps fewer boxes than ONNX at iou_threshold 0, with
+    center_point_box=1 and without it (a hand check of c40, three roots): where the trigger analysis ran
+    (and could not show the flag needed), the flag is no root of its own; where none ran, it is still
+    guessed."""
+    from dlcfuzz.oracle.triggers import Analysis
+
+    g = Graph(opset=11)
+    for name, shape in (("boxes", (1, 3, 4)), ("scores", (1, 1, 3))):
+        g.add_value(Value(name, TensorType(shape, "float32"), INPUT_KIND))
+    g.add_value(Value("k", TensorType((1,), "int64"), CONST_KIND, np.array([3], np.int64)))
+    g.add_value(Value("y", TensorType((3, 3), "int64"), NODE_KIND))
+    g.add_node(Node("NonMaxSuppression", ["boxes", "scores", "k"], ["y"], {"center_point_box": 1}, "n3"))
+    f = Finding(DIFFERENTIAL, "shape", "openvino", "f32", "run", "", category="compiler", other="ort/disable_all")
+    first = {"node": "n3", "op": "NonMaxSuppression", "kind": "shape", "dtype": "int64"}
+    guessed = graph_root_cause(f, g, first)
+    assert guessed and graph_root_cause(f, g, first, flags=False) == ""
+    assert reduced_root(f, g, first, "", "SIG") == guessed
+    assert reduced_root(f, g, first, "", "SIG", Analysis()) == "SIG"
+
+
+def test_a_complaint_repeated_per_element_is_one_message() -> None:
+    """Inductor's assert_size_stride lists each dimension whose stride differs: the same fault (the meta
+    kernel of aten.unique_dim gives contiguous strides) over a rank-4 and a rank-3 tensor is one message;
+    another complaint stays apart."""
+    tail = ("\nError in op: torch.ops.aten.unique_dim.default\nThis error most often comes from a incorrect fake "
+            "(aka meta) kernel for a custom op.")
+    four = ("expected size 3==3, stride 20==60 at dim=0; expected size 4==4, stride 5==15 at dim=1; expected size "
+            "5==5, stride 1==3 at dim=2; expected size 3==3, stride 60==1 at dim=3" + tail)
+    three = ("expected size 4==4, stride 10==30 at dim=0; expected size 5==5, stride 2==6 at dim=1; expected size "
+             "3==3, stride 40==2 at dim=2" + tail)
+    other = "expected size 4==4, stride 10==30 at dim=0; expected storage offset 0==2" + tail
+    assert normalize(four) == normalize(three) != normalize(other)
+    assert signature(crash(four, error_type="AssertionError")) == signature(crash(three, error_type="AssertionError"))
 
 
 def test_iree_errors_quoting_one_operation_with_other_attributes_are_one_bug() -> None:

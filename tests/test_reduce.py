@@ -349,6 +349,29 @@ def test_a_divergence_that_needs_another_part_is_signed_by_it(tmp_path: Path) ->
     assert sigs[0] and sigs[0] == sigs[1]
 
 
+def test_the_trigger_analysis_names_no_root_for_a_bystander_of_another_part() -> None:
+    """EmptiesBeside: the Neg's output comes back empty only beside the Tanh, and an Identity in the Neg's
+    place comes back empty too: the Neg is a bystander, and the analysis names no root by it (the
+    signature, keyed on the Tanh, stands).  Where the Identity came back right, the shown operator would
+    be needed and name the root (test_trigger_forms: OpenVINO's If)."""
+    from dlcfuzz.oracle.triggers import BESIDE
+    from dlcfuzz.run.dedup import analyze_triggers, graph_signature
+    from tests.test_triggers import found
+
+    g = _apart_graph("Neg")
+    rng = np.random.default_rng(0)
+    feeds = {x: rng.standard_normal((2, 3)).astype(np.float32) for x in ("x", "y")}
+    pool = WorkerPool(PhaseLimits())
+    try:
+        f = found(pool, g, feeds, ("tests.fake_backends:EmptiesBeside", "all"))
+        a = analyze_triggers(pool, f, g, feeds, None, graph_signature(f, g))
+    finally:
+        pool.close()
+    assert [(t["cause"], t["result"]) for t in a.tried if t["kind"] == BESIDE] == [
+        ("the part it shows in, alone", "vanished"), ("Neg replaced by an Identity", "shows")], a.summary()
+    assert not a.root, a.summary()
+
+
 class _Alternating:
     def __init__(self, graphs: list[Graph]) -> None:
         self.graphs = graphs

@@ -25,6 +25,7 @@ import numpy as np
 from dlcfuzz.ir import INPUT_KIND, Graph
 from dlcfuzz.oracle.findings import Finding
 from dlcfuzz.oracle.triggers import (
+    BESIDE,
     EMPTY,
     KNOCK_ON,
     NEGATIVE,
@@ -290,3 +291,23 @@ def test_openvino_error_swallowed_on_one_thread_is_rooted_where_the_twins_crash_
     a = recorded(pool, "9ac07b498cdf484e")
     assert a.root == "OpenVINO: Reduce* at version 13", a.summary()
     assert any(t["cause"].endswith("(the twin's crash)") for t in a.tried), a.tried
+
+
+def test_openvino_if_wrong_only_beside_unrelated_operators_is_one_root_named_by_the_if(pool) -> None:
+    """OpenVINO's dynamic-shape If returns unwritten memory for a 64-bit payload, only beside some
+    operators that share no value with it (a LayerNormalization in one case, an InstanceNormalization in
+    another): the If's part alone is right, and so is an Identity of a fresh input in the If's place beside
+    the same operator, so the If is needed and the bug is the If's beside any part: one root.  The
+    bystander side (the other part is the cause, and an Identity in the shown operator's place comes back
+    wrong too) is test_triggers' LRN and Resize cases, which keep no root without the thread twin.  Without
+    the variation, the two had none (their signatures, keyed on the neighbour, are two)."""
+    need("openvino")
+    analyses = [recorded(pool, s) for s in ("282fe61449ff23f6", "157a2b08c879dab5")]
+    for a in analyses:
+        assert a.kinds == [BESIDE] and a.family == "If", a.summary()
+        assert [t["result"] for t in a.tried if t["kind"] == BESIDE] == ["vanished", "vanished"], a.summary()
+    assert [a.root for a in analyses] == ["OpenVINO: If with unrelated operators beside it"] * 2
+    g, feeds = case("282fe61449ff23f6")
+    f = campaign_finding("282fe61449ff23f6")
+    without = analyze_triggers(pool, f, g, feeds, None, graph_signature(f, g), skip=(BESIDE,))
+    assert not without.root, without.summary()

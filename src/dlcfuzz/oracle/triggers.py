@@ -43,6 +43,11 @@ threads) *declines* the case, the refusal names the root (``DECLINED_TWINS``): t
 feature that the dynamic-shape path runs unchecked, and wrongly (OpenVINO's Resize of the batch or channel
 axis), whichever operator carries it; OpenVINO on one inference thread swallows the error it raises on more.
 
+Wrong values with no trigger, shown at an operator only beside a part of the case that shares no value
+with it (``BESIDE``, ``beside``), are the operator's where an Identity of a fresh input in its place comes
+back right beside that part (OpenVINO's dynamic-shape If: one root beside a GRU or a LayerNormalization),
+and the other part's where the Identity comes back wrong too (its signature stands).
+
 A crash of several nodes with no trigger of its own may be a *knock-on* (``KNOCK_ON``, ``knock_on``): a
 producer in the case, alone, diverges from the baseline (or gives an output shaped only at run time),
 and without it (its output fed as the baseline gives it) the crash vanishes.  Its root is the
@@ -98,9 +103,9 @@ MAX_SIBLINGS = 4  # siblings of the operator's family tried (until one shows the
 
 # kinds of variation
 (EXACT_RANGE, INT32_RANGE, SIGNED, INITIALIZER, RUNTIME, EMPTY, STATIC, THREADS, PIPELINE, ATTRIBUTE, SIGN, RANKS,
- OPSET, NEGATIVE, TIES, ELEMENT_TYPE, OPTIONAL, SIBLING, KNOCK_ON) = (
+ OPSET, NEGATIVE, TIES, ELEMENT_TYPE, OPTIONAL, SIBLING, KNOCK_ON, BESIDE) = (
     "exact", "int32", "signed", "initializer", "runtime", "empty", "static", "threads", "pipeline", "attribute",
-    "sign", "ranks", "opset", "negative", "ties", "element-type", "optional-input", "sibling", "knock-on")
+    "sign", "ranks", "opset", "negative", "ties", "element-type", "optional-input", "sibling", "knock-on", "beside")
 EXACT_BOUND = 2 ** 53  # the integers float64 holds exactly
 # operators whose outputs are positions chosen by comparing elements: among equal ones, the spec says
 # which index wins (TopK the lower, ArgMax the first or the last), and a compiler may pick another
@@ -267,6 +272,46 @@ def _copy(g: Graph) -> Graph:
     out.nodes = [Node(n.op, list(n.inputs), list(n.outputs), dict(n.attrs), n.name) for n in g.nodes]
     out.outputs = list(g.outputs)
     return out
+
+
+def _alone(node: Node) -> Callable[[Graph, Feeds], tuple[Graph, Feeds] | None]:
+    """The case cut to the part ``node`` is in (``Graph.parts``), its outputs those the part makes."""
+    def apply(g: Graph, feeds: Feeds) -> tuple[Graph, Feeds] | None:
+        at = _at(g, node)
+        part = next(p for p in g.parts() if at in p)
+        h, new = _copy(g), dict(feeds)
+        h.nodes = [h.nodes[i] for i in part]
+        made = {o for n in h.nodes for o in n.outputs}
+        h.outputs = [o for o in h.outputs if o in made]
+        for name in [k for k, v in h.values.items() if v.kind == NODE_KIND and k not in made]:
+            del h.values[name]
+        h2 = pruned_and_retyped(h, new) if h.outputs else None
+        return (h2, new) if h2 is not None else None
+    return apply
+
+
+def _stand_in(node: Node) -> Callable[[Graph, Feeds], tuple[Graph, Feeds] | None]:
+    """The case with ``node`` replaced by an Identity of a fresh input per output (of the output's type,
+    random values), the first keeping the node's name (the trial reads the divergence there)."""
+    def apply(g: Graph, feeds: Feeds) -> tuple[Graph, Feeds] | None:
+        from dlcfuzz.ir.hints import random_array
+
+        at = _at(g, node)
+        h, new = _copy(g), dict(feeds)
+        rng = np.random.default_rng(0)
+        identities = []
+        for i, out in enumerate(h.nodes[at].outputs):
+            v = h.values[out]
+            if not isinstance(v.type, TensorType):
+                return None
+            fresh = f"{out}_stand_in"
+            h.values[fresh] = Value(fresh, v.type, INPUT_KIND, None, v.hint)
+            new[fresh] = random_array(rng, v.type, v.hint)
+            identities.append(Node("Identity", [fresh], [out], {}, node.name if i == 0 else f"{node.name}_{i}"))
+        h.nodes[at:at + 1] = identities
+        h2 = pruned_and_retyped(h, new)
+        return (h2, new) if h2 is not None else None
+    return apply
 
 
 def pruned_and_retyped(h: Graph, feeds: dict) -> Graph | None:
@@ -1372,6 +1417,7 @@ def analyze(runner: Runner, finding: Finding, graph: Graph, feeds: Feeds, first:
     found = [v for v in found if v.kind not in skip]
 
     reading = shows  # how a trial's findings are read (the control may loosen it, below)
+    controls: list[Finding] = []  # the findings of the case as it is (the last control's)
 
     def run(vs: tuple[Variation, ...], kind: str) -> bool | None:
         case = applied(vs, graph, feeds, finding.variant)
@@ -1379,6 +1425,8 @@ def analyze(runner: Runner, finding: Finding, graph: Graph, feeds: Feeds, first:
             return None
         g, fd, variant = case
         findings = trial(g, fd, variant)
+        if not vs:
+            controls[:] = findings or []
         return None if findings is None else reading(findings, g, kind)
 
     def note(vs: tuple[Variation, ...], result: bool | None) -> None:
@@ -1550,8 +1598,44 @@ def analyze(runner: Runner, finding: Finding, graph: Graph, feeds: Feeds, first:
         path = DECLINED_TWINS[refused_by]
         a.trigger, a.kinds = [f"a case its twin without {path} does not run"], [refused_by]
         a.root = f"{BACKEND_NAMES.get(finding.backend, finding.backend)}: {_refusal(refused)} {UNCHECKED}"
+    if not a.root and swallowing and BESIDE not in skip:
+        def diverges(vs: tuple[Variation, ...], kind: str) -> bool | None:
+            """Any divergence of the backend's: the part alone must be right, and the stand-in is read
+            whatever its signature (an Identity is no If)."""
+            case = applied(vs, graph, feeds, finding.variant)
+            found = trial(*case) if case is not None and trial.runs < max_runs else None
+            return None if found is None else any(f.diverges and f.backend == finding.backend for f in found)
+
+        # where the case shows it: the located node, else the producer of the output the control saw differ
+        # (the finding's own output is the unreduced graph's)
+        outs = [graph.outputs[f.output] for f in controls if f.diverges and 0 <= f.output < len(graph.outputs)]
+        shown = suspect(graph, first) or next((n for n in graph.nodes if outs and outs[0] in n.outputs), None)
+        beside(a, finding, shown, diverges, note)
     a.runs, a.seconds, a.compiler_seconds = trial.runs, time.monotonic() - t0, trial.compiler_seconds
     return a
+
+
+def beside(a: Analysis, finding: Finding, node: Node | None, run: Callable[[tuple[Variation, ...], str], bool | None],
+           note: Callable[[tuple[Variation, ...], bool | None], None]) -> None:
+    """Wrong values, with no trigger, that show at ``node`` only beside a part of the case that shares no
+    value with it: whose bug is it?  Where an Identity of a fresh input in the operator's place comes back
+    right beside the same part, the operator is needed, and the bug is the operator's beside any part
+    (OpenVINO's dynamic-shape If returns unwritten memory beside a GRU, an AveragePool, a LayerNormalization:
+    one root).  Where the Identity comes back wrong too, the operator is a bystander of the other part (a
+    failing node empties every output of a dynamic model), and the signature, keyed on that part, stands."""
+    if node is None:
+        return
+    alone = Variation(BESIDE, "the part it shows in, alone", _alone(node))
+    shown = run((alone,), BESIDE)
+    note((alone,), shown)
+    if shown is not False:  # the part alone shows it (or cannot run): no bug of the parts together
+        return
+    stand_in = Variation(BESIDE, f"{node.op} replaced by an Identity", _stand_in(node))
+    result = run((stand_in,), BESIDE)
+    note((stand_in,), result)
+    if result is False:
+        a.trigger, a.kinds, a.family = ["unrelated operators beside it"], [BESIDE], node.op
+        a.root = root_name(finding, a.trigger, node.op, a.kinds)
 
 
 def root_name(f: Finding, causes: list[str], family: str = "", kinds: Sequence[str] = ()) -> str:

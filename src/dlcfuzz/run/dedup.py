@@ -147,6 +147,10 @@ def normalize(message: str, lines: int = 2, names: Iterable[str] = ()) -> str:
     text = _names_pattern(tuple(sorted(set(names), key=len, reverse=True))).sub("NAME", text)
     for pat, rep in _NORMALIZE:
         text = pat.sub(rep, text)
+    # one complaint per element, repeated: as many as the test had elements (Inductor's assert_size_stride
+    # lists each dimension whose stride differs, "...at dim=N; ...at dim=N")
+    text = " | ".join("; ".join(c for i, c in enumerate(cs) if i == 0 or c != cs[i - 1])
+                      for cs in (line.split("; ") for line in text.split(" | ")))
     return text.strip()[:300]
 
 
@@ -234,7 +238,8 @@ def _schema_attributes(op: str, opset: int) -> tuple[tuple[str, ...], dict[str, 
     return tuple(sorted(schema.attributes)), {k: v.decode() if isinstance(v, bytes) else v for k, v in defaults.items()}
 
 
-def root_cause(f: Finding, op: str, opset: int, attrs: dict, shapes: Iterable[Iterable[int | None]]) -> str:
+def root_cause(f: Finding, op: str, opset: int, attrs: dict, shapes: Iterable[Iterable[int | None]],
+               flags: bool = True) -> str:
     """One root cause across operators, for a value divergence at a single operator (a reduced case's
     first diverging node, or a migrated single-operator test) with a trigger (the reduction keeps only
     the attributes the divergence needs):
@@ -251,18 +256,20 @@ def root_cause(f: Finding, op: str, opset: int, attrs: dict, shapes: Iterable[It
     Operators with one attribute schema (Conv, ConvInteger and QLinearConv; the ten Reduce*) share the
     code that reads it, so one trigger there is one bug, whatever the dtypes.  "" when there is no
     trigger (the signature by operator stands), and for crashes (keyed by message) and pass defects
-    (keyed by the pass).  Only ever used to merge bugs (``Store.merge_root``), never to split one."""
+    (keyed by the pass).  Only ever used to merge bugs (``Store.merge_root``), never to split one.
+    ``flags``: whether a flag may be guessed (not where a trigger analysis tried the case without it:
+    OpenVINO's NonMaxSuppression drops disjoint boxes with center_point_box=1 and without it alike)."""
     if f.oracle in (CRASH, DISRUPTIVE) or blamed_pass(f):
         return ""
-    family, trigger = _triggers(op, opset, attrs, shapes)
+    family, trigger = _triggers(op, opset, attrs, shapes, flags)
     if not trigger:
         return ""
     parts = ["root", f.backend, f.category, f.kind, ",".join(family or (op,)), *trigger]
     return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:16]
 
 
-def _triggers(op: str, opset: int, attrs: dict,
-              shapes: Iterable[Iterable[int | None]]) -> tuple[tuple[str, ...], list[str]]:
+def _triggers(op: str, opset: int, attrs: dict, shapes: Iterable[Iterable[int | None]],
+              flags: bool = True) -> tuple[tuple[str, ...], list[str]]:
     """The operator's attribute family and the triggers of one call (``root_cause``)."""
     family, defaults = _schema_attributes(op, opset)
     values = sorted((k, v.decode() if isinstance(v, bytes) else v) for k, v in attrs.items())
@@ -270,7 +277,7 @@ def _triggers(op: str, opset: int, attrs: dict,
     trigger += [f"{k} attribute" for k, _ in values if k in _later_inputs(op)]
     if any(0 in tuple(s) for s in shapes):
         trigger.append("empty input")
-    if not trigger:
+    if not trigger and flags:
         trigger = [f"{k}={v}" for k, v in values if isinstance(v, int) and not isinstance(v, bool)
                    and v in (0, 1) and defaults.get(k) in (0, 1) and defaults.get(k) != v]
     return tuple(family or ()), trigger
@@ -368,13 +375,13 @@ def reduced_first(f: Finding, graph: Graph, first: dict | None) -> dict | None:
     return own if own.get("node") and any(n.name == own["node"] for n in graph.nodes) else first
 
 
-def graph_root_cause(f: Finding, graph: Graph, first: dict | None) -> str:
+def graph_root_cause(f: Finding, graph: Graph, first: dict | None, flags: bool = True) -> str:
     """``root_cause`` at a reduced graph's first diverging node (``first``: reduction.json's)."""
     node = next((n for n in graph.nodes if n.name and n.name == (first or {}).get("node")), None)
     if node is None:
         return ""
     return root_cause(replace(f, kind=(first or {}).get("kind", f.kind)), node.op, graph.opset, node.attrs,
-                      _data_shapes(node, graph))
+                      _data_shapes(node, graph), flags)
 
 
 def reduced_root(f: Finding, graph: Graph, first: dict | None, signed_as: str, signature: str,
@@ -401,7 +408,8 @@ def reduced_root(f: Finding, graph: Graph, first: dict | None, signed_as: str, s
     # fails on what its producers gave (a tensor out of a sequence) comes after them
     converter = converter_root(f) or check_root(f, graph)
     shaped = triggers is not None and triggers.upstream is not None and triggers.upstream.finding is None
-    return (family or own or graph_root_cause(f, graph, first) or frontend_site_root(f) or (converter if shaped else "")
+    attributes = graph_root_cause(f, graph, first, flags=triggers is None)  # a flag a trigger analysis tried: no guess
+    return (family or own or attributes or frontend_site_root(f) or (converter if shaped else "")
             or upstream or converter or signed_as or signature)
 
 
@@ -647,7 +655,8 @@ def analyze_triggers(pool: Any, finding: Finding, graph: Graph, inputs: dict, fi
                         trigger_shows(up.finding, own, up.first), tolerances, max(0, max_runs - a.runs), tuple(skip))
         a.runs, a.seconds = a.runs + of_up.runs, a.seconds + of_up.seconds
         a.compiler_seconds += of_up.compiler_seconds
-        a.root = of_up.root or graph_root_cause(up.finding, up.graph, up.first) or own  # the producer's own bug
+        # the producer's own bug (its flags were tried: no guess)
+        a.root = of_up.root or graph_root_cause(up.finding, up.graph, up.first, flags=False) or own
         # a producer's own crash is a cause only where switching its trigger off in the case takes the bug away
         if up.finding.oracle == CRASH and of_up.kinds and a.runs < max_runs:
             still = shows_without(pool, finding, graph, feeds, up.first["node"], dict(described),
