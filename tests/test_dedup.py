@@ -12,6 +12,7 @@ from dlcfuzz.ir import CONST_KIND, INPUT_KIND, NODE_KIND, Graph, Node, TensorTyp
 from dlcfuzz.oracle import CRASH, DIFFERENTIAL, DISRUPTIVE, METAMORPHIC, Finding
 from dlcfuzz.run.dedup import (
     compiler_frames,
+    family_crash_root,
     graph_root_cause,
     graph_signature,
     migrated_signature,
@@ -418,6 +419,30 @@ def test_a_flag_is_no_guess_where_a_trigger_analysis_tried_the_case_without_it()
     assert guessed and graph_root_cause(f, g, first, flags=False) == ""
     assert reduced_root(f, g, first, "", "SIG") == guessed
     assert reduced_root(f, g, first, "", "SIG", Analysis()) == "SIG"
+
+
+def test_a_crash_root_is_named_by_the_reduced_cases_operators_and_its_value_trigger_first() -> None:
+    """OpenVINO's import report lists every operator it failed to convert; the unreduced test's (a bundle's
+    finding.json) named a HardSigmoid, a ReduceL1 and a Trilu, and the reduction kept the Trilu alone, whose
+    constant k beyond 2**53 OpenVINO takes through float64.  The ReduceL1's family names no root of the
+    Trilu; and a trigger in how the backend reads values (one root in any phase) comes before a family's
+    message, an operator's form after it."""
+    from dlcfuzz.oracle.triggers import ATTRIBUTE, EXACT_RANGE, Analysis
+
+    report = ("Model wasn't fully converted. Failed operations detailed log:\n-- ReduceL1-22 with a message:\n"
+              "While validating ONNX node '<Node(ReduceL1): n7>':\nUnsupported input type dynamic\n-- Trilu-22 with a "
+              "message:\nWhile validating ONNX node '<Node(Trilu): n0>': Argument shapes are inconsistent.")
+    f = crash(report, backend="openvino", variant="f32", phase="import", error_type="RuntimeError")
+    assert family_crash_root(f) and family_crash_root(f, ops={"ReduceL1", "Abs"}) == family_crash_root(f)
+    assert family_crash_root(f, ops={"Trilu"}) == ""
+    g = Graph(opset=22)
+    g.add_value(Value("x", TensorType((1, 4), "float32"), INPUT_KIND))
+    g.add_value(Value("y", TensorType((1,), "float32"), NODE_KIND))
+    g.add_node(Node("ReduceL1", ["x"], ["y"], {}, "n7"))
+    exact = Analysis(root="OpenVINO: integer values beyond float64's exact range", kinds=[EXACT_RANGE])
+    form = Analysis(root="OpenVINO import exception: ReduceL1 with keepdims=0", kinds=[ATTRIBUTE])
+    assert reduced_root(f, g, None, "", "SIG", exact) == exact.root
+    assert reduced_root(f, g, None, "", "SIG", form) == family_crash_root(f)
 
 
 def test_a_complaint_repeated_per_element_is_one_message() -> None:

@@ -34,7 +34,7 @@ import functools
 import hashlib
 import json
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -49,6 +49,7 @@ from dlcfuzz.oracle.triggers import (
     FAMILIES,
     KNOCK_ON,
     MAX_RUNS,
+    PHASE_FREE,
     PRODUCER_TYPING,
     SIBLING,
     THREADS,
@@ -352,13 +353,16 @@ _QUOTED_OP = re.compile(r"(?<![\w])(?:onnx\.|Node\()(" + "|".join(sorted(_FAMILY
                         + r")(?![\w])")
 
 
-def family_crash_root(f: Finding, names: Iterable[str] = ()) -> str:
+def family_crash_root(f: Finding, names: Iterable[str] = (), ops: Collection[str] | None = None) -> str:
     """Of a crash whose message quotes the failing operator, where that operator is of a converter family
     (``oracle/triggers.py``'s ``FAMILIES``: MaxPool, AveragePool and LpPool share IREE's pooling lowering),
     the signature of its message with the family in place of the operator: one lowering's defect with one
     message is one root, whichever of the family the case had (a sibling run cannot always show it: the
-    case that makes MaxPool fail may be one that AveragePool pads otherwise); "" otherwise."""
-    if f.oracle != CRASH or not _QUOTED_OP.search(f.message or ""):
+    case that makes MaxPool fail may be one that AveragePool pads otherwise); "" otherwise.  ``ops``: the
+    reduced case's operators, where the message is the unreduced test's (OpenVINO lists every operator it
+    failed to convert: a ReduceL1 the reduction took away names no root of a Trilu)."""
+    quoted = _QUOTED_OP.findall(f.message or "")
+    if f.oracle != CRASH or not quoted or (ops is not None and not set(quoted) & set(ops)):
         return ""
     message = _QUOTED_OP.sub(lambda m: m.group(0)[:m.start(1) - m.start(0)] + _FAMILY_OF[m.group(1)], f.message)
     parts = ["family crash", f.backend, f.category, f.kind, f.phase, f.error_type,
@@ -400,7 +404,8 @@ def reduced_root(f: Finding, graph: Graph, first: dict | None, signed_as: str, s
         PRODUCER_TYPING  # the run showed it: the reader runs on another producer's output of that shape
     if triggers is not None and triggers.upstream is not None and (typing or not (upstream and consumer)):
         return triggers.root  # a crash on a producer's wrong output (or type): the producer is its root
-    family = "" if upstream else family_crash_root(f, [*graph.values, *(n.name for n in graph.nodes if n.name)])
+    family = "" if upstream else family_crash_root(f, [*graph.values, *(n.name for n in graph.nodes if n.name)],
+                                                   {n.op for n in graph.nodes})
     # the sources of what the crashing node reads, where its message names it, say more than its producers'
     # right values alone: a tensor out of an OpenVINO sequence has the right values and a dynamic element type
     own = triggers.root if triggers is not None and not (upstream and consumer) else ""
@@ -409,7 +414,10 @@ def reduced_root(f: Finding, graph: Graph, first: dict | None, signed_as: str, s
     converter = converter_root(f) or check_root(f, graph)
     shaped = triggers is not None and triggers.upstream is not None and triggers.upstream.finding is None
     attributes = graph_root_cause(f, graph, first, flags=triggers is None)  # a flag a trigger analysis tried: no guess
-    return (family or own or attributes or frontend_site_root(f) or (converter if shaped else "")
+    # a trigger in how the backend reads values is one root in any phase, before a lowering's message
+    # (OpenVINO's constant Trilu k beyond 2**53: an import error in one case, a wrong shape in another)
+    values = own if triggers is not None and triggers.kinds and all(k in PHASE_FREE for k in triggers.kinds) else ""
+    return (values or family or own or attributes or frontend_site_root(f) or (converter if shaped else "")
             or upstream or converter or signed_as or signature)
 
 
