@@ -440,7 +440,7 @@ def test_a_crash_root_is_named_by_the_reduced_cases_operators_and_its_value_trig
     g.add_value(Value("y", TensorType((1,), "float32"), NODE_KIND))
     g.add_node(Node("ReduceL1", ["x"], ["y"], {}, "n7"))
     exact = Analysis(root="OpenVINO: integer values beyond float64's exact range", kinds=[EXACT_RANGE])
-    form = Analysis(root="OpenVINO import exception: ReduceL1 with keepdims=0", kinds=[ATTRIBUTE])
+    form = Analysis(root="OpenVINO import crash: ReduceL1 with keepdims=0", kinds=[ATTRIBUTE])
     assert reduced_root(f, g, None, "", "SIG", exact) == exact.root
     assert reduced_root(f, g, None, "", "SIG", form) == family_crash_root(f)
 
@@ -630,7 +630,7 @@ def test_one_check_failing_under_one_operator_roots_its_crashes() -> None:
     from dlcfuzz.run.reduce import finding_from_dict
 
     data = Path(__file__).parent / "data" / "knock_on"
-    want = "OpenVINO import exception: LayerNormalization fails the check at reshape_shape_inference.hpp:360"
+    want = "OpenVINO import crash: LayerNormalization fails the check at reshape_shape_inference.hpp:360"
     roots = []
     for sig in ("b7291b096ad958f2", "1308527b99491fe1"):
         f = finding_from_dict(json.loads((data / sig / "finding.json").read_text()))

@@ -87,7 +87,7 @@ def test_tvm_crash_on_an_input_shaped_at_run_time_is_the_readers(pool) -> None:
     assert a.kinds == [KNOCK_ON] and a.upstream is not None, a.summary()
     assert a.upstream.first == {"node": "n1", "op": "NonMaxSuppression", "output": "", "kind": RUN_TIME_SHAPE,
                                 "reader": "Pad"}
-    assert a.root == "TVM run exception: Pad on an input shaped at run time", a.summary()
+    assert a.root == "TVM run crash: Pad on an input shaped at run time", a.summary()
 
 
 def test_tvm_crash_on_a_producers_own_crash_is_rooted_there(pool) -> None:
@@ -115,7 +115,7 @@ def test_a_crash_whose_producers_are_right_is_the_consumers(pool) -> None:
         _, _, a = analyzed(pool, signature, ("tvm", "fused-generic"))
         assert KNOCK_ON not in a.kinds and a.upstream is None, a.summary()
         roots.append(a.root)
-    assert roots == ["TVM compile exception: Unsqueeze with operands fed at run time"] * 2, roots
+    assert roots == ["TVM compile crash: Unsqueeze with operands fed at run time"] * 2, roots
 
 
 def test_tvm_sequence_insert_at_a_negative_position_is_one_root(pool) -> None:

@@ -66,7 +66,7 @@ def test_tvm_fold_constant_crash_is_the_optimizing_pipelines_root(pool) -> None:
     g, feeds = constant_of_shape()
     f = crash(pool, g, feeds, ("tvm", "fused-generic"))
     a = analyze_triggers(pool, f, g, feeds, None, graph_signature(f, g))
-    assert a.kinds == [PIPELINE] and a.root == "TVM compile exception: the optimizing pipeline", a.summary()
+    assert a.kinds == [PIPELINE] and a.root == "TVM compile crash: the optimizing pipeline", a.summary()
     options = {"fused": {"pipeline": "cpu", "target": {"kind": "llvm", "opt-level": 3}},
                "unfused": {"pipeline": "default", "target": {"kind": "llvm", "opt-level": 0}}}
     assert twin(options, "fused", ("pipeline",), (("target", "opt-level"),)) == "unfused"

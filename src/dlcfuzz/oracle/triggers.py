@@ -1569,7 +1569,7 @@ def analyze(runner: Runner, finding: Finding, graph: Graph, feeds: Feeds, first:
             a.trigger, a.kinds, a.family, a.upstream = [what], [KNOCK_ON], op, up
             a.at_consumer = up.finding is None
             who = BACKEND_NAMES.get(finding.backend, finding.backend)
-            a.root = f"{who} {finding.phase} {finding.kind}{':' if up.finding is None else ' on'} {what}"
+            a.root = f"{who} {finding.phase} crash{':' if up.finding is None else ' on'} {what}"
             a.runs, a.seconds, a.compiler_seconds = trial.runs, time.monotonic() - t0, trial.compiler_seconds
             return a
     if named and node is None and finding.oracle != CRASH:
@@ -1639,7 +1639,7 @@ def beside(a: Analysis, finding: Finding, node: Node | None, run: Callable[[tupl
 
 
 def root_name(f: Finding, causes: list[str], family: str = "", kinds: Sequence[str] = ()) -> str:
-    """The readable root: the backend, the phase where it is not a run's wrong values (and a crash's kind),
+    """The readable root: the backend, the phase where it is not a run's wrong values (a crash, whichever kind),
     the operator or family where the trigger is in its attributes or version, and the causes.  An
     operator's form (``kinds``: all ``OPERATOR_FORM``, its attributes, version or optional inputs) is one
     root however it shows, as a crash in any phase or as wrong values: TVM's pooling converter sizes
@@ -1652,7 +1652,7 @@ def root_name(f: Finding, causes: list[str], family: str = "", kinds: Sequence[s
     if not (family and kinds and all(k in OPERATOR_FORM for k in kinds)) and not (
             kinds and all(k in PHASE_FREE for k in kinds)):
         if f.oracle == CRASH:
-            who += f" {f.phase} {f.kind}"
+            who += f" {f.phase} crash"  # an error or a signal, as the case's shapes make it: one root
         elif f.phase and f.phase != "run":
             who += f" {f.phase}"
     if not family:

@@ -463,7 +463,7 @@ def check_root(f: Finding, graph: Graph) -> str:
     if not sites:
         return ""
     file, line = sites[-1]
-    return f"{BACKEND_NAMES.get(f.backend, f.backend)} {f.phase} {f.kind}: {op} fails the check at {file}:{line}"
+    return f"{BACKEND_NAMES.get(f.backend, f.backend)} {f.phase} crash: {op} fails the check at {file}:{line}"
 
 
 def producer(graph: Graph, output: int) -> tuple[str, str]:
