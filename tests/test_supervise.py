@@ -63,8 +63,8 @@ def test_other_ends_are_passed_on_not_repeated(script: str, want: int, tmp_path:
 
 def test_a_campaign_whose_process_aborts_resumes_and_completes(tmp_path: Path) -> None:
     """The real command on ONNX Runtime: its campaign process (the supervisor's child) is sent SIGABRT
-    after its first committed tests; the supervisor starts it again, which resumes the store and runs
-    the campaign's tests to the end, each once, and exits 0."""
+    after its first committed tests; it prints its Python stack, the supervisor starts it again, which
+    resumes the store and runs the campaign's tests to the end, each once, and exits 0."""
     out = tmp_path / "c"
     cmd = [sys.executable, "-m", "dlcfuzz.cli", "fuzz", "--backends", "ort", "--max-tests", "12", "--ops", "1:3",
            "--op-set", ",".join(s.op for s in OPS), "--out", str(out), "--probe-per-op", "0", "--budget", "5m"]
@@ -88,5 +88,7 @@ def test_a_campaign_whose_process_aborts_resumes_and_completes(tmp_path: Path) -
     stdout, stderr = proc.communicate(timeout=300)
     assert proc.returncode == 0, stderr
     assert "died of SIGABRT" in stderr and "resuming" in stdout, (stdout, stderr)
+    # the dead child's Python stack says what it was doing (faulthandler: which native call aborted)
+    assert "Fatal Python error: Aborted" in stderr and 'File "' in stderr, stderr
     with sqlite3.connect(db) as con:
         assert sorted(r[0] for r in con.execute("SELECT id FROM tests")) == list(range(12))

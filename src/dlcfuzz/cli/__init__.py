@@ -8,6 +8,7 @@ and checks they share, ``display`` what a running command shows."""
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import sqlite3
 import sys
 from pathlib import Path
@@ -46,6 +47,9 @@ def main(argv: list[str] | None = None) -> int:
             raise UsageError("-n must be >= 0")
         if as_program and args.cmd == "fuzz" and not supervise.supervised():
             return supervise.supervise([sys.executable, "-m", "dlcfuzz.cli", *argv], args.budget, args.out)
+        if supervise.supervised():
+            # where a crash in native code ends the child, its Python stack says what the campaign was doing
+            faulthandler.enable(file=sys.stderr, all_threads=False)
         return args.func(args)
     except (UsageError, StoreError) as e:  # a damaged, busy or too new store: one line too
         return _fail(str(e).splitlines()[0] if str(e) else type(e).__name__, args, e)
