@@ -295,3 +295,21 @@ def test_a_low_precision_variant_may_move_integers_computed_from_floats_by_any_a
     assert judge(outcomes, [f32], c).findings == []
     full = {"ov": {"f32": Outcome(OK, outputs=[f32]), "f32-other": Outcome(OK, outputs=[bf16])}}
     assert sorted(f.oracle for f in judge(full, [f32], c).findings) == ["differential", "metamorphic"]
+
+
+def test_a_variant_is_not_judged_against_a_mate_that_the_baseline_finds_wrong_there() -> None:
+    """OpenVINO's LRN with a bias off 1 is wrong in float32 and in bfloat16 alike (a hand check of c41:
+    1e4 times the baseline's values); bfloat16 rounds the wrong values otherwise, and the metamorphic pair
+    listed that as a bug of its own.  Each variant's divergence from the baseline is the finding; the pair's
+    is not.  Where the mate is right (or the baseline is outvoted), the pair stands."""
+    c = Criteria(baseline_name="ort/disable_all")
+    base = [np.array([1, 2], np.float32)]
+    wrong_alike = {"ov": {"f32": _ok(100, 200), "f32-dynamic": _ok(100, 300)}}
+    found = sorted((f.oracle, f.variant) for f in judge(wrong_alike, base, c).findings)
+    assert found == [(DIFFERENTIAL, "f32"), (DIFFERENTIAL, "f32-dynamic")], found
+    mate_right = {"ov": {"f32": _ok(1, 2), "f32-dynamic": _ok(1, 3)}}
+    found = sorted((f.oracle, f.variant) for f in judge(mate_right, base, c).findings)
+    assert found == [(DIFFERENTIAL, "f32-dynamic"), (METAMORPHIC, "f32-dynamic")], found
+    outvoted = {"ov": {"f32": _ok(5, 5), "f32-dynamic": _ok(5, 6)}, "tvm": {"O3": _ok(5, 5)}}
+    found = sorted((f.backend, f.oracle, f.category) for f in judge(outvoted, base, c).findings)
+    assert ("ov", METAMORPHIC, COMPILER) in found, found
