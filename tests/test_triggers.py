@@ -400,7 +400,7 @@ def test_a_refusal_is_keyed_by_its_whole_words_whatever_the_node_is_named() -> N
     """Without a compiler: OpenVINO's refusal names the node ('v8', 'v25'); its words key the root alike
     when the whole message is read, and differ when it is cut at the verdict's 300 characters (which is why
     the analysis reads the outcome's own message)."""
-    from dlcfuzz.oracle.triggers import _refusal
+    from dlcfuzz.oracle.triggers import refusal_words
 
     def said(name: str) -> str:
         return ("RuntimeError: Exception from src/inference/src/cpp/infer_request.cpp:224:\n"
@@ -410,9 +410,9 @@ def test_a_refusal_is_keyed_by_its_whole_words_whatever_the_node_is_named() -> N
                 f"[CPU] Interpolate node with name '{name}' only supports resize on spatial dimensions"
                 "(depth, height and width)\n\n\n")
 
-    assert _refusal(said("v8")) == _refusal(said("v25"))
-    assert "only supports resize on spatial dimensions" in _refusal(said("v8"))
-    assert _refusal(said("v8")[:300]) != _refusal(said("v25")[:300])
+    assert refusal_words(said("v8")) == refusal_words(said("v25"))
+    assert "only supports resize on spatial dimensions" in refusal_words(said("v8"))
+    assert refusal_words(said("v8")[:300]) != refusal_words(said("v25")[:300])
 
 
 def test_openvino_lrn_error_swallowed_on_one_thread_is_its_root() -> None:

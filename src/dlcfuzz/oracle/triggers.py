@@ -155,7 +155,7 @@ def message_head(message: str, chars: int) -> str:
     return _NUMBER.sub("#", _QUOTED.sub("'…'", said))[:chars].strip()
 
 
-def _refusal(decline: str) -> str:
+def refusal_words(decline: str) -> str:
     """A decline's words: what the compiler refused."""
     return message_head(decline, _REFUSAL_CHARS)
 
@@ -1597,7 +1597,7 @@ def analyze(runner: Runner, finding: Finding, graph: Graph, feeds: Feeds, first:
         # thread; dynamic shapes defer the check to inference, where one thread swallows it: one check)
         path = DECLINED_TWINS[refused_by]
         a.trigger, a.kinds = [f"a case its twin without {path} does not run"], [refused_by]
-        a.root = f"{BACKEND_NAMES.get(finding.backend, finding.backend)}: {_refusal(refused)} {UNCHECKED}"
+        a.root = f"{BACKEND_NAMES.get(finding.backend, finding.backend)}: {refusal_words(refused)} {UNCHECKED}"
     if not a.root and swallowing and BESIDE not in skip:
         def diverges(vs: tuple[Variation, ...], kind: str) -> bool | None:
             """Any divergence of the backend's: the part alone must be right, and the stand-in is read

@@ -53,13 +53,16 @@ from dlcfuzz.oracle.triggers import (
     PRODUCER_TYPING,
     SIBLING,
     THREADS,
+    UNCHECKED,
     Analysis,
     analyze,
+    refusal_words,
     root_name,
     shows_without,
     with_unset_twins,
 )
 
+_SIGNATURE = re.compile(r"[0-9a-f]{16}")  # a bug's own key (``signature``), no readable root
 _FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')  # a traceback's frame: file, line, function
 _NORMALIZE = [
     # OpenVINO's node dumps list the node's arguments with the operations that produced them
@@ -708,7 +711,8 @@ def same_roots(f: Finding, graph: Graph, inputs: dict, analysis: Analysis | None
     each of those operators' own analysis gives it (OpenVINO's ReduceL1 at version 13 finds no sibling
     where ReduceLogSumExp finds ReduceL1: "Reduce* at version 13"); for a crash, the reduced case itself,
     byte for byte (one model handed over, one fix: TVM's ConstantOfShape of a shape fed at run time fails
-    in one pipeline's lowering and in the other's code generation)."""
+    in one pipeline's lowering and in the other's code generation), and the refusal root its words name
+    (``oracle/triggers.py``'s ``DECLINED_TWINS``)."""
     keys = []
     if analysis is not None and analysis.root and analysis.trigger:
         keys += [root_name(f, analysis.trigger, op, analysis.kinds) for op in analysis.shown_in]
@@ -719,6 +723,10 @@ def same_roots(f: Finding, graph: Graph, inputs: dict, analysis: Analysis | None
             h.update(f"{k}:{a.dtype}:{a.shape}".encode())
             h.update(a.tobytes())
         keys.append(f"{f.backend} crashes on the reduced case {h.hexdigest()[:16]}")
+        # the error a twin raised where the bug's variant ran on unchecked is the root of that refusal: a
+        # crash with its words is that check failing on the path that checks (OpenVINO's float64 eltwise
+        # "unsupported src_prc" fails a static compile, and is swallowed on one thread beside a QLinearConv)
+        keys.append(f"{BACKEND_NAMES.get(f.backend, f.backend)}: {refusal_words(f.message)} {UNCHECKED}")
     return [k for k in keys if analysis is None or k != analysis.root]
 
 
@@ -728,6 +736,8 @@ def join_roots(store: Any, root: str, same: Sequence[str]) -> str:
     another of them move to it."""
     known: dict[str, str] = store.get_meta(ALIASES_META) or {}
     canonical = known.get(root) or next((known[k] for k in same if k in known), root)
+    if canonical == root and _SIGNATURE.fullmatch(root):  # a readable key the store lists names it over a signature
+        canonical = next((k for k in same if store.has_root(k)), root)
     moved = [k for k in dict.fromkeys([root, *same]) if k != canonical and known.get(k) != canonical]
     for k in moved:
         known[k] = canonical

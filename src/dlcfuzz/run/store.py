@@ -368,6 +368,10 @@ class Store:
             raise
         self.export_bugs({r[0] for r in db.execute("SELECT signature FROM bugs WHERE root = ?", (root,))})
 
+    def has_root(self, key: str) -> bool:
+        """Whether any bug is merged under root key ``key``."""
+        return self.db.execute("SELECT 1 FROM bugs WHERE root = ? LIMIT 1", (key,)).fetchone() is not None
+
     def rename_root(self, old: str, new: str) -> None:
         """Moves every bug merged under root key ``old`` to ``new`` (``dedup.join_roots``: two keys found
         to name one root)."""
