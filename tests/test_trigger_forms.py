@@ -33,7 +33,9 @@ from dlcfuzz.oracle.triggers import (
     RANKS,
     SIBLING,
     SIGN,
+    THREADS,
     TIES,
+    UNCHECKED,
     UNKNOWN_RANK,
     Analysis,
 )
@@ -311,3 +313,20 @@ def test_openvino_if_wrong_only_beside_unrelated_operators_is_one_root_named_by_
     f = campaign_finding("282fe61449ff23f6")
     without = analyze_triggers(pool, f, g, feeds, None, graph_signature(f, g), skip=(BESIDE,))
     assert not without.root, without.summary()
+
+
+def test_openvino_dynamic_lrn_against_its_default_is_the_root_its_threads_twin_raises(pool) -> None:
+    """OpenVINO's dynamic-shape LRN fails ("Primitive descriptor was not found") on the compiler's threads
+    and returns a wrong shape on one.  Against the static f32 (no static twin to ask) the threads twin's
+    error named the root; against the default (bfloat16), whose static twin runs it right, "dynamic shapes"
+    did, an operator-free root every dynamic-shape defect shares (c42: two roots for one LRN).  The threads
+    twin is asked before the static one: one root."""
+    need("openvino")
+    a = recorded(pool, "927180b3fe7a09a3")
+    assert a.kinds == [THREADS] and "LRN node" in a.root and "Primitive descriptor was not found" in a.root, (
+        a.summary())
+    assert a.root.endswith(UNCHECKED), a.root
+    g, feeds = case("927180b3fe7a09a3")
+    f = campaign_finding("927180b3fe7a09a3")
+    without = analyze_triggers(pool, f, g, feeds, None, graph_signature(f, g), skip=(THREADS,))
+    assert without.root == "OpenVINO: dynamic shapes", without.summary()

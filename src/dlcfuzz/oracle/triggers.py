@@ -1468,6 +1468,15 @@ def analyze(runner: Runner, finding: Finding, graph: Graph, feeds: Feeds, first:
     swallowing = finding.oracle != CRASH and len(graph.parts()) > 1
     if swallowing:
         order = [v for v in order if v.kind in SWALLOWED] + [v for v in order if v.kind not in SWALLOWED]
+    elif finding.oracle != CRASH:
+        # within one part, before the static twin: "dynamic shapes" names every dynamic-shape defect alike,
+        # where the error that the threads twin raises names this one (OpenVINO's dynamic LRN "Primitive
+        # descriptor was not found": rooted by its words against f32, by "dynamic shapes" against the default)
+        twins = [v for v in order if v.kind in SWALLOWED]
+        rest = [v for v in order if v.kind not in SWALLOWED]
+        at = next((i for i, v in enumerate(rest) if v.kind == STATIC), len(rest))
+        order = rest[:at] + twins + rest[at:]
+    asks_twin = finding.oracle != CRASH  # the twin's error, where it raises one, is what the variant swallowed
     later: Variation | None = None  # a swallowing twin's vanishing, asked early, named in its place in ``_ORDER``
     swallowed = False  # the twin raised the error that the bug's variant swallowed: that error is the root
     for v in order:
@@ -1482,7 +1491,7 @@ def analyze(runner: Runner, finding: Finding, graph: Graph, feeds: Feeds, first:
         words = trial.declined or (trial.failed if v.kind in SWALLOWED else "")
         if result is None and v.kind in DECLINED_TWINS and words and not refused:
             refused, refused_by = words, v.kind
-            if v.kind in SWALLOWED and swallowing:
+            if v.kind in SWALLOWED and asks_twin:
                 swallowed = True
             if v.kind in SWALLOWED and trial.failed_at is not None and not trial.declined:
                 variant_of, how = trial.failed_at
@@ -1490,7 +1499,7 @@ def analyze(runner: Runner, finding: Finding, graph: Graph, feeds: Feeds, first:
                                       how.phase, how.message, how.error_type, how.traceback)
             if swallowed:
                 break
-        if result is False and v.kind in SWALLOWED and swallowing and later is None:
+        if result is False and v.kind in SWALLOWED and asks_twin and later is None:
             later = v
             continue
         if result is False:  # the smallest set: one cause, the first in ``_ORDER`` that makes it vanish
