@@ -638,6 +638,15 @@ def test_one_check_failing_under_one_operator_roots_its_crashes() -> None:
         assert check_root(f, reduced) == want
         roots.append(reduced_root(f, reduced, None, "", sig))
     assert roots == [want, want], roots
+    # where a trigger analysis names the root otherwise (c42: "LayerNormalization with axis=0"), the check
+    # is a key of that root too (``same_roots``): the campaign joins the two
+    from dlcfuzz.oracle.triggers import ATTRIBUTE, Analysis
+    from dlcfuzz.run.dedup import same_roots
+
+    f = finding_from_dict(json.loads((data / "b7291b096ad958f2" / "finding.json").read_text()))
+    reduced = Graph.from_json((data / "b7291b096ad958f2" / "reduced" / "graph.json").read_text())
+    axis = Analysis(root="OpenVINO: LayerNormalization with axis=0", trigger=["axis=0"], kinds=[ATTRIBUTE])
+    assert want in same_roots(f, reduced, {}, axis)
     # a case of two operators is not one operator's: no such root
     f = finding_from_dict(json.loads((data / "1308527b99491fe1" / "finding.json").read_text()))
     two = Graph.from_json((data / "1308527b99491fe1" / "reduced" / "graph.json").read_text())
