@@ -296,7 +296,9 @@ def _bundle(folder: Path, sig: str, f: Finding, g: Graph, feeds: dict[str, np.nd
 
 def test_retriage_folds_a_recorded_campaigns_bugs_under_one_root(pool, tmp_path: Path, capsys) -> None:
     """A campaign recorded before the trigger analysis lists the uint32 compare and the int64 Min apart;
-    ``dlcfuzz retriage`` re-runs the analysis on their reduced cases and lists them as one root."""
+    ``dlcfuzz retriage`` re-runs the analysis on their reduced cases and lists them as one root.  A third bug,
+    whose reduction found it under the compare's signature (a bystander's ``signed_as``) and whose case
+    shows nothing to analyse, is that bug's root too: a bug's own signature is a key of its root."""
     need("openvino")
     from dlcfuzz.cli import main
     from dlcfuzz.run.store import Store, TestRecord
@@ -304,10 +306,17 @@ def test_retriage_folds_a_recorded_campaigns_bugs_under_one_root(pool, tmp_path:
     out = tmp_path / "c"
     store = Store(out)
     store.bind({"recorded": "by an earlier dlcfuzz"})
-    for i, (g, feeds) in enumerate([uint32_compare(), int64_min()]):
-        f = found(pool, g, feeds, OV)
-        sig = graph_signature(f, g)
+    first = ""
+    relu = one_node("Relu", [(INPUT_KIND, np.array([-1.0, 2.0], np.float32))], {}, (2,))
+    for i, (g, feeds) in enumerate([uint32_compare(), int64_min(), relu]):
+        f = found(pool, g, feeds, OV) if i < 2 else Finding("differential", "value", OV[0], OV[1], "run",
+                                                           "a bystander", other="reference/default", output=0)
+        sig = graph_signature(f, g) if i < 2 else "b" * 16
         where = _bundle(out, sig, f, g, feeds)
+        if i == 2:  # OpenVINO's Relu is right: the analysis names nothing, and the reduction's signature stands
+            (out / where / "reduction.json").write_text(json.dumps(
+                {"signature": sig, "first_diverging": FIRST, "reproduced": True, "signed_as": first}))
+        first = first or sig
         store.commit(TestRecord(i, i, [g.nodes[0].op], "reference/default", True, 1, True, 0.1, 0, 0, 0, 0), [],
                      [(sig, f.oracle, f.kind, f.backend, f.variant, f.phase, "x")],
                      [(sig, f.oracle, f.kind, f.backend, f.variant, f.phase, f.message, "compiler", where)])
@@ -315,13 +324,13 @@ def test_retriage_folds_a_recorded_campaigns_bugs_under_one_root(pool, tmp_path:
     capsys.readouterr()
     assert main(["retriage", str(out)]) == 0
     text = capsys.readouterr().out
-    assert "roots: 2 before, 1 after" in text, text
+    assert "roots: 3 before, 1 after" in text, text
     assert "merged: OpenVINO: integer values beyond the int32 range" in text, text
     store = Store(out)
     try:
-        assert len(store.bugs("compiler")) == 1 and store.merged() == 1
+        assert len(store.bugs("compiler")) == 1 and store.merged() == 2
         meta = store.get_meta("triggers")
-        assert meta["bugs"] == 2
+        assert meta["bugs"] == 3
         # the compiler's share of the analyses is metered apart from their wall time (the CPU breakdown)
         assert 0 < meta["compiler_seconds"] < meta["seconds"]
     finally:

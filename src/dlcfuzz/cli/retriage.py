@@ -200,7 +200,8 @@ def cmd_retriage(args: argparse.Namespace) -> int:
                 if analysis is not None:
                     record_triggers(store, folder / str(row.get("dir") or f"bugs/{row['signature']}") if in_bundle
                                     else None, analysis)
-                root = join_roots(store, root, same)
+                # its own signature too: a bug that another's reduction found under it is this one's root's
+                root = join_roots(store, root, [*same, row["signature"]])
                 store.merge_root(row["signature"], root)
                 named[row["signature"]] = root
                 runs = f"{analysis.runs} runs" if analysis is not None else "not reduced"

@@ -723,7 +723,8 @@ class Campaign(Driver):
             triggers = trigger_root(self.pool, result.finding or found, result, self.cfg.tolerances)
             root = reduced_root(result.finding or case.finding, result.graph, result.first_diverging,
                                 result.signed_as, case.signature, triggers)
-            same = same_roots(result.finding or found, result.graph, result.inputs, triggers)
+            # its own signature too: a bug that another's reduction found under it is this one's root's
+            same = [*same_roots(result.finding or found, result.graph, result.inputs, triggers), case.signature]
             with self.lock:
                 root = join_roots(self.store, root, same)
                 self.store.merge_root(case.signature, root, result.title)
