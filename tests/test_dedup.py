@@ -445,6 +445,35 @@ def test_a_crash_root_is_named_by_the_reduced_cases_operators_and_its_value_trig
     assert reduced_root(f, g, None, "", "SIG", form) == family_crash_root(f)
 
 
+def test_a_converter_or_check_root_counts_only_the_reduced_cases_operators() -> None:
+    """An unreduced test's import report (a bundle's finding.json, which retriage reads) has a section per
+    operator OpenVINO could not convert; the reduced case kept one of them.  The DequantizeLinear
+    converter's failed check keyed six roots of c44 as one (a Resize, a SkipLayerNormalization, ...) where
+    the reduced cases held no DequantizeLinear: only the sections of the reduced case's operators count."""
+    from dlcfuzz.run.dedup import check_root, converter_root
+
+    report = ("Model wasn't fully converted. Failed operations detailed log:\n"
+              "-- DequantizeLinear-21 with a message:\nException from src/frontends/onnx/frontend/src/op/"
+              "dequantize_linear.cpp:182:\nThe number of dequantization scale elements '3' must match\n"
+              "-- Resize-19 with a message:\nCheck 'axes.size() == 2' failed at src/core/shape_inference/include/"
+              "interpolate_shape_inference.hpp:48:\nWhile validating node 'Interpolate'\n\nSummary:\n")
+    f = crash(report, backend="openvino", variant="f32", phase="import", error_type="RuntimeError")
+
+    def one(op: str) -> Graph:
+        g = Graph(opset=21)
+        g.add_value(Value("x", TensorType((1, 4), "float32"), INPUT_KIND))
+        g.add_value(Value("y", TensorType((1, 4), "float32"), NODE_KIND))
+        g.add_node(Node(op, ["x"], ["y"], {}, "n0"))
+        g.outputs = ["y"]
+        return g
+
+    assert converter_root(f, one("Resize")) == ""
+    assert converter_root(f, one("DequantizeLinear")) == "openvino: frontend onnx converter dequantize_linear"
+    assert converter_root(f) == converter_root(f, one("DequantizeLinear"))  # no case: the whole message
+    assert check_root(f, one("Resize")).endswith("Resize fails the check at interpolate_shape_inference.hpp:48")
+    assert check_root(f, one("Tile")) == ""
+
+
 def test_a_complaint_repeated_per_element_is_one_message() -> None:
     """Inductor's assert_size_stride lists each dimension whose stride differs: the same fault (the meta
     kernel of aten.unique_dim gives contiguous strides) over a rank-4 and a rank-3 tensor is one message;

@@ -91,23 +91,35 @@ def test_a_family_root_is_one_with_each_operators_own_name_for_it() -> None:
 def test_a_crash_with_the_words_a_twin_refused_is_that_refusals_root(tmp_path: Path) -> None:
     """OpenVINO's float64 eltwise kernel: a static compile fails with "unsupported src_prc: f64"; beside a
     QLinearConv on one thread the same error is swallowed, and the trigger analysis names that refusal's
-    root.  The crash's words are that root's: one entry (a hand check of c41 found them one)."""
-    from dlcfuzz.oracle.triggers import THREADS, UNCHECKED
+    root.  The crash's words are that root's: one entry (a hand check of c41 found them one).  Words alone
+    join nothing: two crashes whose words match, with no such root listed, stay apart (IREE's "failed to
+    legalize operation '…'" once its quotes are stripped)."""
+    from dlcfuzz.oracle.triggers import UNCHECKED
+    from dlcfuzz.run.dedup import refused_root, root_keys
 
     said = ("Exception from src/inference/src/cpp/core.cpp:117:\nException from src/plugins/intel_cpu/src/nodes/"
             "kernels/x64/jit_uni_eltwise_generic.cpp:602:\nunsupported src_prc: f64\n")
     crash = Finding(CRASH, "exception", "openvino", "f32", "compile", said)
+    g, inputs = _case(2.0)
     refused = f"OpenVINO: unsupported src_prc: f# {UNCHECKED}"
-    assert refused in same_roots(crash, *_case(2.0), None)
+    assert refused_root(crash, g) == refused
     other = Finding(CRASH, "exception", "openvino", "f32", "compile", said.replace("src_prc", "dst_prc"))
-    assert refused not in same_roots(other, *_case(2.0), None)
+    assert refused_root(other, g) != refused
     static = "4a01238c1ac7bbed"  # the crash's own signature: no readable root of its own
-    store = _store(tmp_path, [("swallowed", 1), (static, 2)])
+    store = _store(tmp_path, [("swallowed", 1), (static, 2), ("first", 3), ("second", 4)])
     try:
         store.merge_root("swallowed", refused)  # the swallowed one, rooted by its twin's refusal (THREADS)
-        assert join_roots(store, static, same_roots(crash, *_case(2.0), Analysis(kinds=[]))) == refused
+        keys = root_keys(store, same_roots(crash, g, inputs, None), static, refused_root(crash, g))
+        assert join_roots(store, static, keys) == refused
         store.merge_root(static, refused)
-        assert _listed(store) == {"swallowed"}, store.bug_entries()
+        assert _listed(store) == {"swallowed", "first", "second"}, store.bug_entries()
+        legalize = Finding(CRASH, "exception", "iree", "O0", "compile", "error: failed to legalize operation "
+                           "'torch.aten.mean.dim'")
+        for sig, op in (("first", "mean.dim"), ("second", "cumsum")):
+            f = Finding(CRASH, "exception", "iree", "O0", "compile", legalize.message.replace("mean.dim", op))
+            h, fed = _case(5.0 if sig == "first" else 6.0)
+            store.merge_root(sig, join_roots(store, sig, root_keys(store, same_roots(f, h, fed, None), sig,
+                                                                   refused_root(f, h))))
+        assert _listed(store) == {"swallowed", "first", "second"}, store.bug_entries()
     finally:
         store.close()
-    assert THREADS  # the twin that swallows: oracle/triggers.py's SWALLOWED

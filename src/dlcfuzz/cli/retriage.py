@@ -80,13 +80,14 @@ def _roots(store: Any, folder: Path) -> dict[str, list[str]]:
 
 
 def _triage(pool: Any, folder: Path, row: dict, tolerances: dict, max_runs: int | None
-            ) -> tuple[str, Any, bool, list[str]] | None:
+            ) -> tuple[str, Any, bool, list[str], str] | None:
     """One bug's root as today's dlcfuzz gives it: (root, its trigger analysis or None, whether the
-    analysis belongs in the bundle's reduction.json, the root keys one with it: ``dedup.same_roots``);
+    analysis belongs in the bundle's reduction.json, the root keys one with it: ``dedup.same_roots``, the
+    refusal root its words name: ``dedup.refused_root``);
     None where its bundle cannot be read.  Runs the compilers only (the caller writes the store): bugs are
     triaged in parallel."""
     from dlcfuzz.ir.graph import is_torch_program
-    from dlcfuzz.run.dedup import analyze_triggers, graph_signature, reduced_root, same_roots
+    from dlcfuzz.run.dedup import analyze_triggers, graph_signature, reduced_root, refused_root, same_roots
     from dlcfuzz.run.torch_campaign import retriage_program
 
     bundle = folder / str(row.get("dir") or f"bugs/{row['signature']}")
@@ -98,7 +99,7 @@ def _triage(pool: Any, folder: Path, row: dict, tolerances: dict, max_runs: int 
     runs = {"max_runs": max_runs} if max_runs else {}
     if is_torch_program(graph):  # a torch program's bug: the analysis of its mechanisms
         root, analysis = retriage_program(pool, bundle, finding, graph, str(row.get("root") or signature))
-        return root, analysis, False, []
+        return root, analysis, False, [], ""
     reduced = _reduced(bundle)
     if reduced is not None:
         rgraph, inputs, summary = reduced
@@ -106,14 +107,14 @@ def _triage(pool: Any, folder: Path, row: dict, tolerances: dict, max_runs: int 
         analysis = analyze_triggers(pool, finding, rgraph, inputs, first, summary.get("signature", signature),
                                     tolerances, **runs)
         return (reduced_root(finding, rgraph, first, summary.get("signed_as", ""), signature, analysis), analysis,
-                True, same_roots(finding, rgraph, inputs, analysis))
+                True, same_roots(finding, rgraph, inputs, analysis), refused_root(finding, rgraph))
     unconfirmed = _reduced(bundle, reproduced=False)
     if unconfirmed is not None:
         rgraph, inputs, summary = unconfirmed
         analysis = analyze_triggers(pool, finding, rgraph, inputs, summary.get("first_diverging"),
                                     summary.get("signature", signature), tolerances, **runs)
-        return analysis.root or signature, analysis, True, []
-    return signature, None, False, []
+        return analysis.root or signature, analysis, True, [], ""
+    return signature, None, False, [], ""
 
 
 def _rejudge(store: Any, folder: Path, config: dict, rows: list[dict]) -> dict[str, str]:
@@ -169,7 +170,7 @@ def cmd_retriage(args: argparse.Namespace) -> int:
     from concurrent.futures import ThreadPoolExecutor
 
     from dlcfuzz.oracle.triggers import MAX_RUNS
-    from dlcfuzz.run.dedup import ALIASES_META, join_roots, record_triggers
+    from dlcfuzz.run.dedup import ALIASES_META, join_roots, record_triggers, root_keys
     from dlcfuzz.run.store import Store
     from dlcfuzz.run.worker import PhaseLimits, WorkerPool
 
@@ -196,12 +197,11 @@ def cmd_retriage(args: argparse.Namespace) -> int:
                 if got is None:
                     print(f"{row['signature']}: bundle unreadable, root kept")
                     continue
-                root, analysis, in_bundle, same = got
+                root, analysis, in_bundle, same, refused = got
                 if analysis is not None:
                     record_triggers(store, folder / str(row.get("dir") or f"bugs/{row['signature']}") if in_bundle
                                     else None, analysis)
-                # its own signature too: a bug that another's reduction found under it is this one's root's
-                root = join_roots(store, root, [*same, row["signature"]])
+                root = join_roots(store, root, root_keys(store, same, row["signature"], refused))
                 store.merge_root(row["signature"], root)
                 named[row["signature"]] = root
                 runs = f"{analysis.runs} runs" if analysis is not None else "not reduced"

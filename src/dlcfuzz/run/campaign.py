@@ -70,6 +70,8 @@ from dlcfuzz.run.dedup import (
     producer,
     record_triggers,
     reduced_root,
+    refused_root,
+    root_keys,
     same_roots,
     title,
     trigger_root,
@@ -723,10 +725,10 @@ class Campaign(Driver):
             triggers = trigger_root(self.pool, result.finding or found, result, self.cfg.tolerances)
             root = reduced_root(result.finding or case.finding, result.graph, result.first_diverging,
                                 result.signed_as, case.signature, triggers)
-            # its own signature too: a bug that another's reduction found under it is this one's root's
-            same = [*same_roots(result.finding or found, result.graph, result.inputs, triggers), case.signature]
+            same = same_roots(result.finding or found, result.graph, result.inputs, triggers)
+            refused = refused_root(result.finding or found, result.graph)
             with self.lock:
-                root = join_roots(self.store, root, same)
+                root = join_roots(self.store, root, root_keys(self.store, same, case.signature, refused))
                 self.store.merge_root(case.signature, root, result.title)
                 record_triggers(self.store, folder, triggers)
             if result.reproduced and found.kind == "timeout" and found.backend in self.profiles:

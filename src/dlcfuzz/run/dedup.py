@@ -414,7 +414,7 @@ def reduced_root(f: Finding, graph: Graph, first: dict | None, signed_as: str, s
     own = triggers.root if triggers is not None and not (upstream and consumer) else ""
     # a converter that fails on an input only the run shapes is at fault, not what made the input; one that
     # fails on what its producers gave (a tensor out of a sequence) comes after them
-    converter = converter_root(f) or check_root(f, graph)
+    converter = converter_root(f, graph) or check_root(f, graph)
     shaped = triggers is not None and triggers.upstream is not None and triggers.upstream.finding is None
     attributes = graph_root_cause(f, graph, first, flags=triggers is None)  # a flag a trigger analysis tried: no guess
     # a trigger in how the backend reads values is one root in any phase, before a lowering's message
@@ -440,14 +440,25 @@ def frontend_site_root(f: Finding) -> str:
     return f"{f.backend}: frontend {file}:{line} ({fn})"
 
 
-def converter_root(f: Finding) -> str:
+def _sections(message: str, graph: Graph | None) -> str:
+    """What a crash's message says about the operators of ``graph``: where the message reports several
+    operators, one section each (OpenVINO's "-- Trilu-22 with a message:"), theirs alone (an unreduced test's
+    report names operators its reduced case no longer has); else the whole message."""
+    if graph is None or not _SECTION.search(message):
+        return message
+    ops = {n.op for n in graph.nodes}
+    return "".join(m.group(2) for m in _SECTION.finditer(message) if m.group(1) in ops)
+
+
+def converter_root(f: Finding, graph: Graph | None = None) -> str:
     """Of an import crash whose C++ frontend's message says a check failed in one operator's converter
     (OpenVINO's ``src/frontends/onnx/frontend/src/op/lp_pool.cpp:30``), that converter's file, whichever
     of its checks failed (GlobalLpPool's converter requires a static batch at line 30 and a static channel
-    at 31); not a shared helper's or core shape inference's, which every converter reaches; "" otherwise."""
+    at 31); not a shared helper's or core shape inference's, which every converter reaches; "" otherwise.
+    ``graph``: the reduced case, whose operators' sections of the message count (``_sections``)."""
     if f.oracle != CRASH or f.phase != "import":
         return ""
-    site = _CPP_CONVERTER.search(f.message or "")
+    site = _CPP_CONVERTER.search(_sections(f.message or "", graph))
     return f"{f.backend}: frontend {site.group(1)} converter {site.group(2)}" if site else ""
 
 
@@ -460,9 +471,7 @@ def check_root(f: Finding, graph: Graph) -> str:
     if f.oracle != CRASH or len(graph.nodes) != 1:
         return ""
     op = graph.nodes[0].op
-    message = f.message or ""
-    section = re.search(rf"^-- {re.escape(op)}-\d+ with a message:\n(.*?)(?=^-- |^Summary:|\Z)", message, re.M | re.S)
-    sites = _CPP_CHECK.findall(section.group(1) if section else message)
+    sites = _CPP_CHECK.findall(_sections(f.message or "", graph))
     if not sites:
         return ""
     file, line = sites[-1]
@@ -518,6 +527,8 @@ COMPILER_OF = {"tvm-torch": "tvm", "openvino-torch": "openvino", "inductor-torch
 FRONTEND_DIRS = ("/tvm/relax/frontend/", "/openvino/frontend/")
 # a check failed in one operator's converter of a C++ frontend: (frontend, converter file)
 _CPP_CONVERTER = re.compile(r"src/frontends/(\w+)/(?:frontend/)?src/op/([\w./]+)\.cpp:\d+")
+# a section of OpenVINO's report of the operators it could not convert: (operator, what it says)
+_SECTION = re.compile(r"^-- ([\w.+]+)-\d+ with a message:\n(.*?)(?=^-- |^Summary:|\Z)", re.M | re.S)
 # a failed C++ check's site in a message ("Check '...' failed at src/core/.../reshape_shape_inference.hpp:360:")
 _CPP_CHECK = re.compile(r"failed at (?:\S*/)?([\w.]+\.(?:cpp|hpp|h|cc)):(\d+)")
 # the entry points of TVM's ONNX converter classes (OnnxOpConverter._impl_vN): the converter itself
@@ -711,8 +722,7 @@ def same_roots(f: Finding, graph: Graph, inputs: dict, analysis: Analysis | None
     each of those operators' own analysis gives it (OpenVINO's ReduceL1 at version 13 finds no sibling
     where ReduceLogSumExp finds ReduceL1: "Reduce* at version 13"); for a crash, the reduced case itself,
     byte for byte (one model handed over, one fix: TVM's ConstantOfShape of a shape fed at run time fails
-    in one pipeline's lowering and in the other's code generation), and the refusal root its words name
-    (``oracle/triggers.py``'s ``DECLINED_TWINS``)."""
+    in one pipeline's lowering and in the other's code generation), and its failed converter check."""
     keys = []
     if analysis is not None and analysis.root and analysis.trigger:
         keys += [root_name(f, analysis.trigger, op, analysis.kinds) for op in analysis.shown_in]
@@ -723,14 +733,28 @@ def same_roots(f: Finding, graph: Graph, inputs: dict, analysis: Analysis | None
             h.update(f"{k}:{a.dtype}:{a.shape}".encode())
             h.update(a.tobytes())
         keys.append(f"{f.backend} crashes on the reduced case {h.hexdigest()[:16]}")
-        # the error a twin raised where the bug's variant ran on unchecked is the root of that refusal: a
-        # crash with its words is that check failing on the path that checks (OpenVINO's float64 eltwise
-        # "unsupported src_prc" fails a static compile, and is swallowed on one thread beside a QLinearConv)
-        keys.append(f"{BACKEND_NAMES.get(f.backend, f.backend)}: {refusal_words(f.message)} {UNCHECKED}")
         # one check failing in one operator's converter is one defect, whatever trigger named the root
         # (OpenVINO's LayerNormalization reshape check: rooted by axis=0 in one case, by the check in another)
-        keys.append(converter_root(f) or check_root(f, graph))
+        keys.append(converter_root(f, graph) or check_root(f, graph))
     return [k for k in keys if k and (analysis is None or k != analysis.root)]
+
+
+def refused_root(f: Finding, graph: Graph) -> str:
+    """The refusal root (``oracle/triggers.py``'s ``DECLINED_TWINS``) that a crash's words name: the error a
+    twin raised where the bug's variant ran on unchecked, here failing on the path that checks (OpenVINO's
+    float64 eltwise "unsupported src_prc" fails a static compile, and is swallowed on one thread beside a
+    QLinearConv); "" for no crash.  Only a key to join where such a root is listed (``root_keys``): words
+    alone are no root (IREE's "failed to legalize operation" names no operation once quotes are stripped)."""
+    if f.oracle != CRASH:
+        return ""
+    return f"{BACKEND_NAMES.get(f.backend, f.backend)}: {refusal_words(_sections(f.message or '', graph))} {UNCHECKED}"
+
+
+def root_keys(store: Any, same: Sequence[str], signature: str, refused: str) -> list[str]:
+    """The keys a bug's root is joined with (``join_roots``): ``same_roots``'s, the bug's own signature (a
+    bystander that another's reduction found under it is this root's), and the refusal root its words name
+    where the store lists that root."""
+    return [*same, signature, *([refused] if refused and store.has_root(refused) else [])]
 
 
 def join_roots(store: Any, root: str, same: Sequence[str]) -> str:
@@ -740,7 +764,7 @@ def join_roots(store: Any, root: str, same: Sequence[str]) -> str:
     known: dict[str, str] = store.get_meta(ALIASES_META) or {}
     canonical = known.get(root) or next((known[k] for k in same if k in known), root)
     if canonical == root and _SIGNATURE.fullmatch(root):  # a readable key the store lists names it over a signature
-        canonical = next((k for k in same if store.has_root(k)), root)
+        canonical = next((k for k in same if k != root and store.has_root(k)), root)
     moved = [k for k in dict.fromkeys([root, *same]) if k != canonical and known.get(k) != canonical]
     for k in moved:
         known[k] = canonical
