@@ -472,6 +472,10 @@ def test_a_converter_or_check_root_counts_only_the_reduced_cases_operators() -> 
     assert converter_root(f) == converter_root(f, one("DequantizeLinear"))  # no case: the whole message
     assert check_root(f, one("Resize")).endswith("Resize fails the check at interpolate_shape_inference.hpp:48")
     assert check_root(f, one("Tile")) == ""
+    both = one("Resize")
+    both.add_value(Value("z", TensorType((1, 4), "float32"), NODE_KIND))
+    both.add_node(Node("DequantizeLinear", ["x"], ["z"], {}, "n1"))
+    assert converter_root(f, both) == ""  # two of the case's operators fail: no one converter's root
 
 
 def test_a_complaint_repeated_per_element_is_one_message() -> None:

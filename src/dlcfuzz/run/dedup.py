@@ -442,12 +442,16 @@ def frontend_site_root(f: Finding) -> str:
 
 def _sections(message: str, graph: Graph | None) -> str:
     """What a crash's message says about the operators of ``graph``: where the message reports several
-    operators, one section each (OpenVINO's "-- Trilu-22 with a message:"), theirs alone (an unreduced test's
-    report names operators its reduced case no longer has); else the whole message."""
+    operators, one section each (OpenVINO's "-- Trilu-22 with a message:"), the one of the case's operator
+    (an unreduced test's report names operators its reduced case no longer has), "" where two of the case's
+    operators fail (a Resize and a QLinearConv in one reduced case bridged two roots of c44); else the whole
+    message."""
     if graph is None or not _SECTION.search(message):
         return message
     ops = {n.op for n in graph.nodes}
-    return "".join(m.group(2) for m in _SECTION.finditer(message) if m.group(1) in ops)
+    mine = [m for m in _SECTION.finditer(message) if m.group(1) in ops]
+    # where several of the case's operators fail, their words would join two defects' roots: none
+    return mine[0].group(2) if len({m.group(1) for m in mine}) == 1 else ""
 
 
 def converter_root(f: Finding, graph: Graph | None = None) -> str:
@@ -745,9 +749,8 @@ def refused_root(f: Finding, graph: Graph) -> str:
     float64 eltwise "unsupported src_prc" fails a static compile, and is swallowed on one thread beside a
     QLinearConv); "" for no crash.  Only a key to join where such a root is listed (``root_keys``): words
     alone are no root (IREE's "failed to legalize operation" names no operation once quotes are stripped)."""
-    if f.oracle != CRASH:
-        return ""
-    return f"{BACKEND_NAMES.get(f.backend, f.backend)}: {refusal_words(_sections(f.message or '', graph))} {UNCHECKED}"
+    words = refusal_words(_sections(f.message or "", graph)) if f.oracle == CRASH else ""
+    return f"{BACKEND_NAMES.get(f.backend, f.backend)}: {words} {UNCHECKED}" if words else ""
 
 
 def root_keys(store: Any, same: Sequence[str], signature: str, refused: str) -> list[str]:
