@@ -330,3 +330,15 @@ def test_openvino_dynamic_lrn_against_its_default_is_the_root_its_threads_twin_r
     f = campaign_finding("927180b3fe7a09a3")
     without = analyze_triggers(pool, f, g, feeds, None, graph_signature(f, g), skip=(THREADS,))
     assert without.root == "OpenVINO: dynamic shapes", without.summary()
+
+
+def test_openvino_resize_of_the_batch_axis_is_its_refusals_root_before_an_operands_form(pool) -> None:
+    """OpenVINO's dynamic-shape Resize of the batch axis, its scales an initializer: wrong values on one
+    thread, the Interpolate refusal on the compiler's threads; with the scales fed at run time it comes out
+    right.  The operands' form was asked first and named "Resize with operands folded as initializers", a
+    root apart from the refusal's (c44: two roots, one cause).  The threads twin is asked before an operand's
+    form (after the values' causes): one root, the refusal's."""
+    need("openvino")
+    a = recorded(pool, "c502c11bfe20a904")
+    assert a.kinds == [THREADS] and "only supports resize on spatial dimensions" in a.root, a.summary()
+    assert a.root.endswith(UNCHECKED), a.root

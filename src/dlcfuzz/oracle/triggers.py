@@ -1469,12 +1469,15 @@ def analyze(runner: Runner, finding: Finding, graph: Graph, feeds: Feeds, first:
     if swallowing:
         order = [v for v in order if v.kind in SWALLOWED] + [v for v in order if v.kind not in SWALLOWED]
     elif finding.oracle != CRASH:
-        # within one part, before the static twin: "dynamic shapes" names every dynamic-shape defect alike,
-        # where the error that the threads twin raises names this one (OpenVINO's dynamic LRN "Primitive
-        # descriptor was not found": rooted by its words against f32, by "dynamic shapes" against the default)
+        # within one part, after the values' causes and before the operands' form and the static twin: the
+        # error that the threads twin raises names the defect, where "dynamic shapes" names every dynamic-shape
+        # defect alike and an operand's form the path that reaches it (OpenVINO's dynamic LRN "Primitive
+        # descriptor was not found": rooted by its words against f32, by "dynamic shapes" against the default;
+        # its Resize of the batch axis: by the Interpolate refusal, and by "operands folded as initializers"
+        # where scales fed at run time take the checked path)
         twins = [v for v in order if v.kind in SWALLOWED]
         rest = [v for v in order if v.kind not in SWALLOWED]
-        at = next((i for i, v in enumerate(rest) if v.kind == STATIC), len(rest))
+        at = next((i for i, v in enumerate(rest) if v.kind not in (EXACT_RANGE, INT32_RANGE, SIGNED)), len(rest))
         order = rest[:at] + twins + rest[at:]
     asks_twin = finding.oracle != CRASH  # the twin's error, where it raises one, is what the variant swallowed
     later: Variation | None = None  # a swallowing twin's vanishing, asked early, named in its place in ``_ORDER``
