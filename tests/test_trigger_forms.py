@@ -342,3 +342,19 @@ def test_openvino_resize_of_the_batch_axis_is_its_refusals_root_before_an_operan
     a = recorded(pool, "c502c11bfe20a904")
     assert a.kinds == [THREADS] and "only supports resize on spatial dimensions" in a.root, a.summary()
     assert a.root.endswith(UNCHECKED), a.root
+
+
+def test_a_case_with_a_contrib_operator_is_varied_and_openvinos_lstm_peephole_is_one_root(pool) -> None:
+    """OpenVINO ignores LSTM's peephole input P: where P feeds the LSTM alone it drops the input (a
+    DroppedInput at import), where a com.microsoft.FastGelu reads P too it computes wrong values.  ONNX's
+    inference and evaluator know no contrib operator, so every variation of the second case was invalid and
+    it had no root (c44: two roots, one cause).  The contrib operator keeps its outputs' types where a
+    variation leaves its inputs' alone: omitting P makes the bug vanish, and the operator's form is one
+    root with the import crash's."""
+    need("openvino")
+    values = recorded(pool, "8f1a79a467a5e6a7")
+    assert values.kinds == [OPTIONAL] and values.trigger == ["P given"], values.summary()
+    g, feeds = case("a1d509e1ed33e1df")
+    f = campaign_finding("a1d509e1ed33e1df")
+    crash = analyze_triggers(pool, f, g, feeds, None, graph_signature(f, g))
+    assert values.root == crash.root == "OpenVINO: LSTM with P given", (values.root, crash.root)

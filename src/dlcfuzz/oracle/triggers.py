@@ -92,7 +92,7 @@ from typing import Any
 import numpy as np
 
 from dlcfuzz.backends.base import OK, UNSET, Outcome, Test, Variant, unset, unset_option
-from dlcfuzz.ir import CONST_KIND, INPUT_KIND, NODE_KIND, Graph, Node, TensorType, Value
+from dlcfuzz.ir import CONST_KIND, INPUT_KIND, NODE_KIND, Graph, Node, TensorType, Value, op_identity
 from dlcfuzz.ir.dtypes import onnx_type_name
 from dlcfuzz.oracle.compare import all_finite
 from dlcfuzz.oracle.findings import COMPILER, CRASH, DIFFERENTIAL, METAMORPHIC, Finding
@@ -350,6 +350,13 @@ def retyped(g: Graph, feeds: Feeds | None = None) -> Graph | None:
     made = [name for name, v in g.values.items() if v.kind == NODE_KIND]
     if feeds is not None and any(name not in types or not types[name].dtype for name in made):
         types.update(_run_types(g, feeds, made))
+    # an operator of another domain (com.microsoft's), which neither ONNX's inference nor its evaluator
+    # knows, keeps the types its outputs had where the variation left its inputs' types as they were
+    for n in g.nodes:
+        if op_identity(n.op)[0] and all(types.get(x, g.values[x].type) == g.values[x].type for x in n.inputs if x):
+            for o in n.outputs:
+                if o and (o not in types or not types[o].dtype):
+                    types[o] = g.values[o].type
     out = _copy(g)
     for name in made:
         t = types.get(name)
