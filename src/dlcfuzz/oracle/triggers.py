@@ -1629,19 +1629,22 @@ def analyze(runner: Runner, finding: Finding, graph: Graph, feeds: Feeds, first:
         # (the finding's own output is the unreduced graph's)
         outs = [graph.outputs[f.output] for f in controls if f.diverges and 0 <= f.output < len(graph.outputs)]
         shown = suspect(graph, first) or next((n for n in graph.nodes if outs and outs[0] in n.outputs), None)
-        beside(a, finding, shown, diverges, note)
+        beside(a, finding, graph, shown, diverges, note)
     a.runs, a.seconds, a.compiler_seconds = trial.runs, time.monotonic() - t0, trial.compiler_seconds
     return a
 
 
-def beside(a: Analysis, finding: Finding, node: Node | None, run: Callable[[tuple[Variation, ...], str], bool | None],
+def beside(a: Analysis, finding: Finding, graph: Graph, node: Node | None,
+           run: Callable[[tuple[Variation, ...], str], bool | None],
            note: Callable[[tuple[Variation, ...], bool | None], None]) -> None:
     """Wrong values, with no trigger, that show at ``node`` only beside a part of the case that shares no
     value with it: whose bug is it?  Where an Identity of a fresh input in the operator's place comes back
     right beside the same part, the operator is needed, and the bug is the operator's beside any part
     (OpenVINO's dynamic-shape If returns unwritten memory beside a GRU, an AveragePool, a LayerNormalization:
     one root).  Where the Identity comes back wrong too, the operator is a bystander of the other part (a
-    failing node empties every output of a dynamic model), and the signature, keyed on that part, stands."""
+    failing node empties every output of a dynamic model), and the signature, keyed on that part, stands.
+    The operators upstream of it in its part are tried first, the farthest first: the first whose stand-in
+    makes the bug vanish is where it starts (the If, where an Abs or a GatherND after it shows it)."""
     if node is None:
         return
     alone = Variation(BESIDE, "the part it shows in, alone", _alone(node))
@@ -1649,12 +1652,22 @@ def beside(a: Analysis, finding: Finding, node: Node | None, run: Callable[[tupl
     note((alone,), shown)
     if shown is not False:  # the part alone shows it (or cannot run): no bug of the parts together
         return
-    stand_in = Variation(BESIDE, f"{node.op} replaced by an Identity", _stand_in(node))
-    result = run((stand_in,), BESIDE)
-    note((stand_in,), result)
-    if result is False:
-        a.trigger, a.kinds, a.family = ["unrelated operators beside it"], [BESIDE], node.op
-        a.root = root_name(finding, a.trigger, node.op, a.kinds)
+    made_by = {o: n for n in graph.nodes for o in n.outputs}
+    upstream: set[str] = set()
+    todo = [x for x in node.inputs if x in made_by]
+    while todo:
+        producer = made_by[todo.pop()]
+        if producer.name not in upstream:
+            upstream.add(producer.name)
+            todo += [x for x in producer.inputs if x in made_by]
+    for candidate in [n for n in graph.toposort() if n.name in upstream] + [node]:
+        stand_in = Variation(BESIDE, f"{candidate.op} replaced by an Identity", _stand_in(candidate))
+        result = run((stand_in,), BESIDE)
+        note((stand_in,), result)
+        if result is False:
+            a.trigger, a.kinds, a.family = ["unrelated operators beside it"], [BESIDE], candidate.op
+            a.root = root_name(finding, a.trigger, candidate.op, a.kinds)
+            return
 
 
 def root_name(f: Finding, causes: list[str], family: str = "", kinds: Sequence[str] = ()) -> str:
