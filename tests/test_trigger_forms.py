@@ -362,3 +362,16 @@ def test_a_case_with_a_contrib_operator_is_varied_and_openvinos_lstm_peephole_is
     f = campaign_finding("a1d509e1ed33e1df")
     crash = analyze_triggers(pool, f, g, feeds, None, graph_signature(f, g))
     assert values.root == crash.root == "OpenVINO: LSTM with P given", (values.root, crash.root)
+
+
+def test_openvino_prelu_with_a_lower_rank_slope_is_one_root_however_it_shows(pool) -> None:
+    """OpenVINO takes PRelu's 1-D slope per channel (axis 1) where ONNX broadcasts it from the last axis, one
+    way (unidirectionally): wrong values against the reference, a wrong shape under dynamic shapes, and, on
+    the compiler's threads, an "Eltwise shape infer" error that one thread swallows (c43: three roots, one
+    cause).  The slope brought to the input's rank by leading 1s makes each vanish, the twin's error too:
+    one root, the operator's form.  (Before, only multidirectional broadcasting was aligned.)"""
+    need("openvino")
+    roots = [recorded(pool, s) for s in ("0b83d543fd14059d", "dd03707f2f60b8da", "4357ae8afda3c6fc")]
+    want = "OpenVINO: PRelu with operands of a lower rank"
+    assert [a.root for a in roots] == [want] * 3, [a.summary() for a in roots]
+    assert roots[0].kinds == [RANKS], roots[0].summary()

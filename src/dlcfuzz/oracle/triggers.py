@@ -751,7 +751,7 @@ def _at_version(node: Node, version: int) -> Callable[[Graph, Feeds], tuple[Grap
 
 def _broadcast_operands(g: Graph, node: Node, feeds: Feeds) -> list[tuple[str, str]]:
     """The node's operands of a lower rank than its output that broadcasting aligns to it: (name, "tensor")
-    for a tensor (of an operator that broadcasts its inputs multidirectionally, or Expand's input), (name,
+    for a tensor (of an operator that broadcasts its inputs, either way, or Expand's input), (name,
     "shape") for Expand's shape, where the case holds them (an input or a constant)."""
     out = g.values.get(node.outputs[0]) if node.outputs and node.outputs[0] else None
     schema = _schema(node.op, g.opset)
@@ -764,7 +764,8 @@ def _broadcast_operands(g: Graph, node: Node, feeds: Feeds) -> list[tuple[str, s
         if shape in own and np.size(feeds.get(shape, g.values[shape].data)) < out.type.rank:
             found.append((shape, "shape"))
         return found
-    if "multidirectional" not in (schema.doc or "").lower():
+    doc = (schema.doc or "").lower()
+    if "multidirectional" not in doc and "unidirectional" not in doc:  # PRelu's slope broadcasts one way
         return []
     return [(x, "tensor") for x in dict.fromkeys(node.inputs) if x in own and g.values[x].type.rank < out.type.rank]
 

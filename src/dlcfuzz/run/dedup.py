@@ -49,6 +49,7 @@ from dlcfuzz.oracle.triggers import (
     FAMILIES,
     KNOCK_ON,
     MAX_RUNS,
+    OPERATOR_FORM,
     PHASE_FREE,
     PRODUCER_TYPING,
     SIBLING,
@@ -670,7 +671,10 @@ def analyze_triggers(pool: Any, finding: Finding, graph: Graph, inputs: dict, fi
         a.runs, a.seconds = a.runs + of_crash.runs, a.seconds + of_crash.seconds
         a.compiler_seconds += of_crash.compiler_seconds
         a.tried += [{**t, "cause": f"{t['cause']} (the twin's crash)"} for t in of_crash.tried]
-        if of_crash.upstream is not None and of_crash.upstream.finding is not None and of_crash.root:
+        # adopted where it is a producer's bug, or the operator's form (OpenVINO's PRelu with a 1-D slope: the
+        # twin's "Eltwise shape infer" error vanishes with the slope at the input's rank, as the wrong values do)
+        form = bool(of_crash.kinds) and all(k in OPERATOR_FORM for k in of_crash.kinds)
+        if of_crash.root and (form or (of_crash.upstream is not None and of_crash.upstream.finding is not None)):
             a.root, a.trigger, a.kinds, a.family = of_crash.root, of_crash.trigger, of_crash.kinds, of_crash.family
             a.upstream, a.shown_in = of_crash.upstream, of_crash.shown_in
         return a
