@@ -160,6 +160,12 @@ def refusal_words(decline: str) -> str:
     return message_head(decline, _REFUSAL_CHARS)
 
 
+def refusal_root(backend: str, decline: str) -> str:
+    """The root a refusal names, whichever path runs it unchecked; "" for no words."""
+    words = refusal_words(decline)
+    return f"{BACKEND_NAMES.get(backend, backend)}: {words} {UNCHECKED}" if words else ""
+
+
 # the order causes are named in (the pipeline last: an operator's own cause is named before it; the element
 # type after the attributes and versions: a float32 operator runs other code, which any narrower cause explains)
 _ORDER = (EXACT_RANGE, INT32_RANGE, SIGNED, SIGN, RANKS, INITIALIZER, EMPTY, RUNTIME, STATIC, THREADS, OPSET, ATTRIBUTE,
@@ -1424,6 +1430,10 @@ def analyze(runner: Runner, finding: Finding, graph: Graph, feeds: Feeds, first:
     found, unavailable = variations(graph, feeds, first, finding.variant, variants, mate)
     found = [v for v in found if v.kind not in skip]
 
+    def diverged(found: list[Finding]) -> bool:
+        """Any divergence of the backend's, wherever it shows."""
+        return any(f.diverges and f.backend == finding.backend for f in found)
+
     reading = shows  # how a trial's findings are read (the control may loosen it, below)
     controls: list[Finding] = []  # the findings of the case as it is (the last control's)
 
@@ -1449,7 +1459,7 @@ def analyze(runner: Runner, finding: Finding, graph: Graph, feeds: Feeds, first:
         # another kind, than its signature reads, any divergence of the backend is the bug (a variation
         # then leaves it less often: fewer triggers, never a wrong one)
         def reading(found: list[Finding], g: Graph, kind: str) -> bool:
-            return any(f.diverges and f.backend == finding.backend for f in found)
+            return diverged(found)
 
         control = run((), "")
         a.tried.append({"kind": "control", "cause": "the reduced case, read as any divergence",
@@ -1617,14 +1627,14 @@ def analyze(runner: Runner, finding: Finding, graph: Graph, feeds: Feeds, first:
         # thread; dynamic shapes defer the check to inference, where one thread swallows it: one check)
         path = DECLINED_TWINS[refused_by]
         a.trigger, a.kinds = [f"a case its twin without {path} does not run"], [refused_by]
-        a.root = f"{BACKEND_NAMES.get(finding.backend, finding.backend)}: {refusal_words(refused)} {UNCHECKED}"
+        a.root = refusal_root(finding.backend, refused)
     if not a.root and swallowing and BESIDE not in skip:
         def diverges(vs: tuple[Variation, ...], kind: str) -> bool | None:
             """Any divergence of the backend's: the part alone must be right, and the stand-in is read
             whatever its signature (an Identity is no If)."""
             case = applied(vs, graph, feeds, finding.variant)
             found = trial(*case) if case is not None and trial.runs < max_runs else None
-            return None if found is None else any(f.diverges and f.backend == finding.backend for f in found)
+            return None if found is None else diverged(found)
 
         # where the case shows it: the located node, else the producer of the output the control saw differ
         # (the finding's own output is the unreduced graph's)

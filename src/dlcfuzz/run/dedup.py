@@ -54,10 +54,9 @@ from dlcfuzz.oracle.triggers import (
     PRODUCER_TYPING,
     SIBLING,
     THREADS,
-    UNCHECKED,
     Analysis,
     analyze,
-    refusal_words,
+    refusal_root,
     root_name,
     shows_without,
     with_unset_twins,
@@ -753,8 +752,7 @@ def refused_root(f: Finding, graph: Graph) -> str:
     float64 eltwise "unsupported src_prc" fails a static compile, and is swallowed on one thread beside a
     QLinearConv); "" for no crash.  Only a key to join where such a root is listed (``root_keys``): words
     alone are no root (IREE's "failed to legalize operation" names no operation once quotes are stripped)."""
-    words = refusal_words(_sections(f.message or "", graph)) if f.oracle == CRASH else ""
-    return f"{BACKEND_NAMES.get(f.backend, f.backend)}: {words} {UNCHECKED}" if words else ""
+    return refusal_root(f.backend, _sections(f.message or "", graph)) if f.oracle == CRASH else ""
 
 
 def root_keys(store: Any, same: Sequence[str], signature: str, refused: str) -> list[str]:
