@@ -158,3 +158,28 @@ def test_a_product_of_an_integer_rounded_from_floats_within_its_unit_is_a_tie() 
     g.nodes[0] = Node("Abs", ["x"], ["s"], {}, "n0")  # an integer not computed from floats: exact
     first = first_divergence(g, [i32(1), i32(126)], [i32(2), i32(252)], None, feeds)
     assert first["op"] == "Abs" and "tie" not in first, first
+
+
+def _mvn() -> Graph:
+    g = Graph(opset=18)
+    g.add_value(Value("x", TensorType((1, 2), "float32"), INPUT_KIND))
+    g.add_value(Value("y", TensorType((1, 2), "float32"), NODE_KIND))
+    g.add_node(Node("MeanVarianceNormalization", ["x"], ["y"], {"axes": [0, 1]}, "n0"))
+    g.outputs = ["y"]
+    return g
+
+
+@pytest.mark.parametrize(("x", "category"), [
+    # two close values: the spec's E[X^2] - E[X]^2 in float32 cancels, the expected values are rounding
+    # (the reference gives +-5e6 here, float64 +-1)
+    (f32(1000.0, 1000.01), NOISE),
+    # spread values: a few ulps move nothing, a wrong answer is the compiler's
+    (f32(-1.5, 2.25), COMPILER),
+])
+def test_a_divergence_at_an_operator_unstable_at_its_inputs_is_noise(x: np.ndarray, category: str) -> None:
+    g = _mvn()
+    test = Test(to_bytes(g), g.to_json(), {"x": x[None]})
+    f = Finding(DIFFERENTIAL, "value", "openvino", "basic", "run", "2/2 differ", other="reference/default", output=0)
+    localize(g, test, [f], Refuses(), ("reference", "default"), Criteria())
+    assert f.details["first_diverging"]["op"] == "MeanVarianceNormalization"
+    assert f.category == category, f.details["first_diverging"]
