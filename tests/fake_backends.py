@@ -26,13 +26,25 @@ class Segfault(OrtBackend):
 
 
 class HangOnNeg(OrtBackend):
-    """ORT, except that compiling a graph with a Neg node never ends."""
+    """ORT, except that compiling a graph with a Neg node never ends (a busy loop, on the CPU)."""
 
     name = "hang-on-neg"
 
     def compile(self, imported: bytes, variant: Variant):
+        while b"Neg" in imported:
+            pass
+        return super().compile(imported, variant)
+
+
+class WaitsOnNeg(OrtBackend):
+    """ORT, except that compiling a graph with a Neg node first waits 2.5 s off the CPU, as a compile
+    starved of its core by a loaded machine does."""
+
+    name = "waits-on-neg"
+
+    def compile(self, imported: bytes, variant: Variant):
         if b"Neg" in imported:
-            time.sleep(3600)
+            time.sleep(2.5)
         return super().compile(imported, variant)
 
 

@@ -9,7 +9,7 @@ import numpy as np
 from dlcfuzz.backends.base import CRASH, OK, OOM, RUN, SKIPPED, TIMEOUT, Outcome, Test
 from dlcfuzz.export.onnx import to_bytes
 from dlcfuzz.ir.hints import feed_array
-from dlcfuzz.run.worker import Pace, PhaseLimits, WorkerPool
+from dlcfuzz.run.worker import WALL_SLACK, Pace, PhaseLimits, WorkerPool
 from dlcfuzz.spec import REGISTRY
 from tests.helpers import ort_generator
 
@@ -87,7 +87,25 @@ def test_a_hang_is_called_at_the_backends_own_pace() -> None:
         waited = time.monotonic() - t0
         assert got.status == TIMEOUT and got.phase == "compile"
         assert 2.0 <= waited < 15  # the floor (ORT compiles these in milliseconds), not 600 s
-        assert got.seconds == {"compile": 2.0}
+        assert 2.0 <= got.seconds["compile"] <= waited
+    finally:
+        pool.close()
+
+
+def test_a_phase_is_limited_by_its_time_on_the_cpu_and_by_a_multiple_on_the_clock() -> None:
+    """A compile that waits off the CPU past its limit (a starved one) is no hang; one that sleeps for
+    good is called at WALL_SLACK times the limit; one that spins at the limit."""
+    import time
+
+    pool = WorkerPool(PhaseLimits(compile=1.5))
+    try:
+        assert pool.run("tests.fake_backends:WaitsOnNeg", make_test(["Neg"]), ["all"])["all"].status == OK
+        t0 = time.monotonic()
+        assert pool.run("tests.fake_backends:HangOnNeg", make_test(["Neg"]), ["all"])["all"].status == TIMEOUT
+        assert time.monotonic() - t0 < 1.5 * WALL_SLACK
+        t0 = time.monotonic()
+        assert pool.run("tests.fake_backends:Hang", make_test(["Relu"]), ["default"])["default"].status == TIMEOUT
+        assert 1.5 * WALL_SLACK <= time.monotonic() - t0 < 15
     finally:
         pool.close()
 

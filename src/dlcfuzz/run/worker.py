@@ -93,6 +93,9 @@ class PhaseLimits:
         return {START: self.start, IMPORT: self.import_, COMPILE: self.compile, RUN: self.run}[phase]
 
 
+# a phase's limit counts the time its worker ran on a CPU; the clock alone calls a hang at this multiple
+WALL_SLACK = 3.0
+
 START_METHODS = ("spawn", "fork")
 DEFAULT_START = "fork"  # how a pool starts workers unless told (WorkerPool(start=...), DLCFUZZ_WORKER_START)
 
@@ -457,6 +460,16 @@ def _rss_mb(pid: int) -> float:
         return 0.0
 
 
+def _cpu_seconds(pid: int) -> float | None:
+    """The CPU time ``pid`` and its reaped children have used (None: no /proc to read it from)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")  # utime stime cutime cstime
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def _ended_process(pid: int) -> bool:
     """Whether ``pid`` is gone or a zombie (a process that is not our child, so that waitpid cannot say)."""
     try:
@@ -665,18 +678,24 @@ class Worker:
     # -- waiting with timeouts and the memory cap ------------------------------------------
     def _wait(self, phase: str, timeout: float) -> Any:
         """The next message, or an Outcome describing why none came (with the seconds it waited: a hang
-        costs its limit, which the campaign's accounting must see)."""
+        costs its time, which the campaign's accounting must see).  A phase hangs once it has run
+        ``timeout`` seconds on the clock *and* on the CPU, or ``WALL_SLACK`` times that on the clock alone:
+        on a machine shared by more workers than cores a compile gets a share of a core, and Halide's
+        47-second compile passed a 120-second limit there (c43); a child that sleeps or waits on a lock
+        uses no CPU, and is called by the clock alone."""
         started = time.monotonic()
-        deadline = started + timeout
+        cpu_before = _cpu_seconds(self.proc.pid)
         while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
+            waited = time.monotonic() - started
+            cpu = _cpu_seconds(self.proc.pid)
+            used = waited if cpu is None or cpu_before is None else min(waited, cpu - cpu_before)
+            if used >= timeout or waited >= WALL_SLACK * timeout:
                 stack = self._stack()
                 self.kill()
                 return Outcome(TIMEOUT, phase, message=f"{phase} exceeded {timeout:.0f}s", traceback=stack,
-                               seconds={phase: timeout})
+                               seconds={phase: waited})
             # poll, not select: select fails on descriptors above 1023, which a long campaign reaches
-            if self._poll.poll(min(left, 0.25) * 1000):
+            if self._poll.poll(min(timeout - used, 0.25) * 1000):
                 msg = _recv(self._fd)
                 if msg is None:
                     return self._ended(phase, started)
