@@ -123,3 +123,21 @@ def test_a_crash_with_the_words_a_twin_refused_is_that_refusals_root(tmp_path: P
         assert _listed(store) == {"swallowed", "first", "second"}, store.bug_entries()
     finally:
         store.close()
+
+
+def test_a_knock_on_crash_is_no_key_of_the_converter_that_refused_it() -> None:
+    """c45: OpenVINO's Reduce converter refused a ReduceLogSum's wrong shape (root "Reduce* at version 13")
+    and a ConcatFromSequence's untyped output (root "a reader of ConcatFromSequence's output"); its check
+    keyed both, and joined two defects.  A crash the analysis finds a knock-on keeps the case's key only."""
+    from dlcfuzz.oracle.triggers import KNOCK_ON
+
+    message = ("While validating ONNX node '<Node(ReduceMin): n1>': Check 'axes < rank' failed at "
+               "src/frontends/onnx/frontend/src/op/reduce.cpp:61: Number of reduction axes is larger")
+    f = Finding(CRASH, "exception", "openvino", "f32", "import", message, "RuntimeError")
+    g, inputs = _case(2.0)
+    converter = "openvino: frontend onnx converter reduce"
+    assert converter in same_roots(f, g, inputs, None)
+    knock_on = Analysis(root="OpenVINO import crash on ReduceLogSum's wrong shape",
+                        trigger=["ReduceLogSum's wrong shape"], kinds=[KNOCK_ON], family="ReduceLogSum")
+    keys = same_roots(f, g, inputs, knock_on)
+    assert converter not in keys and len(keys) == 1 and "crashes on the reduced case" in keys[0], keys
