@@ -375,3 +375,30 @@ def test_openvino_prelu_with_a_lower_rank_slope_is_one_root_however_it_shows(poo
     want = "OpenVINO: PRelu with operands of a lower rank"
     assert [a.root for a in roots] == [want] * 3, [a.summary() for a in roots]
     assert roots[0].kinds == [RANKS], roots[0].summary()
+
+
+def test_openvino_resize_ignoring_keep_aspect_ratio_policy_is_one_root_whatever_its_value(pool) -> None:
+    """OpenVINO's Resize through sizes takes keep_aspect_ratio_policy not_smaller and not_larger alike as
+    stretch, the default (c43: two roots, one per value).  The attribute set back to its default makes the
+    bug vanish, and OpenVINO's outputs do not move with it where the baseline's do: the attribute is
+    ignored, whichever value the case set."""
+    need("openvino")
+    smaller = recorded(pool, "5232d79d53814edd")
+    assert smaller.root == "OpenVINO: Resize with keep_aspect_ratio_policy ignored", smaller.summary()
+    g, feeds = case("5232d79d53814edd")
+    g.nodes[0].attrs["keep_aspect_ratio_policy"] = "not_larger"  # sizes [13, 4] on 1x1: 4x4, not 4x13
+    f = found(pool, g, feeds, OPENVINO)
+    larger = analyze_triggers(pool, f, g, feeds, None, graph_signature(f, g))
+    assert larger.root == smaller.root, larger.summary()
+
+
+def test_tvm_resize_with_axes_is_one_root_through_scales_and_sizes(pool) -> None:
+    """TVM's Resize reads scales and sizes as given for every axis, whatever ``axes`` lists: an IndexError
+    at one line of its converter through scales, another at another line through sizes (c46: two roots,
+    keyed by those lines).  ``axes`` has no default to set back; omitted, with the operands given for every
+    axis (the others at their identity), the same Resize runs, and the bug vanishes: "Resize with axes given"
+    for both."""
+    need("tvm")
+    through_scales, through_sizes = recorded(pool, "5e8f8ba3c797a6bc"), recorded(pool, "2e354f9f3b93d6f0")
+    assert through_scales.root == "TVM: Resize with axes given", through_scales.summary()
+    assert through_sizes.root == through_scales.root, through_sizes.summary()

@@ -449,3 +449,45 @@ def test_openvino_lrn_error_swallowed_on_one_thread_is_its_root() -> None:
     assert a.kinds == [THREADS] and "LRN node" in a.root and "Primitive descriptor was not found" in a.root, (
         a.summary())
     assert a.root.endswith(UNCHECKED) and not without.root, (a.root, without.summary())
+
+
+@pytest.mark.parametrize(("operands", "attrs", "out"), [
+    # roi and scales for axes [3, 2] of a 1x2x3x4 input: crop and resize the two inner axes
+    ({1: np.array([0.1, 0.2, 0.9, 0.8], np.float32), 2: np.array([1.5, 2.0], np.float32)},
+     {"axes": [3, 2], "coordinate_transformation_mode": "tf_crop_and_resize", "mode": "linear"}, (1, 2, 6, 6)),
+    # sizes for axes [-2, 0], fed at run time
+    ({3: np.array([5, 2], np.int64)}, {"axes": [-2, 0], "mode": "nearest"}, (2, 2, 5, 4)),
+])
+def test_resize_axes_omitted_with_operands_for_every_axis_is_the_same_operation(operands: dict, attrs: dict,
+                                                                               out: tuple[int, ...]) -> None:
+    """``axes given`` switched off: the operands listed per axis given for every axis, the others at their
+    identity (roi [0, 1], scale 1, the input's length); ONNX Runtime computes the same outputs."""
+    import onnxruntime as ort
+
+    from dlcfuzz.oracle.triggers import _all_axes
+
+    g, feeds = Graph(opset=19), {}
+    x = np.arange(24, dtype=np.float32).reshape(1, 2, 3, 4)
+    g.add_value(Value("x", TensorType(x.shape, "float32"), INPUT_KIND))
+    feeds["x"] = x
+    names = ["x", "", "", ""]
+    for position, data in operands.items():
+        names[position] = f"o{position}"
+        pinned = data.dtype == np.int64  # sizes fed at run time (pinned), the others initializers
+        kind = INPUT_KIND if pinned else CONST_KIND
+        g.add_value(Value(names[position], TensorType(data.shape, data.dtype.name), kind, data))
+        if pinned:
+            feeds[names[position]] = data
+    g.add_value(Value("y", TensorType(out, "float32"), NODE_KIND))
+    g.add_node(Node("Resize", names[:max(operands) + 1], ["y"], attrs, "n0"))
+    g.outputs = ["y"]
+    h, hf = _all_axes(g.nodes[0])(g, feeds)
+    assert "axes" not in h.nodes[0].attrs
+    assert all(h.values[n].type.shape[0] in (4, 8) for n in h.nodes[0].inputs[1:] if n)
+
+    def run(graph: Graph, fd: dict) -> np.ndarray:
+        return ort.InferenceSession(to_bytes(graph), providers=["CPUExecutionProvider"]).run(None, fd)[0]
+
+    want = run(g, feeds)
+    assert want.shape == out
+    np.testing.assert_allclose(run(h, hf), want, rtol=1e-6)

@@ -86,7 +86,7 @@ import itertools
 import re
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -94,7 +94,7 @@ import numpy as np
 from dlcfuzz.backends.base import OK, UNSET, Outcome, Test, Variant, unset, unset_option
 from dlcfuzz.ir import CONST_KIND, INPUT_KIND, NODE_KIND, Graph, Node, TensorType, Value, op_identity
 from dlcfuzz.ir.dtypes import onnx_type_name
-from dlcfuzz.oracle.compare import all_finite
+from dlcfuzz.oracle.compare import all_finite, compare
 from dlcfuzz.oracle.findings import COMPILER, CRASH, DIFFERENTIAL, METAMORPHIC, Finding
 from dlcfuzz.oracle.judge import CONFIRM_RUNS, Runner, criteria_for, judge, run_baseline, run_confirmed
 
@@ -597,6 +597,52 @@ def _rank(g: Graph, node: Node) -> int | None:
     return v.type.rank if v is not None else None
 
 
+# operators whose ``axes`` attribute lists the axes that operands give one entry for (none: every axis), and
+# those operands: (input position, what an axis not listed takes: "region" [start 0, end 1], "one", "length")
+PER_AXIS = {"Resize": ((1, "region"), (2, "one"), (3, "length"))}
+
+
+def _all_axes(node: Node) -> Callable[[Graph, Feeds], tuple[Graph, Feeds] | None]:
+    """The case with ``axes`` omitted (every axis) and the per-axis operands given for every axis, the axes
+    not listed at their identity: the same operation (TVM's Resize reads scales and sizes as full-rank
+    whatever axes says: an IndexError through one, another through the other, wrong values where it fits)."""
+    def apply(g: Graph, feeds: Feeds) -> tuple[Graph, Feeds] | None:
+        h, new = _copy(g), dict(feeds)
+        n = h.nodes[_at(h, node)]
+        x = h.values[n.inputs[0]].type
+        if not isinstance(x, TensorType):
+            return None
+        rank = x.rank
+        axes = [int(a) + rank if int(a) < 0 else int(a) for a in n.attrs["axes"]]
+        for position, fill in PER_AXIS[n.op]:
+            name = n.inputs[position] if len(n.inputs) > position else ""
+            if not name:
+                continue
+            v = h.values[name]
+            given = v.data if v.data is not None else new.get(name)
+            if given is None or sum(name in m.inputs for m in h.nodes) > 1:  # computed, or read elsewhere too
+                return None
+            given = np.asarray(given).ravel()
+            if given.size != len(axes) * (2 if fill == "region" else 1):
+                return None
+            if fill == "region":
+                full = np.concatenate([np.zeros(rank), np.ones(rank)]).astype(given.dtype)
+                full[axes] = given[:len(axes)]
+                full[[rank + a for a in axes]] = given[len(axes):]
+            else:
+                full = (np.ones(rank) if fill == "one" else np.array(x.shape)).astype(given.dtype)
+                full[axes] = given
+            v.type = TensorType((full.size,), v.type.dtype)
+            if v.data is not None:  # an initializer, or a pinned input (fed its data at run time)
+                v.data = full
+            if name in new:
+                new[name] = full
+        del n.attrs["axes"]
+        h2 = retyped(h, new)
+        return (h2, new) if h2 is not None else None
+    return apply
+
+
 def _positive_axes(node: Node) -> Callable[[Graph, Feeds], tuple[Graph, Feeds] | None]:
     def apply(g: Graph, feeds: Feeds) -> tuple[Graph, Feeds] | None:
         h, new = _copy(g), dict(feeds)
@@ -1051,6 +1097,8 @@ def variations(g: Graph, feeds: Feeds, first: Mapping[str, Any] | None, variant:
         for name, value in sorted(node.attrs.items()):
             if name in defaults and defaults[name] != value:
                 out.append(Variation(ATTRIBUTE, _attribute_cause(name, value), _omit(node, name), about=name))
+        if node.op in PER_AXIS and node.attrs.get("axes") is not None:  # no default in the schema: every axis
+            out.append(Variation(ATTRIBUTE, "axes given", _all_axes(node), about="axes"))
         if _negative_axes(g, node):
             out.append(Variation(SIGN, "a negative axis", _positive_axes(node)))
         if _negative_positions(g, node):
@@ -1113,6 +1161,7 @@ class Trial:
         self.failed_at: tuple[str, Outcome] | None = None  # the variant that failed it, and how
         self.crashed: list[Finding] = []  # the compiler's crashes on the last case (its own, whatever the oracle)
         self.fresh = False  # every case in a worker of its own (``analyze``: a control a used worker hides)
+        self.outputs: dict[str, list[np.ndarray]] = {}  # the last case's outputs, per variant that ran it
 
     def __call__(self, g: Graph, feeds: Feeds, variant: str) -> list[Finding] | None:
         """The findings of ``variant`` on the case (a metamorphic bug's: beside its mate, and against the
@@ -1138,6 +1187,7 @@ class Trial:
         fresh = self.fresh or any(UNSET in n for n in names)
         got, late, seconds = run_confirmed(self.runner, self.f.backend, test, names, fresh=fresh, runs=runs)
         self.compiler_seconds += seconds
+        self.outputs = {v: o.outputs for v, o in got.items() if o.status == OK and o.outputs is not None}
         by_baseline = self.f.oracle in (DIFFERENTIAL, METAMORPHIC)
         criteria = self.criteria.for_graph(g, base.name if by_baseline else self.f.other)
         verdict = judge({self.f.backend: got}, base.outputs if by_baseline else None, criteria)
@@ -1411,6 +1461,19 @@ def applied(vs: Sequence[Variation], graph: Graph, feeds: Feeds, variant: str) -
     return g, fd, variant
 
 
+def ignored(v: Variation, computed: Mapping[str, list[np.ndarray]], trial: Trial) -> Variation:
+    """An attribute's value that the bug needs, as ``v`` names it, or where the variant computes the same
+    outputs with the attribute at its default (the last trial's), the attribute ignored: the baseline's
+    outputs moved with the value and the compiler's did not, whichever value the case set (OpenVINO takes
+    Resize's keep_aspect_ratio_policy not_smaller and not_larger alike as stretch: one root)."""
+    if v.kind != ATTRIBUTE or "=" not in v.cause:  # a number or a list is named by the attribute alone already
+        return v
+    mine, default = computed.get(trial.f.variant), trial.outputs.get(trial.f.variant)
+    if mine is None or default is None or compare(default, mine, trial.criteria.tolerances) is not None:
+        return v
+    return replace(v, cause=f"{v.about} ignored")
+
+
 def analyze(runner: Runner, finding: Finding, graph: Graph, feeds: Feeds, first: Mapping[str, Any] | None,
             variants: Mapping[str, Mapping[str, Any]], shows: Sign,
             tolerances: Mapping[str, tuple[float, float]] | None = None, max_runs: int = MAX_RUNS,
@@ -1437,6 +1500,8 @@ def analyze(runner: Runner, finding: Finding, graph: Graph, feeds: Feeds, first:
     reading = shows  # how a trial's findings are read (the control may loosen it, below)
     controls: list[Finding] = []  # the findings of the case as it is (the last control's)
 
+    computed: dict[str, list[np.ndarray]] = {}  # the variant's outputs on the case as it is (the last control's)
+
     def run(vs: tuple[Variation, ...], kind: str) -> bool | None:
         case = applied(vs, graph, feeds, finding.variant)
         if case is None or trial.runs >= max_runs:
@@ -1445,6 +1510,8 @@ def analyze(runner: Runner, finding: Finding, graph: Graph, feeds: Feeds, first:
         findings = trial(g, fd, variant)
         if not vs:
             controls[:] = findings or []
+            computed.clear()
+            computed.update(trial.outputs)
         return None if findings is None else reading(findings, g, kind)
 
     def note(vs: tuple[Variation, ...], result: bool | None) -> None:
@@ -1524,7 +1591,7 @@ def analyze(runner: Runner, finding: Finding, graph: Graph, feeds: Feeds, first:
             later = v
             continue
         if result is False:  # the smallest set: one cause, the first in ``_ORDER`` that makes it vanish
-            needed = [v]
+            needed = [ignored(v, computed, trial)]
             break
         if result is True:
             kept.append(v)
