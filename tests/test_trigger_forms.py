@@ -402,3 +402,12 @@ def test_tvm_resize_with_axes_is_one_root_through_scales_and_sizes(pool) -> None
     through_scales, through_sizes = recorded(pool, "5e8f8ba3c797a6bc"), recorded(pool, "2e354f9f3b93d6f0")
     assert through_scales.root == "TVM: Resize with axes given", through_scales.summary()
     assert through_sizes.root == through_scales.root, through_sizes.summary()
+
+
+def test_tvm_conv_transpose_ignoring_output_shape_is_rooted_by_that_attribute(pool) -> None:
+    """TVM's ConvTranspose ignores ``output_shape`` (c43: two roots, one a Mod failing on its wrong shape,
+    c46: no trigger).  The attribute has no default in ONNX's schema; omitted, the operator computes its own
+    output shape, which TVM gets right: the root is the attribute given."""
+    need("tvm")
+    a = recorded(pool, "80f76616fdf74f1a")
+    assert a.root == "TVM: ConvTranspose with output_shape given", a.summary()

@@ -32,8 +32,9 @@ where no single one does, the operator's family is tried before the pairs (below
 - ``ELEMENT_TYPE``: the operator's integer, bool, float16 or float64 operands (those its schema binds to
   one type that float32 may be) fed as float32 (TVM cannot take a min_value of bool in ReduceMax and
   in ReduceMin: one root with their family, whatever each message says);
-- ``OPTIONAL``: an optional input the operator is given, omitted (its default: IREE computes a recurrent
-  layer's steps past its ``sequence_lens``);
+- ``OPTIONAL``: an optional input or attribute (one without a default) the operator is given, omitted
+  (its default: IREE computes a recurrent layer's steps past its ``sequence_lens``; TVM's ConvTranspose
+  ignores ``output_shape``; Resize's ``axes`` omitted with its per-axis operands given for every axis);
 - ``NEGATIVE``: the operator's negative operands made positive (IREE's Pow of a negative base is NaN, of
   an int32 base and a float32 one alike); ``TIES``: a selection's equal elements made distinct, their
   order kept (OpenVINO's dynamic-shape TopK does not put the lower index first).
@@ -580,6 +581,22 @@ def _optional_inputs(g: Graph, node: Node) -> list[tuple[int, str]]:
             if x and k < len(schema.inputs) and schema.inputs[k].option == optional]
 
 
+# optional attributes without a default whose omission changes nothing ONNX computes: the kernel's and the
+# hidden state's sizes are then read off the weights, and Dropout's seed matters only in training
+INFERRED = frozenset({"kernel_shape", "hidden_size", "seed"})
+
+
+def _optional_attributes(g: Graph, node: Node) -> list[str]:
+    """The optional attributes the node is given that have no default in its schema (omitted, the operator
+    computes its own: TVM's ConvTranspose ignores output_shape, its Resize reads scales and sizes as given
+    for every axis whatever ``axes`` lists)."""
+    schema = _schema(node.op, g.opset)
+    if schema is None:
+        return []
+    return [k for k, a in sorted(schema.attributes.items()) if k in node.attrs and not a.required
+            and not a.default_value.name and k not in INFERRED]
+
+
 def _omit_input(node: Node, position: int) -> Callable[[Graph, Feeds], tuple[Graph, Feeds] | None]:
     def apply(g: Graph, feeds: Feeds) -> tuple[Graph, Feeds] | None:
         h, new = _copy(g), dict(feeds)
@@ -1097,8 +1114,6 @@ def variations(g: Graph, feeds: Feeds, first: Mapping[str, Any] | None, variant:
         for name, value in sorted(node.attrs.items()):
             if name in defaults and defaults[name] != value:
                 out.append(Variation(ATTRIBUTE, _attribute_cause(name, value), _omit(node, name), about=name))
-        if node.op in PER_AXIS and node.attrs.get("axes") is not None:  # no default in the schema: every axis
-            out.append(Variation(ATTRIBUTE, "axes given", _all_axes(node), about="axes"))
         if _negative_axes(g, node):
             out.append(Variation(SIGN, "a negative axis", _positive_axes(node)))
         if _negative_positions(g, node):
@@ -1121,6 +1136,9 @@ def variations(g: Graph, feeds: Feeds, first: Mapping[str, Any] | None, variant:
             out.append(Variation(ELEMENT_TYPE, f"{element} inputs", _as_float32(names)))
         for position, name in _optional_inputs(g, node):
             out.append(Variation(OPTIONAL, f"{name} given", _omit_input(node, position), about=name))
+        for name in _optional_attributes(g, node):
+            omit = _all_axes(node) if name == "axes" and node.op in PER_AXIS else _omit(node, name)
+            out.append(Variation(OPTIONAL, f"{name} given", omit, about=name))
     return out, unavailable
 
 
