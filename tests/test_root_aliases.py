@@ -141,3 +141,28 @@ def test_a_knock_on_crash_is_no_key_of_the_converter_that_refused_it() -> None:
                         trigger=["ReduceLogSum's wrong shape"], kinds=[KNOCK_ON], family="ReduceLogSum")
     keys = same_roots(f, g, inputs, knock_on)
     assert converter not in keys and len(keys) == 1 and "crashes on the reduced case" in keys[0], keys
+
+
+def test_wrong_values_that_float32_operands_still_show_are_keyed_as_the_float32_bug() -> None:
+    """c46: TVM's ScatterElements writes at the same wrong offsets for int64 and for float32 data, and the
+    value signature keeps the data's type class: two roots.  Where the analysis fed the operator's integer
+    operands as float32 and the bug still showed, the type is no cause: the bug's key is its float32 twin's
+    signature.  Where that variation made it vanish (or was not tried), no such key."""
+    from dlcfuzz.oracle.triggers import ELEMENT_TYPE
+    from dlcfuzz.run.dedup import graph_signature
+
+    g, inputs = _case(2.0)
+
+    def wrong(dtype: str) -> Finding:
+        f = Finding(DIFFERENTIAL, "value", "tvm", "default", "run", "5/12 elements differ", other="reference/default",
+                    output=0)
+        f.details["first_diverging"] = {"node": "n0", "op": "Relu", "output": "y", "kind": "value", "dtype": dtype}
+        return f
+
+    shows = Analysis(tried=[{"kind": ELEMENT_TYPE, "cause": "integer inputs", "result": "shows"}])
+    vanished = Analysis(tried=[{"kind": ELEMENT_TYPE, "cause": "integer inputs", "result": "vanished"}])
+    twin = graph_signature(wrong("float32"), g)
+    assert graph_signature(wrong("int64"), g) != twin
+    assert twin in same_roots(wrong("int64"), g, inputs, shows)
+    assert twin not in same_roots(wrong("int64"), g, inputs, vanished)
+    assert same_roots(wrong("float32"), g, inputs, shows) == []  # a float32 bug is keyed by its own signature
