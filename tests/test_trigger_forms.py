@@ -81,7 +81,7 @@ def test_iree_crashes_on_values_of_unknown_rank_one_root_whatever_reads_them(poo
         assert a.kinds == [KNOCK_ON] and a.upstream is not None and a.upstream.first["kind"] == UNKNOWN_RANK, (
             a.summary())
     assert tile.root == mvn.root == (
-        "IREE compile crash: a value of a rank that ONNX's shape inference cannot tell"), (tile.root, mvn.root)
+        "IREE crash: a value of a rank that ONNX's shape inference cannot tell"), (tile.root, mvn.root)
     without = [analyzed(pool, s, IREE, skip=(KNOCK_ON,)).root for s in ("2cba12ea372910bc", "8fa2c939bcb63000")]
     assert tile.root not in without, without
 
@@ -254,9 +254,12 @@ def test_openvino_readers_of_a_sequence_output_are_one_root_where_another_produc
     need("openvino")
     hard_sigmoid, reduce_sum_square, pool_of_expand = (recorded(pool, s) for s in (
         "d99b7cffaee23f70", "c77c3cf0ddca9ca5", "6ab5bd1105f5b48c"))
-    typed = ("OpenVINO import crash: a reader of ConcatFromSequence's output, which another producer's of its "
+    typed = ("OpenVINO crash: a reader of ConcatFromSequence's output, which another producer's of its "
              "shape passes")
     assert hard_sigmoid.root == reduce_sum_square.root == typed, (hard_sigmoid.summary(), reduce_sum_square.summary())
+    # an EyeLike reading it fails OpenVINO's compile, not its import (c46): the producer's typing, one root
+    eye_like = recorded(pool, "77a94e0a6e68851a")
+    assert eye_like.root == typed, eye_like.summary()
     assert pool_of_expand.root == "OpenVINO import crash: GlobalLpPool on an input shaped at run time", (
         pool_of_expand.summary())
 

@@ -1684,7 +1684,10 @@ def analyze(runner: Runner, finding: Finding, graph: Graph, feeds: Feeds, first:
             a.trigger, a.kinds, a.family, a.upstream = [what], [KNOCK_ON], op, up
             a.at_consumer = up.finding is None
             who = BACKEND_NAMES.get(finding.backend, finding.backend)
-            a.root = f"{who} {finding.phase} crash{':' if up.finding is None else ' on'} {what}"
+            # a producer's typing, or a rank ONNX cannot tell, fails each reader in the phase that reader checks
+            # it (OpenVINO's ConcatFromSequence output: a ReduceMin's import, an EyeLike's compile): one root
+            phase = "" if kind in (PRODUCER_TYPING, UNKNOWN_RANK) else f" {finding.phase}"
+            a.root = f"{who}{phase} crash{':' if up.finding is None else ' on'} {what}"
             a.runs, a.seconds, a.compiler_seconds = trial.runs, time.monotonic() - t0, trial.compiler_seconds
             return a
     if named and node is None and finding.oracle != CRASH:
