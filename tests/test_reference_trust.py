@@ -275,3 +275,26 @@ def test_crop_and_resize_under_an_aspect_ratio_policy_is_refused():
     expected, ref = _both(crop("stretch"), {"x": x})  # sizes alone: both map by the integer lengths
     assert compare(expected, ref) is None and _trusted(crop("stretch"))
 
+
+
+def _roi_align(mode: str) -> Graph:
+    rois = np.array([[0.3, 0.2, 2.6, 2.9]], np.float32)
+    return _graph("RoiAlign", [("X", (1, 1, 4, 4), "float32", None), ("rois", (1, 4), "float32", rois),
+                               ("idx", (1,), "int64", np.array([0], np.int64))],
+                  [("Y", (1, 1, 2, 2), "float32")], opset=16, mode=mode, output_height=2, output_width=2,
+                  sampling_ratio=1)
+
+
+def test_roi_align_max_has_no_baseline_and_avg_the_reference() -> None:
+    """With one sample per bin (sampling_ratio=1) a bin's max is that sample, its average too: ONNX's max and
+    avg give one answer.  ONNX Runtime and the reference give two (both take the max of the sample's four
+    weighted corner terms): neither is a baseline for mode=max, and the graph is judged without one."""
+    from dlcfuzz.oracle.judge import FALLBACK, REFERENCE_RUN, baseline_chain
+
+    x = {"X": np.random.default_rng(0).uniform(0.5, 2.0, (1, 1, 4, 4)).astype(np.float32)}
+    (ort_max,), (ref_max,) = _both(_roi_align("max"), x)
+    (ort_avg,), (ref_avg,) = _both(_roi_align("avg"), x)
+    np.testing.assert_allclose(ref_avg, ort_avg, rtol=1e-5)
+    assert compare([ort_avg], [ort_max]) is not None and compare([ref_avg], [ref_max]) is not None
+    assert baseline_chain(_roi_align("max")) == []
+    assert baseline_chain(_roi_align("avg")) == [REFERENCE_RUN, FALLBACK]

@@ -66,7 +66,7 @@ import numpy as np
 from dlcfuzz.backends.base import CRASH as CRASHED
 from dlcfuzz.backends.base import OK, Backend, Outcome, Test, Variant
 from dlcfuzz.backends.devices import device_of
-from dlcfuzz.backends.reference import ReferenceBackend
+from dlcfuzz.backends.reference import ReferenceBackend, no_baseline
 from dlcfuzz.ir import Graph
 from dlcfuzz.oracle.blame import blame
 from dlcfuzz.oracle.compare import GPU_TOLERANCES, LOW_PRECISION, Mismatch, chebyshev, compare, pair_tolerances
@@ -181,7 +181,10 @@ def reference_trusted(graph: Graph | None) -> bool:
 
 def baseline_chain(graph: Graph | None, reference: bool = True) -> list[Pair]:
     """The baselines in the order they are tried: the reference evaluator where it is trusted for the
-    graph (and ``reference``: it is available), then ONNX Runtime without optimizations."""
+    graph (and ``reference``: it is available), then ONNX Runtime without optimizations; none where both
+    compute a node of it wrong (``backends/reference.py``: ``Rule.ort_too``)."""
+    if graph is not None and no_baseline(graph) is not None:
+        return []
     return [REFERENCE_RUN, FALLBACK] if reference and reference_trusted(graph) else [FALLBACK]
 
 
