@@ -153,10 +153,14 @@ def normalize(message: str, lines: int = 2, names: Iterable[str] = ()) -> str:
     for pat, rep in _NORMALIZE:
         text = pat.sub(rep, text)
     # one complaint per element, repeated: as many as the test had elements (Inductor's assert_size_stride
-    # lists each dimension whose stride differs, "...at dim=N; ...at dim=N")
+    # lists each dimension whose stride differs, "...at dim=N; ...at dim=N"); one placeholder per element of
+    # a list, likewise (OpenVINO "dropped NAME, NAME": an LSTM's peephole and a SequenceAt's position, c46)
     text = " | ".join("; ".join(c for i, c in enumerate(cs) if i == 0 or c != cs[i - 1])
                       for cs in (line.split("; ") for line in text.split(" | ")))
-    return text.strip()[:300]
+    return _PLACEHOLDER_LIST.sub(r"\1", text).strip()[:300]
+
+
+_PLACEHOLDER_LIST = re.compile(r"\b(NAME|N)(?:, \1\b)+")
 
 
 @functools.lru_cache(maxsize=64)
