@@ -414,3 +414,14 @@ def test_tvm_conv_transpose_ignoring_output_shape_is_rooted_by_that_attribute(po
     need("tvm")
     a = recorded(pool, "80f76616fdf74f1a")
     assert a.root == "TVM: ConvTranspose with output_shape given", a.summary()
+
+
+def test_openvino_qlinearconv_per_channel_weights_are_one_root_as_an_error_and_as_wrong_values(pool) -> None:
+    """OpenVINO's QLinearConv converter dequantizes the weights' per-channel scales and zero points along
+    the input channels, not the output channels: where their counts differ the import fails ("The number of
+    dequantization scale elements ... must match"), where they agree the values are wrong (c46: two roots, a
+    converter's key and "negative values").  Made scalars (per-tensor), both vanish: one root."""
+    need("openvino")
+    error, values = recorded(pool, "77cea660d07e3e5e"), recorded(pool, "3576adacd042e59a")
+    assert error.root == values.root == "OpenVINO: QLinearConv with per-axis quantization parameters", (
+        error.summary(), values.summary())

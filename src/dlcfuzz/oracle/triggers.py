@@ -35,6 +35,7 @@ where no single one does, the operator's family is tried before the pairs (below
 - ``OPTIONAL``: an optional input or attribute (one without a default) the operator is given, omitted
   (its default: IREE computes a recurrent layer's steps past its ``sequence_lens``; TVM's ConvTranspose
   ignores ``output_shape``; Resize's ``axes`` omitted with its per-axis operands given for every axis);
+- ``PER_AXIS_QUANT``: scales and zero points given per axis (1-D) made scalars (per-tensor quantization);
 - ``NEGATIVE``: the operator's negative operands made positive (IREE's Pow of a negative base is NaN, of
   an int32 base and a float32 one alike); ``TIES``: a selection's equal elements made distinct, their
   order kept (OpenVINO's dynamic-shape TopK does not put the lower index first).
@@ -104,15 +105,16 @@ MAX_SIBLINGS = 4  # siblings of the operator's family tried (until one shows the
 
 # kinds of variation
 (EXACT_RANGE, INT32_RANGE, SIGNED, INITIALIZER, RUNTIME, EMPTY, STATIC, THREADS, PIPELINE, ATTRIBUTE, SIGN, RANKS,
- OPSET, NEGATIVE, TIES, ELEMENT_TYPE, OPTIONAL, SIBLING, KNOCK_ON, BESIDE) = (
+ OPSET, PER_AXIS_QUANT, NEGATIVE, TIES, ELEMENT_TYPE, OPTIONAL, SIBLING, KNOCK_ON, BESIDE) = (
     "exact", "int32", "signed", "initializer", "runtime", "empty", "static", "threads", "pipeline", "attribute",
-    "sign", "ranks", "opset", "negative", "ties", "element-type", "optional-input", "sibling", "knock-on", "beside")
+    "sign", "ranks", "opset", "per-axis", "negative", "ties", "element-type", "optional-input", "sibling",
+    "knock-on", "beside")
 EXACT_BOUND = 2 ** 53  # the integers float64 holds exactly
 # operators whose outputs are positions chosen by comparing elements: among equal ones, the spec says
 # which index wins (TopK the lower, ArgMax the first or the last), and a compiler may pick another
 SELECTION = ("TopK", "ArgMax", "ArgMin", "Unique", "MaxPool")
 # an operator's form: its attributes, its version, its optional inputs (one root however the bug shows)
-OPERATOR_FORM = (ATTRIBUTE, SIGN, RANKS, OPSET, OPTIONAL)
+OPERATOR_FORM = (ATTRIBUTE, SIGN, RANKS, OPSET, OPTIONAL, PER_AXIS_QUANT)
 MAX_PRODUCERS = 2  # producers of a crash's case checked for a wrong output of their own (``knock_on``)
 # triggers that name no operator: the backend's, whichever operator met them (its integer precision, its
 # dynamic-shape kernels, its threads).  An operand's form names the operator: constant folding evaluates
@@ -170,7 +172,7 @@ def refusal_root(backend: str, decline: str) -> str:
 # the order causes are named in (the pipeline last: an operator's own cause is named before it; the element
 # type after the attributes and versions: a float32 operator runs other code, which any narrower cause explains)
 _ORDER = (EXACT_RANGE, INT32_RANGE, SIGNED, SIGN, RANKS, INITIALIZER, EMPTY, RUNTIME, STATIC, THREADS, OPSET, ATTRIBUTE,
-          NEGATIVE, TIES, ELEMENT_TYPE, OPTIONAL, PIPELINE)
+          PER_AXIS_QUANT, NEGATIVE, TIES, ELEMENT_TYPE, OPTIONAL, PIPELINE)
 
 BACKEND_NAMES = {"openvino": "OpenVINO", "tvm": "TVM", "tvm-relax": "TVM Relax", "ort": "ONNX Runtime",
                  "iree": "IREE", "inductor": "Inductor"}
@@ -660,6 +662,38 @@ def _all_axes(node: Node) -> Callable[[Graph, Feeds], tuple[Graph, Feeds] | None
     return apply
 
 
+def _per_axis_quantization(g: Graph, node: Node) -> list[str]:
+    """The node's scale and zero-point operands given per axis (1-D: per channel, row or column)."""
+    schema = _schema(node.op, g.opset)
+    if schema is None:
+        return []
+    return [x for k, x in enumerate(node.inputs) if x and k < len(schema.inputs)
+            and schema.inputs[k].name.endswith(("scale", "zero_point")) and g.values[x].type.rank == 1]
+
+
+def _per_tensor(names: Sequence[str]) -> Callable[[Graph, Feeds], tuple[Graph, Feeds] | None]:
+    """The case with each of ``names`` (scales and zero points given per axis) a scalar, its first element:
+    per-tensor quantization (OpenVINO's QLinearConv converter dequantizes the weights' per-channel
+    scales along the input channels: an import error where their counts differ, wrong values where they
+    do not)."""
+    def apply(g: Graph, feeds: Feeds) -> tuple[Graph, Feeds] | None:
+        h, new = _copy(g), dict(feeds)
+        for name in names:
+            v = h.values[name]
+            given = v.data if v.data is not None else new.get(name)
+            if given is None or sum(name in m.inputs for m in h.nodes) > 1:  # computed, or read elsewhere too
+                return None
+            scalar = np.asarray(given).reshape(-1)[:1].reshape(())
+            v.type = TensorType((), v.type.dtype)
+            if v.data is not None:
+                v.data = scalar
+            if name in new:
+                new[name] = scalar
+        h2 = retyped(h, new)
+        return (h2, new) if h2 is not None else None
+    return apply
+
+
 def _positive_axes(node: Node) -> Callable[[Graph, Feeds], tuple[Graph, Feeds] | None]:
     def apply(g: Graph, feeds: Feeds) -> tuple[Graph, Feeds] | None:
         h, new = _copy(g), dict(feeds)
@@ -1124,6 +1158,9 @@ def variations(g: Graph, feeds: Feeds, first: Mapping[str, Any] | None, variant:
         since, other = _versions(node.op, g.opset)
         if since is not None and other is not None:
             out.append(Variation(OPSET, f"version {since}", _at_version(node, other)))
+        per_axis = _per_axis_quantization(g, node)
+        if per_axis:
+            out.append(Variation(PER_AXIS_QUANT, "per-axis quantization parameters", _per_tensor(per_axis)))
         negative = _negative_operands(g, node, feeds)
         if negative:
             out.append(Variation(NEGATIVE, "negative values", _non_negative(negative)))
