@@ -13,7 +13,8 @@ Categories stay as recorded, unless ``--rejudge``: then each value bug's reduced
 campaign of today's dlcfuzz judges it, with the campaign's backends together (its noise, trust and
 low-precision rules, the other compilers' vote and the reference at the first diverging node:
 ``Campaign._outvoted``), and a bug that its backend's variant now gives only as another category's
-finding (rounding noise, a baseline issue, undefined behaviour) moves there.
+finding (rounding noise, a baseline issue, undefined behaviour) moves there; so does a differential bug
+whose reduced case no baseline computes right (``Rule.ort_too``): to the baseline issues.
 """
 
 from __future__ import annotations
@@ -126,8 +127,9 @@ def _rejudge(store: Any, folder: Path, config: dict, rows: list[dict]) -> dict[s
 
     from dlcfuzz.backends import load_backend
     from dlcfuzz.backends.base import Test
+    from dlcfuzz.backends.reference import no_baseline
     from dlcfuzz.export.onnx import to_bytes
-    from dlcfuzz.oracle import BASELINE, COMPILER, CRASH
+    from dlcfuzz.oracle import BASELINE, COMPILER, CRASH, DIFFERENTIAL
     from dlcfuzz.run.campaign import Campaign, CampaignConfig
     from dlcfuzz.spec import REGISTRY
 
@@ -144,6 +146,12 @@ def _rejudge(store: Any, folder: Path, config: dict, rows: list[dict]) -> dict[s
                 if got is None or reduced is None or got[0].oracle == CRASH or got[0].backend not in c.backends:
                     continue
                 f, (g, inputs, summary) = got[0], reduced
+                if f.oracle == DIFFERENTIAL and no_baseline(g) is not None:
+                    # no baseline computes the case right (RoiAlign's max mode): a claim against the baseline's
+                    store.set_category(row["signature"], BASELINE)
+                    moved[row["signature"]] = BASELINE
+                    print(f"{row['signature']}: now {BASELINE} ({f.backend} {f.variant}: no baseline)", flush=True)
+                    continue
                 feeds = {v.name: (v.data if v.pinned else inputs[v.name]) for v in g.inputs}
                 plan = {b: ([f.variant, *([f.other] if f.other in c.variants[b] else [])] if b == f.backend
                             else c.tester.voter(b)) for b in c.tester.compilers}
