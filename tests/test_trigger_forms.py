@@ -425,3 +425,25 @@ def test_openvino_qlinearconv_per_channel_weights_are_one_root_as_an_error_and_a
     error, values = recorded(pool, "77cea660d07e3e5e"), recorded(pool, "3576adacd042e59a")
     assert error.root == values.root == "OpenVINO: QLinearConv with per-axis quantization parameters", (
         error.summary(), values.summary())
+
+
+def test_retriage_knows_a_recorded_crash_by_its_signature_today_too(pool, tmp_path: Path) -> None:
+    """A crash's reduction records the signature the dlcfuzz of its campaign signed the reduced case with;
+    where today's signs it otherwise (a message's list of names is one placeholder now), the trials must know
+    it by today's too, or the control never shows it and nothing is analysed (c46: eight bugs)."""
+    import shutil
+
+    from dlcfuzz.cli.retriage import _triage
+
+    need("openvino")
+    sig = "77cea660d07e3e5e"
+    bundle = tmp_path / "bugs" / sig
+    (bundle / "reduced").mkdir(parents=True)
+    for name in ("graph.json", "inputs.npz"):
+        shutil.copy(DATA / sig / name, bundle / "reduced" / name)
+    shutil.copy(DATA / sig / "graph.json", bundle / "graph.json")
+    shutil.copy(DATA / sig / "finding.json", bundle / "finding.json")
+    (bundle / "reduction.json").write_text(json.dumps({"signature": "0" * 16, "first_diverging": None,
+                                                       "reproduced": True}))
+    root, analysis, *_ = _triage(pool, tmp_path, {"signature": sig, "dir": f"bugs/{sig}"}, {}, None)
+    assert root == "OpenVINO: QLinearConv with per-axis quantization parameters", analysis.summary()

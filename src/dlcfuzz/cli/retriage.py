@@ -105,15 +105,17 @@ def _triage(pool: Any, folder: Path, row: dict, tolerances: dict, max_runs: int 
     if reduced is not None:
         rgraph, inputs, summary = reduced
         first = summary.get("first_diverging")
-        analysis = analyze_triggers(pool, finding, rgraph, inputs, first, summary.get("signature", signature),
-                                    tolerances, **runs)
+        # the reduced case shows the signature its reduction recorded, as today's dlcfuzz signs it: where the
+        # signing changed (a message's list of names is one placeholder now), the bug's own signature today
+        signatures = (summary.get("signature", signature), signature)
+        analysis = analyze_triggers(pool, finding, rgraph, inputs, first, signatures, tolerances, **runs)
         return (reduced_root(finding, rgraph, first, summary.get("signed_as", ""), signature, analysis), analysis,
                 True, same_roots(finding, rgraph, inputs, analysis), refused_root(finding, rgraph))
     unconfirmed = _reduced(bundle, reproduced=False)
     if unconfirmed is not None:
         rgraph, inputs, summary = unconfirmed
         analysis = analyze_triggers(pool, finding, rgraph, inputs, summary.get("first_diverging"),
-                                    summary.get("signature", signature), tolerances, **runs)
+                                    (summary.get("signature", signature), signature), tolerances, **runs)
         return analysis.root or signature, analysis, True, [], ""
     return signature, None, False, [], ""
 

@@ -622,8 +622,10 @@ SIBLING_WORDING = 0.8  # how alike a sibling's crash message must be to the bug'
 TRIGGERS_META = "triggers"  # the store's meta key: the trigger analyses' bugs, runs and seconds
 
 
-def trigger_shows(finding: Finding, signature: str, first: dict | None) -> Callable[[list[Finding], Graph, str], bool]:
-    """Whether a trial's findings hold the bug: its signature, or (a value divergence) the same kind of
+def trigger_shows(finding: Finding, signature: str | Collection[str], first: dict | None
+                  ) -> Callable[[list[Finding], Graph, str], bool]:
+    """Whether a trial's findings hold the bug: its signature (one of them: a recorded reduced case is known
+    by the signature an earlier dlcfuzz gave it and by today's), or (a value divergence) the same kind of
     divergence at the suspect node, by name, whatever operator a sibling variation put there (a trial is
     not localized: the divergence is read at the producer of the differing output), or (a crash under a
     sibling) the same crash in the sibling's words: TVM's ReduceMin of bool cannot decide a max_value
@@ -631,13 +633,14 @@ def trigger_shows(finding: Finding, signature: str, first: dict | None) -> Calla
     name = (first or {}).get("node", "")
     kind = (first or {}).get("kind", finding.kind)
     said = normalize(finding.message)
+    wanted = {signature} if isinstance(signature, str) else set(signature)
 
     def shows(findings: list[Finding], g: Graph, variation: str) -> bool:
         at = next((n.op for n in g.nodes if name and n.name == name), g.nodes[0].op if len(g.nodes) == 1 else "")
         for f in findings:
             if f.backend != finding.backend:
                 continue
-            if graph_signature(f, g) == signature:
+            if graph_signature(f, g) in wanted:
                 return True
             if finding.diverges and f.diverges and at and producer(g, f.output)[0] == at and f.kind == kind:
                 return True
@@ -649,12 +652,13 @@ def trigger_shows(finding: Finding, signature: str, first: dict | None) -> Calla
     return shows
 
 
-def analyze_triggers(pool: Any, finding: Finding, graph: Graph, inputs: dict, first: dict | None, signature: str,
-                     tolerances: dict | None = None, max_runs: int = MAX_RUNS, skip: Iterable[str] = (),
-                     twin_of: str = "") -> Analysis:
+def analyze_triggers(pool: Any, finding: Finding, graph: Graph, inputs: dict, first: dict | None,
+                     signature: str | Collection[str], tolerances: dict | None = None, max_runs: int = MAX_RUNS,
+                     skip: Iterable[str] = (), twin_of: str = "") -> Analysis:
     """The trigger analysis (``oracle.triggers.analyze``) of a reduced case, run through ``pool`` (a
-    ``WorkerPool``: it also tells the backend's variants); ``twin_of``: the declared variant whose twin
-    (an option left to the compiler's default) the finding's variant is."""
+    ``WorkerPool``: it also tells the backend's variants); ``signature``: the bug's (or its signatures: see
+    ``trigger_shows``); ``twin_of``: the declared variant whose twin (an option left to the compiler's
+    default) the finding's variant is."""
     try:
         _, described = pool.describe(finding.backend)
     except Exception:  # the backend's worker cannot start: nothing to vary
