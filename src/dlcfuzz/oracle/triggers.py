@@ -616,6 +616,27 @@ def _rank(g: Graph, node: Node) -> int | None:
     return v.type.rank if v is not None else None
 
 
+def _own_value(h: Graph, feeds: Feeds, name: str) -> np.ndarray | None:
+    """The value of operand ``name`` that a variation may rewrite: a constant's or a fed input's, read by one
+    node only (None: computed by a node, or read elsewhere too)."""
+    v = h.values[name]
+    given = v.data if v.data is not None else feeds.get(name)
+    if given is None or sum(name in m.inputs for m in h.nodes) > 1:
+        return None
+    return np.asarray(given)
+
+
+def _set_value(h: Graph, feeds: Feeds, name: str, value: np.ndarray) -> None:
+    """Operand ``name`` holds ``value`` from here (its type's shape with it): as a constant, a pinned input's
+    data, or what is fed at run time."""
+    v = h.values[name]
+    v.type = TensorType(tuple(value.shape), v.type.dtype)
+    if v.data is not None:  # an initializer, or a pinned input (fed its data at run time)
+        v.data = value
+    if name in feeds:
+        feeds[name] = value
+
+
 # operators whose ``axes`` attribute lists the axes that operands give one entry for (none: every axis), and
 # those operands: (input position, what an axis not listed takes: "region" [start 0, end 1], "one", "length")
 PER_AXIS = {"Resize": ((1, "region"), (2, "one"), (3, "length"))}
@@ -637,13 +658,10 @@ def _all_axes(node: Node) -> Callable[[Graph, Feeds], tuple[Graph, Feeds] | None
             name = n.inputs[position] if len(n.inputs) > position else ""
             if not name:
                 continue
-            v = h.values[name]
-            given = v.data if v.data is not None else new.get(name)
-            if given is None or sum(name in m.inputs for m in h.nodes) > 1:  # computed, or read elsewhere too
+            given = _own_value(h, new, name)
+            if given is None or given.size != len(axes) * (2 if fill == "region" else 1):
                 return None
-            given = np.asarray(given).ravel()
-            if given.size != len(axes) * (2 if fill == "region" else 1):
-                return None
+            given = given.ravel()
             if fill == "region":
                 full = np.concatenate([np.zeros(rank), np.ones(rank)]).astype(given.dtype)
                 full[axes] = given[:len(axes)]
@@ -651,11 +669,7 @@ def _all_axes(node: Node) -> Callable[[Graph, Feeds], tuple[Graph, Feeds] | None
             else:
                 full = (np.ones(rank) if fill == "one" else np.array(x.shape)).astype(given.dtype)
                 full[axes] = given
-            v.type = TensorType((full.size,), v.type.dtype)
-            if v.data is not None:  # an initializer, or a pinned input (fed its data at run time)
-                v.data = full
-            if name in new:
-                new[name] = full
+            _set_value(h, new, name, full)
         del n.attrs["axes"]
         h2 = retyped(h, new)
         return (h2, new) if h2 is not None else None
@@ -679,16 +693,10 @@ def _per_tensor(names: Sequence[str]) -> Callable[[Graph, Feeds], tuple[Graph, F
     def apply(g: Graph, feeds: Feeds) -> tuple[Graph, Feeds] | None:
         h, new = _copy(g), dict(feeds)
         for name in names:
-            v = h.values[name]
-            given = v.data if v.data is not None else new.get(name)
-            if given is None or sum(name in m.inputs for m in h.nodes) > 1:  # computed, or read elsewhere too
+            given = _own_value(h, new, name)
+            if given is None:
                 return None
-            scalar = np.asarray(given).reshape(-1)[:1].reshape(())
-            v.type = TensorType((), v.type.dtype)
-            if v.data is not None:
-                v.data = scalar
-            if name in new:
-                new[name] = scalar
+            _set_value(h, new, name, given.reshape(-1)[:1].reshape(()))
         h2 = retyped(h, new)
         return (h2, new) if h2 is not None else None
     return apply
@@ -893,12 +901,7 @@ def _same_ranks(node: Node, operands: Sequence[tuple[str, str]]
                     new[name] = np.asarray(new[name]).reshape(shape)
             else:
                 values = np.asarray(new.get(name, v.data))
-                padded = np.concatenate([np.ones(rank - values.size, values.dtype), values.ravel()])
-                v.type = TensorType((rank,), v.type.dtype)
-                if v.data is not None:
-                    v.data = padded
-                if name in new:
-                    new[name] = padded
+                _set_value(h, new, name, np.concatenate([np.ones(rank - values.size, values.dtype), values.ravel()]))
         h2 = retyped(h, new)
         return (h2, new) if h2 is not None else None
     return apply
