@@ -4,6 +4,7 @@ Dynamo backend that does one thing wrong)."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +17,7 @@ from dlcfuzz.backends.base import Outcome, Test  # noqa: E402
 from dlcfuzz.backends.torch_compare import MUTATION, STRIDE, VALUE, compare_tensors, is_decline  # noqa: E402
 from dlcfuzz.export.torch_program import build, to_program_source  # noqa: E402
 from dlcfuzz.gen.torch_program import ProgramOptions, TorchProgramGenerator  # noqa: E402
+from dlcfuzz.oracle import NOISE  # noqa: E402
 from dlcfuzz.oracle.torch_program import judge_outcomes  # noqa: E402
 from dlcfuzz.spec import REGISTRY  # noqa: E402
 from dlcfuzz.spec.torch import TORCH_REGISTRY, families  # noqa: E402
@@ -212,6 +214,24 @@ def test_compare_uses_float64_as_the_tie_breaker_and_skips_ties():
     idx = torch.tensor([0, 1]), torch.tensor([1, 0])  # indices among ties: never compared
     assert compare_tensors(VALUE, "output", [idx[0]], [idx[1]], None, skip=[0]) is None
     assert compare_tensors(VALUE, "output", [idx[0]], [idx[1]], None) is not None
+
+
+def test_a_half_precision_divergence_no_float64_run_judged_is_noise():
+    """c46: a float16 gradient off by a few float16 ulps from eager, in a program whose float64 copy eager
+    rejects (quantize_per_tensor takes float32 only): without the tie-break, rounding, not a bug."""
+    ref = torch.tensor([1.0, 2.0, 4.0], dtype=torch.float16)
+    off = torch.tensor([1.0, 2.0, 4.0625], dtype=torch.float16)
+    untied = compare_tensors(VALUE, "gradient of leaf", [ref], [off], None)
+    assert untied is not None and untied.untied
+    exact = torch.tensor([1.0, 2.0, 4.0], dtype=torch.float64)
+    tied = compare_tensors(VALUE, "gradient of leaf", [ref], [off], [exact])
+    assert tied is not None and not tied.untied  # float64 says eager is the closer: the compiled one is wrong
+    assert not compare_tensors(VALUE, "output", [ref.float()], [off.float()], None).untied  # float32: claimed
+    verdict = json.dumps({"divergence": untied.__dict__})
+    div = Outcome("error", "run", error_type="ProgramDivergence", message="grad mismatch",
+                  artifacts={"verdict-inductor-backward.json": verdict})
+    (f,) = judge_outcomes("inductor-program", {"inductor-backward": div}, {0: "torch.rsqrt"}).findings
+    assert f.category == NOISE
 
 
 def test_a_flipped_comparison_that_float64_agrees_with_is_not_a_bug():

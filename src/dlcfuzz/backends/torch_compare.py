@@ -47,6 +47,9 @@ class Divergence:
     detail: str
     dtype: str = ""
     layer: str = INDUCTOR
+    # a half-precision divergence that no float64 run could tie-break (a program whose float64 copy eager
+    # rejects: quantize_per_tensor takes float32 only): rounding as likely as a bug, not claimed as one
+    untied: bool = False
 
     def message(self, variant: str) -> str:
         return (f"{self.kind} mismatch at {self.where} ({self.dtype}) under {variant}: {self.detail} "
@@ -145,7 +148,8 @@ def compare_tensors(kind: str, label: str, ref: Sequence[Any], res: Sequence[Any
         c = fp64[i] if fp64 is not None and i < len(fp64) else None
         ok, detail = _close(a, b, c)
         if not ok:
-            return Divergence(kind, where, i, detail, str(a.dtype)[6:])
+            return Divergence(kind, where, i, detail, str(a.dtype)[6:],
+                              untied=c is None and a.dtype in (torch.float16, torch.bfloat16))
     if strides:
         for i, (a, b) in enumerate(zip(ref, res, strict=True)):
             if i in skip or not isinstance(a, torch.Tensor) or a.numel() <= 1:

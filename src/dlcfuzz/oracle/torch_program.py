@@ -3,7 +3,8 @@ fuzzer reports (its pt2 issue template):
 
 - compiled against eager at default tolerances (``torch._dynamo.utils.same``), with an eager float64 run
   as the tie-breaker (``fp64_ref``): a compiled result no farther from float64 than eager's (times
-  ``same``'s multiplier) is rounding, not a bug;
+  ``same``'s multiplier) is rounding, not a bug; a float16 or bfloat16 divergence that no float64 run
+  could judge (eager rejects the program's float64 copy) is counted as noise, never listed;
 - integer and bool outputs exactly, except where the compiled value equals the float64 run's (a
   comparison of float results that rounding flipped);
 - never the indices chosen among ties (max/min/sort/topk's indices: ``NOT_COMPARED``);
@@ -49,7 +50,7 @@ from dlcfuzz.backends.torch_compare import (
     WRAPPED_TYPE,
     is_decline,
 )
-from dlcfuzz.oracle import COMPILER, CRASH, METAMORPHIC, Finding, Verdict
+from dlcfuzz.oracle import COMPILER, CRASH, METAMORPHIC, NOISE, Finding, Verdict
 
 
 def _register_declines(backend: str = "inductor-program") -> None:
@@ -178,7 +179,7 @@ def judge_outcomes(backend: str, outcomes: Mapping[str, Outcome], ops_of_output:
             keyed = f"{kind}:{layer}" + (f":config:{','.join(f'{k}={x!r}' for k, x in sorted(flags.items()))}"
                                          if flags else "")
             f = Finding(METAMORPHIC, kind, backend, variant, o.phase, o.message, o.error_type, o.traceback,
-                        other="", output=-1 if on_input else index, category=COMPILER,
+                        other="", output=-1 if on_input else index, category=NOISE if d.get("untied") else COMPILER,
                         details={"first_diverging": {"op": op, "kind": keyed, "dtype": d.get("dtype", "")},
                                  "layer": layer, "where": where, **flag_details(v)})
             findings.append(f)
