@@ -35,9 +35,9 @@ from dlcfuzz.oracle.triggers import (
     SIGN,
     THREADS,
     TIES,
-    UNCHECKED,
     UNKNOWN_RANK,
     Analysis,
+    swallowed_root,
 )
 from dlcfuzz.run.dedup import analyze_triggers, graph_signature, same_roots
 from dlcfuzz.run.reduce import finding_from_dict
@@ -237,12 +237,12 @@ def test_openvino_wrong_values_beside_an_error_its_one_thread_swallows_are_that_
     src_prc: f64"), which its default threads raise and one inference thread swallows, returning empty
     outputs, read at whichever operator is beside them (a Transpose in one case, a Greater in another).
     Folding the constants takes the Neg away and the bug with it, so before that variation the twin on the
-    default threads is asked: its error names one root for both.  (With the threads asked in their place in
-    the order, in a scratch copy, the roots were "Transpose with operands folded as initializers" and the
-    comparisons' family.)"""
+    default threads is asked: its error, swallowed on one thread, is one root for both.  (With the threads
+    asked in their place in the order, in a scratch copy, the roots were "Transpose with operands folded as
+    initializers" and the comparisons' family.)"""
     need("openvino")
     roots = [recorded(pool, s).root for s in ("12e42b9079aa1a44", "6865c5ba2772fdfe")]
-    assert roots == ["OpenVINO: unsupported src_prc: f# (raised on one path, wrong outputs on another)"] * 2, roots
+    assert roots == [swallowed_root("openvino")] * 2, roots
 
 
 def test_openvino_readers_of_a_sequence_output_are_one_root_where_another_producer_passes(pool) -> None:
@@ -327,12 +327,10 @@ def test_openvino_dynamic_lrn_against_its_default_is_the_root_its_threads_twin_r
     and returns a wrong shape on one.  Against the static f32 (no static twin to ask) the threads twin's
     error named the root; against the default (bfloat16), whose static twin runs it right, "dynamic shapes"
     did, an operator-free root every dynamic-shape defect shares (c42: two roots for one LRN).  The threads
-    twin is asked before the static one: one root."""
+    twin is asked before the static one: one root, the error swallowed on one thread (whatever it says)."""
     need("openvino")
     a = recorded(pool, "927180b3fe7a09a3")
-    assert a.kinds == [THREADS] and "LRN node" in a.root and "Primitive descriptor was not found" in a.root, (
-        a.summary())
-    assert a.root.endswith(UNCHECKED), a.root
+    assert a.kinds == [THREADS] and a.root == swallowed_root("openvino"), a.summary()
     g, feeds = case("927180b3fe7a09a3")
     f = campaign_finding("927180b3fe7a09a3")
     without = analyze_triggers(pool, f, g, feeds, None, graph_signature(f, g), skip=(THREADS,))
@@ -344,11 +342,10 @@ def test_openvino_resize_of_the_batch_axis_is_its_refusals_root_before_an_operan
     thread, the Interpolate refusal on the compiler's threads; with the scales fed at run time it comes out
     right.  The operands' form was asked first and named "Resize with operands folded as initializers", a
     root apart from the refusal's (c44: two roots, one cause).  The threads twin is asked before an operand's
-    form (after the values' causes): one root, the refusal's."""
+    form (after the values' causes): one root, the error swallowed on one thread."""
     need("openvino")
     a = recorded(pool, "c502c11bfe20a904")
-    assert a.kinds == [THREADS] and "only supports resize on spatial dimensions" in a.root, a.summary()
-    assert a.root.endswith(UNCHECKED), a.root
+    assert a.kinds == [THREADS] and a.root == swallowed_root("openvino"), a.summary()
 
 
 def test_a_case_with_a_contrib_operator_is_varied_and_openvinos_lstm_peephole_is_one_root(pool) -> None:

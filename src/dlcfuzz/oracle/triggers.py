@@ -40,10 +40,11 @@ where no single one does, the operator's family is tried before the pairs (below
   an int32 base and a float32 one alike); ``TIES``: a selection's equal elements made distinct, their
   order kept (OpenVINO's dynamic-shape TopK does not put the lower index first).
 
-Where no variation makes the bug vanish but the static twin (or the twin on the compiler's default
-threads) *declines* the case, the refusal names the root (``DECLINED_TWINS``): the static compile checks a
-feature that the dynamic-shape path runs unchecked, and wrongly (OpenVINO's Resize of the batch or channel
-axis), whichever operator carries it; OpenVINO on one inference thread swallows the error it raises on more.
+Where no variation makes the bug vanish but the static twin *declines* the case, the refusal names the
+root (``DECLINED_TWINS``): the static compile checks a feature that the dynamic-shape path runs unchecked,
+and wrongly, whichever operator carries it.  Where the twin on the compiler's default threads raises an
+error, OpenVINO on one inference thread swallowed it and returned unwritten outputs: one root whatever the
+error (``swallowed_root``); the error itself is the twin's crash.
 
 Wrong values with no trigger, shown at an operator only beside a part of the case that shares no value
 with it (``BESIDE``, ``beside``), are the operator's where an Identity of a fresh input in its place comes
@@ -161,6 +162,14 @@ def message_head(message: str, chars: int) -> str:
 def refusal_words(decline: str) -> str:
     """A decline's words: what the compiler refused."""
     return message_head(decline, _REFUSAL_CHARS)
+
+
+def swallowed_root(backend: str) -> str:
+    """The root of every case whose twin on the compiler's own threads raises the error that one inference
+    thread swallows, returning unwritten outputs: one defect, whichever node raised what (c46: a Resize's
+    Interpolate refusal, an LRN's "Primitive descriptor was not found", a reshape conflict, each a root).
+    What the node raised is the twin's crash, a root of its own where it is a bug and not a decline."""
+    return f"{BACKEND_NAMES.get(backend, backend)}: an error swallowed on one inference thread, its outputs unwritten"
 
 
 def refusal_root(backend: str, decline: str) -> str:
@@ -1755,7 +1764,7 @@ def analyze(runner: Runner, finding: Finding, graph: Graph, feeds: Feeds, first:
         # thread; dynamic shapes defer the check to inference, where one thread swallows it: one check)
         path = DECLINED_TWINS[refused_by]
         a.trigger, a.kinds = [f"a case its twin without {path} does not run"], [refused_by]
-        a.root = refusal_root(finding.backend, refused)
+        a.root = swallowed_root(finding.backend) if refused_by in SWALLOWED else refusal_root(finding.backend, refused)
     if not a.root and swallowing and BESIDE not in skip:
         def diverges(vs: tuple[Variation, ...], kind: str) -> bool | None:
             """Any divergence of the backend's: the part alone must be right, and the stand-in is read
