@@ -444,3 +444,12 @@ def test_retriage_knows_a_recorded_crash_by_its_signature_today_too(pool, tmp_pa
                                                        "reproduced": True}))
     root, analysis, *_ = _triage(pool, tmp_path, {"signature": sig, "dir": f"bugs/{sig}"}, {}, None)
     assert root == "OpenVINO: QLinearConv with per-axis quantization parameters", analysis.summary()
+
+
+def test_a_crash_three_producers_from_the_wrong_one_is_that_producers_root(pool) -> None:
+    """OpenVINO's ReduceLogSumExp at version 13 ignores its axes and gives a scalar; two Sigmoids carry it to
+    a Concat whose import fails on the rank (c46).  The Sigmoids, nearest the crash, are right alone; the
+    ReduceLogSumExp, the third producer, is the wrong one: the crash is rooted where its bug is."""
+    need("openvino")
+    a = recorded(pool, "786b49dc0e3d5732")
+    assert a.kinds == [KNOCK_ON] and a.root == "OpenVINO: Reduce* at version 13", a.summary()

@@ -116,7 +116,7 @@ EXACT_BOUND = 2 ** 53  # the integers float64 holds exactly
 SELECTION = ("TopK", "ArgMax", "ArgMin", "Unique", "MaxPool")
 # an operator's form: its attributes, its version, its optional inputs (one root however the bug shows)
 OPERATOR_FORM = (ATTRIBUTE, SIGN, RANKS, OPSET, OPTIONAL, PER_AXIS_QUANT)
-MAX_PRODUCERS = 2  # producers of a crash's case checked for a wrong output of their own (``knock_on``)
+MAX_PRODUCERS = 3  # producers of a crash's case checked for a wrong output of their own (``knock_on``)
 # triggers that name no operator: the backend's, whichever operator met them (its integer precision, its
 # dynamic-shape kernels, its threads).  An operand's form names the operator: constant folding evaluates
 # each operator with its own code, and a converter reads a constant or a runtime operand in its own way.
