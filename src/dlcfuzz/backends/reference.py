@@ -239,7 +239,7 @@ RULES: tuple[Rule, ...] = (
     Rule("RoiAlign", "mode=max takes the max of each sample's four weighted corner terms where ONNX takes the max "
          "of the bilinear samples; ONNX Runtime does the same and warns that its max mode is incorrect (with "
          "sampling_ratio 1 a bin's max is its one sample, its average: both give other values for max and avg; "
-         "c46: OpenVINO's max matched a hand computation, and TVM's too, and both were listed against them)",
+         "c46: OpenVINO's max matched a hand computation and was listed against them, TVM's listed too)",
          lambda n, g: n.attrs.get("mode") == "max", ort_too=True),
     Rule("Resize", "negative axes, float64 data; integer data with linear/cubic rounds differently (1/10)",
          lambda n, g: any(a < 0 for a in n.attrs.get("axes") or []) or _x(n, g).dtype == "float64"
