@@ -151,13 +151,21 @@ def first_divergence(g: Graph, expected: list[np.ndarray], actual: list[np.ndarr
     return None
 
 
+def _known(g: Graph, *values: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Every value of ``g`` known: its constants, then ``values`` (graph inputs, node outputs) over them."""
+    known = {n: v.data for n, v in g.values.items() if v.data is not None}
+    for more in values:
+        known.update(more)
+    return known
+
+
 def amplified(g: Graph, node: Node, values: dict[str, np.ndarray],
               tolerances: dict[str, tuple[float, float]] | None) -> bool:
     """Whether ``node``, recomputed by the reference evaluator on the values its inputs had on the
     accused side (``values``: graph inputs and node outputs), gives what the accused side gave: the
     node then computed right, and only amplified its inputs' tolerated rounding (Sin of a Pow whose
     float32 result is near 1e7 turns one ulp into a different sine)."""
-    known = {**{n: v.data for n, v in g.values.items() if v.data is not None}, **values}
+    known = _known(g, values)
     if any(o not in known for o in node.outputs):
         return False
     got = recompute(g, node, known)
@@ -176,7 +184,7 @@ def unstable(g: Graph, node: Node, values: dict[str, np.ndarray],
     of two close values is E[X^2] - E[X]^2 in float32, which cancels (c44, c43: [3, 3.0001] gives NaN,
     [1000, 1000.01] +-5e6, where float64 gives +-1).  Only the first input moves: the others are
     mostly lengths, scales and indices, where a nudge is a different question."""
-    known = {**{n: v.data for n, v in g.values.items() if v.data is not None}, **values}
+    known = _known(g, values)
     data = node.inputs[0] if node.inputs else ""
     if not data or data not in known or g.values[data].data is not None:  # a constant is exact
         return False
@@ -226,7 +234,7 @@ def overflows(g: Graph, output: str, inputs: dict[str, np.ndarray], computed: di
     dtype = g.values[output].type.dtype
     if node is None or "int" not in dtype or node.op not in WRAPPING | CASTS:
         return False
-    values = {**{n: v.data for n, v in g.values.items() if v.data is not None}, **inputs, **computed}
+    values = _known(g, inputs, computed)
     if any(x and x not in values for x in node.inputs):
         return False
     if node.op in CASTS:  # ONNX: a float cast to a fixed-point type out of its range is undefined

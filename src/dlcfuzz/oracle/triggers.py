@@ -900,17 +900,12 @@ def _same_ranks(node: Node, operands: Sequence[tuple[str, str]]
         for name, what in operands:
             if name not in h.values:
                 return None
-            v = h.values[name]
-            if what == "tensor":
-                shape = (1,) * (rank - v.type.rank) + tuple(v.type.shape)
-                v.type = TensorType(shape, v.type.dtype)
-                if v.data is not None:
-                    v.data = np.asarray(v.data).reshape(shape)
-                if name in new:
-                    new[name] = np.asarray(new[name]).reshape(shape)
+            values = np.asarray(new.get(name, h.values[name].data))
+            if what == "tensor":  # reshaped by leading 1s; a shape's values prepended with 1s
+                values = values.reshape((1,) * (rank - values.ndim) + values.shape)
             else:
-                values = np.asarray(new.get(name, v.data))
-                _set_value(h, new, name, np.concatenate([np.ones(rank - values.size, values.dtype), values.ravel()]))
+                values = np.concatenate([np.ones(rank - values.size, values.dtype), values.ravel()])
+            _set_value(h, new, name, values)
         h2 = retyped(h, new)
         return (h2, new) if h2 is not None else None
     return apply

@@ -768,10 +768,10 @@ def same_roots(f: Finding, graph: Graph, inputs: dict, analysis: Analysis | None
 
 
 def refused_root(f: Finding, graph: Graph) -> str:
-    """The refusal root (``oracle/triggers.py``'s ``DECLINED_TWINS``) that a crash's words name: the error a
-    twin raised where the bug's variant ran on unchecked, here failing on the path that checks (OpenVINO's
-    float64 eltwise "unsupported src_prc" fails a static compile, and is swallowed on one thread beside a
-    QLinearConv); "" for no crash.  Only a key to join where such a root is listed (``root_keys``): words
+    """The refusal root (``oracle/triggers.py``'s ``DECLINED_TWINS``) that a crash's words name: the error the
+    static twin raised where the bug's dynamic-shape variant ran on unchecked, here failing on the path that
+    checks; "" for no crash.  (An error one inference thread swallows is one root whatever its words:
+    ``swallowed_root``.)  Only a key to join where such a root is listed (``root_keys``): words
     alone are no root (IREE's "failed to legalize operation" names no operation once quotes are stripped)."""
     return refusal_root(f.backend, _sections(f.message or "", graph)) if f.oracle == CRASH else ""
 
