@@ -287,6 +287,23 @@ def test_a_variant_that_computes_float64_in_float32_is_judged_with_float32_toler
     assert judge(wrong, exact, f32).findings
 
 
+def test_an_output_computed_in_float16_keeps_float16s_tolerance_on_a_variant_that_computes_in_float32() -> None:
+    """c45 (a7506812): GroupNormalization with stash_type float16, then a Tan, in float32 tensors: the spec's
+    result carries float16's rounding (1.2 % at -906), whichever variant computes it; OpenVINO's f32 variant
+    computes float64 in float32, which must not tighten a float16-computed output to float32's tolerance."""
+    from dlcfuzz.backends.base import OK, Outcome
+    from dlcfuzz.oracle import judge
+
+    spec = np.array([-906.25, 0.074], np.float32)
+    ov = np.array([-895.13, 0.0724], np.float32)
+    outcomes = {"openvino": {"f32": Outcome(OK, outputs=[ov])}}
+    narrow = Criteria(in_float32={("openvino", "f32")}, single={0: "float16"})
+    assert not judge(outcomes, [spec], narrow).findings
+    assert judge(outcomes, [spec], Criteria(in_float32={("openvino", "f32")})).findings  # float32's: beyond
+    wrong = {"openvino": {"f32": Outcome(OK, outputs=[-ov])}}
+    assert judge(wrong, [spec], narrow).findings
+
+
 def test_openvino_variants_say_they_compute_float64_in_float32() -> None:
     import importlib.util
 

@@ -1020,7 +1020,7 @@ class _Reducer:
         if expected is None:
             return None
         tol = self.criteria.pair_tolerances({(f.backend, f.variant), (f.backend, f.other)})
-        return first_divergence(every, expected, actual.outputs or [], tol, feeds)
+        return first_divergence(every, expected, actual.outputs or [], tol, feeds, self.pool)
 
     def _signed(self, g: Graph) -> tuple[Finding, int] | None:
         """The last accepted trial's finding with the signature, and the index of the node of ``g`` it is at."""
