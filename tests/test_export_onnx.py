@@ -117,3 +117,16 @@ def test_checker_error_formats_any_exception(monkeypatch) -> None:
     assert checker_error(m) == "KeyError"  # no message: the exception's type says why
     monkeypatch.setattr(onnx.checker, "check_model", raising(ValueError("   ")))
     assert checker_error(m) == "ValueError"
+
+
+def test_values_named_in_declared_types_are_typed_in_the_model_and_no_others() -> None:
+    """Intermediates ONNX infers are left to the compiler's inference; ``meta["declared_types"]`` types more
+    (trigger analysis: does a compiler fail only where it infers a rank itself?)."""
+    g = graph()
+    g.outputs = ["z", "j"]
+    assert not to_onnx(g).graph.value_info
+    g.meta["declared_types"] = ["y", "z"]  # an output is typed anyway: named once
+    model = to_onnx(g)
+    typed = {v.name: v.type.tensor_type for v in model.graph.value_info}
+    assert sorted(typed) == ["y"]
+    assert [d.dim_value for d in typed["y"].shape.dim] == [2, 3] and typed["y"].elem_type == TensorProto.FLOAT

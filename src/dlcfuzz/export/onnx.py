@@ -7,6 +7,11 @@ Two things are written otherwise than one ONNX node per IR node and one initiali
 - a constant named in ``graph.meta["constant_nodes"]`` (name -> a ``CONSTANT_FORMS`` attribute, chosen
   at generation: ``GenOptions.constant_nodes``) becomes a ``Constant`` node holding its data in that
   attribute, as exporters such as torch.onnx write them, instead of an initializer.
+
+Intermediate values are typed (``value_info``) only where ONNX's shape inference cannot type them (no
+schema, or a function body that depends on the node), so that compilers infer the rest as they would
+from any exporter; ``graph.meta["declared_types"]`` names more to type (trigger analysis asks whether a
+compiler fails only where it must infer a value's rank itself).
 """
 
 from __future__ import annotations
@@ -147,6 +152,7 @@ def to_onnx(g: Graph, opset: int | None = None) -> onnx.ModelProto:
         elif not _inferred(op_type, opset):
             typed += [v for v in n.outputs if v and v not in g.outputs and v in g.values]
         nodes += [m for o in n.outputs for m in after.get(o, [])]
+    typed += [v for v in g.meta.get("declared_types", ()) if v in g.values and v not in g.outputs and v not in forms]
     graph = helper.make_graph(
         nodes,
         "dlcfuzz",

@@ -106,10 +106,10 @@ MAX_SIBLINGS = 4  # siblings of the operator's family tried (until one shows the
 
 # kinds of variation
 (EXACT_RANGE, INT32_RANGE, SIGNED, INITIALIZER, RUNTIME, EMPTY, STATIC, THREADS, PIPELINE, ATTRIBUTE, SIGN, RANKS,
- OPSET, PER_AXIS_QUANT, NEGATIVE, TIES, ELEMENT_TYPE, OPTIONAL, SIBLING, KNOCK_ON, BESIDE) = (
+ OPSET, PER_AXIS_QUANT, NEGATIVE, TIES, ELEMENT_TYPE, OPTIONAL, SIBLING, KNOCK_ON, BESIDE, DECLARED) = (
     "exact", "int32", "signed", "initializer", "runtime", "empty", "static", "threads", "pipeline", "attribute",
     "sign", "ranks", "opset", "per-axis", "negative", "ties", "element-type", "optional-input", "sibling",
-    "knock-on", "beside")
+    "knock-on", "beside", "declared")
 EXACT_BOUND = 2 ** 53  # the integers float64 holds exactly
 # operators whose outputs are positions chosen by comparing elements: among equal ones, the spec says
 # which index wins (TopK the lower, ArgMax the first or the last), and a compiler may pick another
@@ -122,16 +122,20 @@ MAX_PRODUCERS = 3  # producers of a crash's case checked for a wrong output of t
 # each operator with its own code, and a converter reads a constant or a runtime operand in its own way.
 # A crash is at a site of an operator's own code unless its trigger is the backend's integer range (or its
 # threads): OpenVINO's dynamic-shape compile failures fail in each operator's shape code with its own check.
-OPERATOR_FREE = frozenset({EXACT_RANGE, INT32_RANGE, SIGNED, EMPTY, STATIC, THREADS})
+OPERATOR_FREE = frozenset({EXACT_RANGE, INT32_RANGE, SIGNED, EMPTY, STATIC, THREADS, DECLARED})
 # A crash only the optimizing pipeline shows is in its passes (TVM's FoldConstant legalizing what LegalizeOps
 # left, on whichever operator): the pipeline's.
-CRASH_OPERATOR_FREE = frozenset({EXACT_RANGE, INT32_RANGE, EMPTY, THREADS, PIPELINE})
+CRASH_OPERATOR_FREE = frozenset({EXACT_RANGE, INT32_RANGE, EMPTY, THREADS, PIPELINE, DECLARED})
 # triggers in how the backend reads values, wherever it reads them: one root whether the case crashes in a
 # phase or computes wrong values (OpenVINO reads an empty int64 initializer as a scalar: Tile's import fails,
 # Expand gives a wrong shape; it takes a Trilu's k beyond 2**53 through float64: its import fails in one case,
 # its compile aborts in another).  Not the int32 range: OpenVINO's dynamic Trilu overflows k + N in int32 at
 # run time, a defect of its own beside those.
 PHASE_FREE = frozenset({EXACT_RANGE, EMPTY})
+# a value the compiler types wrongly fails each reader in the phase where that reader checks it (IREE's importer
+# types a value of a rank ONNX cannot tell as a scalar: a Reduce*'s lowering fails on it, a Pad's, a Shape's):
+# one crash in any phase, as the knock-on analysis names it (``KNOCK_ON``, ``UNKNOWN_RANK``)
+CRASH_IN_ANY_PHASE = frozenset({DECLARED})
 # A variation whose twin variant *declines* the case says where the bug lives: the static compile checks
 # a feature (and refuses it) that the dynamic-shape path runs without the check, and wrongly; OpenVINO on
 # more than one thread raises the error (Interpolate "only supports resize on spatial dimensions") that one
@@ -180,7 +184,8 @@ def refusal_root(backend: str, decline: str) -> str:
 
 # the order causes are named in (the pipeline last: an operator's own cause is named before it; the element
 # type after the attributes and versions: a float32 operator runs other code, which any narrower cause explains)
-_ORDER = (EXACT_RANGE, INT32_RANGE, SIGNED, SIGN, RANKS, INITIALIZER, EMPTY, RUNTIME, STATIC, THREADS, OPSET, ATTRIBUTE,
+_ORDER = (EXACT_RANGE, INT32_RANGE, SIGNED, SIGN, RANKS, DECLARED, INITIALIZER, EMPTY, RUNTIME, STATIC, THREADS, OPSET,
+          ATTRIBUTE,
           PER_AXIS_QUANT, NEGATIVE, TIES, ELEMENT_TYPE, OPTIONAL, PIPELINE)
 
 BACKEND_NAMES = {"openvino": "OpenVINO", "tvm": "TVM", "tvm-relax": "TVM Relax", "ort": "ONNX Runtime",
@@ -497,6 +502,36 @@ def _initializers_to_inputs(g: Graph, feeds: Feeds) -> tuple[Graph, Feeds] | Non
             v.kind = INPUT_KIND  # pinned: fed its own data at run time
             new[v.name] = np.asarray(v.data)
     return h, new
+
+
+UNTOLD_RANK = "a value of a rank that ONNX's shape inference cannot tell"
+
+
+def _rank_untold(g: Graph) -> list[str]:
+    """The values between nodes whose rank ONNX's shape inference cannot tell from the case's types and
+    constants (a ReduceMin of axes fed at run time, keepdims=0; a window of a length fed at run time)."""
+    import onnx
+
+    from dlcfuzz.export.onnx import to_onnx
+
+    try:
+        inferred = onnx.shape_inference.infer_shapes(to_onnx(g))
+    except Exception:  # inference's errors are of many types: no claim
+        return []
+    ranked = {v.name for v in inferred.graph.value_info if v.type.tensor_type.HasField("shape")}
+    return [o for n in g.nodes for o in n.outputs if o in g.values and o not in g.outputs and o not in ranked
+            and g.values[o].kind == NODE_KIND]
+
+
+def _declared(names: Sequence[str]) -> Callable[[Graph, Feeds], tuple[Graph, Feeds] | None]:
+    """The case with the types of ``names`` (the rank and dimensions they have) declared in the model: the
+    compiler need not infer them (``export/onnx.py``: ``meta["declared_types"]``); values unchanged."""
+    def apply(g: Graph, feeds: Feeds) -> tuple[Graph, Feeds] | None:
+        h = _copy(g)
+        h.meta["declared_types"] = [*g.meta.get("declared_types", ()), *names]
+        return h, dict(feeds)
+
+    return apply
 
 
 def _empty_initializers(g: Graph) -> list[str]:
@@ -1140,6 +1175,9 @@ def variations(g: Graph, feeds: Feeds, first: Mapping[str, Any] | None, variant:
         out.append(Variation(RUNTIME, "operands folded as initializers", _initializers_to_inputs))
     if _empty_initializers(g):
         out.append(Variation(EMPTY, "an empty tensor folded as an initializer", _empty_to_inputs))
+    untyped = _rank_untold(g)
+    if untyped:
+        out.append(Variation(DECLARED, UNTOLD_RANK, _declared(untyped)))
     for path, (kind, value, cause, also) in OPTION_CAUSES.items():
         if _option(variants.get(variant, {}), path) == value:
             other = twin(variants, variant, path, also)
@@ -1355,6 +1393,18 @@ def cut(g: Graph, node: Node, feeds: Feeds, inter: Feeds) -> tuple[Graph, Feeds]
 def _last(op: str) -> str:
     """The operator of a chain's output (a sequence chain is one node: "SplitToSequence+ConcatFromSequence")."""
     return op.rsplit("+", 1)[-1]
+
+
+# the operators that take a tensor out of a sequence: a compiler without sequences lowers each chain whole, and
+# types what it gives alike (OpenVINO types SequenceAt's output and ConcatFromSequence's as dynamic: each reader
+# that checks its input's type fails, c45 and c46: one root)
+FROM_SEQUENCE = frozenset({"SequenceAt", "ConcatFromSequence"})
+
+
+def _typed_producer(op: str) -> str:
+    """How a producer whose typing fails its readers is named: a tensor out of a sequence whichever operator
+    took it out, else the operator."""
+    return "a tensor taken out of a sequence" if _last(op) in FROM_SEQUENCE else f"{_last(op)}'s output"
 
 
 def reshaped_at_run_time(g: Graph, node: Node, feeds: Feeds, inter: Feeds) -> tuple[Graph, Feeds] | None:
@@ -1715,8 +1765,8 @@ def analyze(runner: Runner, finding: Finding, graph: Graph, feeds: Feeds, first:
             # an output shaped at run time is no wrong output: the reader that fails on it is at fault; one of
             # a rank that ONNX cannot tell fails every reader alike (IREE's importer types it as a scalar)
             what = (f"{up.first['reader']} on an input shaped at run time" if kind == RUN_TIME_SHAPE
-                    else "a value of a rank that ONNX's shape inference cannot tell" if kind == UNKNOWN_RANK
-                    else f"a reader of {_last(op)}'s output, which another producer's of its shape passes"
+                    else UNTOLD_RANK if kind == UNKNOWN_RANK
+                    else f"a reader of {_typed_producer(op)}, which another producer's of its shape passes"
                     if kind == PRODUCER_TYPING
                     else f"{op}'s own crash" if up.finding is not None and up.finding.oracle == CRASH
                     else f"{op}'s wrong {kind}")
@@ -1826,8 +1876,8 @@ def root_name(f: Finding, causes: list[str], family: str = "", kinds: Sequence[s
     who = BACKEND_NAMES.get(f.backend, f.backend)
     if not (family and kinds and all(k in OPERATOR_FORM for k in kinds)) and not (
             kinds and all(k in PHASE_FREE for k in kinds)):
-        if f.oracle == CRASH:
-            who += f" {f.phase} crash"  # an error or a signal, as the case's shapes make it: one root
+        if f.oracle == CRASH:  # an error or a signal, as the case's shapes make it: one root
+            who += " crash" if kinds and all(k in CRASH_IN_ANY_PHASE for k in kinds) else f" {f.phase} crash"
         elif f.phase and f.phase != "run":
             who += f" {f.phase}"
     if not family:
