@@ -286,6 +286,17 @@ def test_openvino_readers_of_a_sequence_output_are_one_root_where_another_produc
         pool_of_expand.summary())
 
 
+def test_openvino_split_lengths_fed_at_run_time_are_one_root_through_split_and_split_to_sequence(pool) -> None:
+    """c45: OpenVINO's dynamic-shape float64 Split with its lengths fed at run time gives wrong parts, read
+    through a Split and through a SplitToSequence+ConcatFromSequence (hand-checked: one defect).  Each
+    vanishes with the lengths an initializer; the input both take them by, ``split``, names the family
+    (``SHARED_FORM``).  Without it the roots were one per operator."""
+    need("openvino")
+    split, to_sequence = recorded(pool, "625f6d8535571587"), recorded(pool, "9a79bc02f37c48f3")
+    assert split.root == to_sequence.root == "OpenVINO: Split/SplitToSequence with operands fed at run time", (
+        split.summary(), to_sequence.summary())
+
+
 def test_openvino_reduce_axes_ignored_at_version_13_is_one_root_named_by_the_family(pool) -> None:
     """OpenVINO's ReduceLogSumExp and ReduceL1 at versions 13 to 17 ignore their axes.  ReduceLogSumExp's
     case finds the version and its sibling ReduceL1 showing it: "Reduce* at version 13".  A ScatterND that

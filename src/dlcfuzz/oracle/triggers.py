@@ -216,6 +216,10 @@ SHARED_FORM: dict[str, tuple[tuple[str, ...], frozenset[str]]] = {
     # makes the node an Identity for each); its siblings run right where the operator does not map first
     # (ReduceSumSquare), so a sibling run may miss it
     "Reduce*": (REDUCE, frozenset({"noop_with_empty_axes"})),
+    # the lengths of the parts, an input of both (OpenVINO's float64 Split of lengths fed at run time under
+    # dynamic shapes gives wrong parts through Split and through SplitToSequence: c45, hand-checked one defect)
+    "Split/SplitToSequence": (("Split", "SplitToSequence+ConcatFromSequence", "SplitToSequence+SequenceLength"),
+                              frozenset({"split"})),
 }
 # the variant options a variation switches: option path -> (kind, the value that is the suspected cause, its
 # name, the other option paths that go with it: the twin may differ there too)
@@ -556,6 +560,18 @@ def _operands(g: Graph, kind: str) -> list[str]:
     if kind == EMPTY:
         return _empty_initializers(g)
     return []
+
+
+def _slots(g: Graph, node: Node, values: Collection[str]) -> set[str]:
+    """The names the schema gives ``node``'s inputs that are among ``values`` (a sequence chain's are its
+    first operator's)."""
+    schema = _schema(node.op.split("+", 1)[0], g.opset)
+    if schema is None:
+        return set()
+    formal = [p.name for p in schema.inputs]
+    variadic = bool(schema.inputs) and schema.inputs[-1].option == schema.inputs[-1].option.Variadic
+    return {formal[min(i, len(formal) - 1)] if variadic or i < len(formal) else "" for i, x in enumerate(node.inputs)
+            if x in values} - {""}
 
 
 # -- the suspect operator -------------------------------------------------------------------------------
@@ -1796,9 +1812,11 @@ def analyze(runner: Runner, finding: Finding, graph: Graph, feeds: Feeds, first:
         try_siblings()
         if not needed and a.family == node.op:
             a.family = ""  # no trigger and no sibling shows it: the signature stands
-        if named and all(v.kind in (ATTRIBUTE, OPTIONAL) for v in named):
+        about = [{v.about} if v.kind in (ATTRIBUTE, OPTIONAL) else _slots(graph, node, _operands(graph, v.kind))
+                 for v in named]
+        if named and all(about):
             a.family = next((name for name, (ops, names) in SHARED_FORM.items() if node.op in ops
-                             and all(v.about in names for v in named)), a.family)
+                             and all(x <= names for x in about)), a.family)
     a.trigger = [v.cause for v in needed]
     a.kinds = [v.kind for v in needed]
     a.unvaried = unavailable
