@@ -166,3 +166,28 @@ def test_wrong_values_that_float32_operands_still_show_are_keyed_as_the_float32_
     assert twin in same_roots(wrong("int64"), g, inputs, shows)
     assert twin not in same_roots(wrong("int64"), g, inputs, vanished)
     assert same_roots(wrong("float32"), g, inputs, shows) == []  # a float32 bug is keyed by its own signature
+
+
+def _legalize(op: str, types: str, onnx_op: str) -> Finding:
+    """An IREE compile crash in the words it gave in c47 (155bc528, 8825b53a, f169629c)."""
+    return Finding(CRASH, "exception", "iree", "O0-generic", "compile",
+                   f"error: failed to legalize operation '{op}' that was explicitly marked illegal: %127 = "
+                   f"\"{op}\"(%arg2, %arg4) : {types} loc(\"<stdin>\":10:10)\n%6 = torch.operator "
+                   f"\"onnx.{onnx_op}\"(%2, %arg4)", "IreeCompileError")
+
+
+def test_a_computation_that_fails_to_legalize_is_one_key_whichever_operator_led_to_it() -> None:
+    """IREE cannot lower torch.aten.matmul of a 1-D operand and one of rank 3 or more, reached through a
+    MatMul (rank 4 by 1) and a MatMulInteger (1 by rank 5): hand-checked one defect, with no trigger to
+    tell.  A constant or a list left unlegalized is what something upstream left: no key (an Einsum and a
+    Pad, two defects, both leave a torch.prim.ListConstruct)."""
+    g, inputs = _case(2.0)
+    matmul = _legalize("torch.aten.matmul", "(!torch.vtensor<[4,4,5,3],f64>, !torch.vtensor<[3],f64>)", "MatMul")
+    integer = _legalize("torch.aten.matmul", "(!torch.vtensor<[4],ui8>, !torch.vtensor<[4,1,5,4,5],si8>)",
+                        "MatMulInteger")
+    key = "IREE compile crash: torch.aten.matmul fails to legalize"
+    assert key in same_roots(matmul, g, inputs, None) and key in same_roots(integer, g, inputs, None)
+    bmm = _legalize("torch.aten.bmm", "(!torch.vtensor<[3,2],f32>, !torch.vtensor<[3,2,5],f32>)", "QLinearMatMul")
+    assert key not in same_roots(bmm, g, inputs, None)
+    listed = _legalize("torch.prim.ListConstruct", "(!torch.int) -> !torch.list<int>", "Einsum")
+    assert not any("fails to legalize" in k for k in same_roots(listed, g, inputs, None))

@@ -487,6 +487,22 @@ def check_root(f: Finding, graph: Graph) -> str:
     return f"{BACKEND_NAMES.get(f.backend, f.backend)} {f.phase} crash: {op} fails the check at {file}:{line}"
 
 
+# an MLIR conversion that found no pattern for a computation of the torch dialect (IREE's ONNX path): the
+# pattern of that operation is the code at fault.  Not a constant's or a list's (torch.constant.int,
+# torch.prim.ListConstruct), which is left when something upstream failed first: those join nothing.
+_ILLEGAL_COMPUTATION = re.compile(r"failed to legalize operation '(torch\.aten\.[\w.]+)'")
+
+
+def legalization_root(f: Finding) -> str:
+    """Of a crash whose compiler could not legalize a computation (``_ILLEGAL_COMPUTATION``), that computation:
+    its lowering is one defect, whichever ONNX operator led to it (IREE's torch.aten.matmul of a 1-D operand
+    and one of rank 3 or more, reached through MatMul and MatMulInteger: hand-checked one defect in c45);
+    "" otherwise."""
+    found = _ILLEGAL_COMPUTATION.search(f.message or "") if f.oracle == CRASH else None
+    who = BACKEND_NAMES.get(f.backend, f.backend)
+    return f"{who} {f.phase} crash: {found.group(1)} fails to legalize" if found else ""
+
+
 def producer(graph: Graph, output: int) -> tuple[str, str]:
     """The operator type that produced graph output ``output``, and its dtype."""
     if not 0 <= output < len(graph.outputs):
@@ -763,7 +779,7 @@ def same_roots(f: Finding, graph: Graph, inputs: dict, analysis: Analysis | None
         # gave it (c45: OpenVINO's Reduce converter refused a wrong shape from a ReduceLogSum and a
         # ConcatFromSequence's untyped output, which joined those two roots)
         if analysis is None or KNOCK_ON not in analysis.kinds:
-            keys.append(converter_root(f, graph) or check_root(f, graph))
+            keys.append(converter_root(f, graph) or check_root(f, graph) or legalization_root(f))
     return [k for k in keys if k and (analysis is None or k != analysis.root)]
 
 
