@@ -495,3 +495,24 @@ class PreloadsThreads(ParentPid):
 
     name = "preloadsthreads"
     fork_preload = ("onnx", "onnxruntime", "numpy")
+
+
+class RaisesOnOneThread(OrtBackend):
+    """ORT whose one-thread variant (OpenVINO's option, ``INFERENCE_NUM_THREADS`` 1) raises an error at run
+    time on graphs with a Neg: the process a one-thread OpenVINO raises in, where another returned the
+    outputs unwritten (the bug as the campaign recorded it)."""
+
+    name = "raises-on-one-thread"
+
+    def variants(self) -> list[Variant]:
+        basic = next(v for v in super().variants() if v.name == "basic")
+        return [Variant("one-thread", {**basic.options, "config": {"INFERENCE_NUM_THREADS": 1}})]
+
+    def compile(self, imported: bytes, variant: Variant):
+        return super().compile(imported, variant), b"Neg" in imported
+
+    def run(self, compiled, inputs):
+        sess, raises = compiled
+        if raises:
+            raise RuntimeError("Exception from src/plugins/intel_cpu/src/node.cpp:42: shapes conflict")
+        return super().run(sess, inputs)

@@ -251,6 +251,21 @@ def recorded(pool, signature: str) -> Analysis:
     return analyze_triggers(pool, f, g, feeds, first, graph_signature(f, g))
 
 
+def test_wrong_values_whose_one_thread_variant_raises_an_error_now_are_that_errors_swallowing(pool) -> None:
+    """c47: OpenVINO's one-thread variant returned a LayerNormalization's outputs unwritten in the campaign's
+    process and raised the error ("Eltwise shape infer ... mismatch") in the retriage's: the control could not
+    show the bug, and the analysis gave no root.  The variant raising is the swallowed error itself: its root.
+    (A planted backend: which process raises is OpenVINO's history, not reproducible on demand.)"""
+    backend = "tests.fake_backends:RaisesOnOneThread"
+    g, feeds = one_node("Neg", [("input", np.ones((2, 3), np.float32))], {}, (2, 3))
+    f = Finding("differential", "value", backend, "one-thread", "run", "6/6 elements differ", other="reference/default",
+                output=0, details={"first_diverging": {"node": g.nodes[0].name, "op": "Neg", "output": g.outputs[0],
+                                                       "kind": "value", "dtype": "float32"}})
+    a = analyze_triggers(pool, f, g, feeds, f.details["first_diverging"], graph_signature(f, g))
+    assert a.root == swallowed_root(backend), a.summary()
+    assert a.swallowed is not None and "shapes conflict" in a.swallowed.message, a.summary()
+
+
 def test_openvino_wrong_values_beside_an_error_its_one_thread_swallows_are_that_errors_root(pool) -> None:
     """A float64 Neg beside a quantized operator: OpenVINO's eltwise kernel has no float64 ("unsupported
     src_prc: f64"), which its default threads raise and one inference thread swallows, returning empty

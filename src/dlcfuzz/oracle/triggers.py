@@ -1159,6 +1159,12 @@ def twin(variants: Mapping[str, Mapping[str, Any]], variant: str, path: tuple[st
                  and _option(o, path) != _option(mine, path)), "")
 
 
+def _swallows(options: Mapping[str, Any]) -> bool:
+    """Whether a variant's options set the cause of a swallowed error (``SWALLOWED``: one inference thread)."""
+    return any(kind in SWALLOWED and _option(options, path) == value
+               for path, (kind, value, _, _) in OPTION_CAUSES.items())
+
+
 def with_unset_twins(variants: Mapping[str, Mapping[str, Any]], variant: str) -> dict[str, Mapping[str, Any]]:
     """``variants`` and, for each option of ``UNSET_TWINS`` that ``variant`` sets and no declared variant
     leaves out, the variant without it (``backends.base.unset``: the worker resolves it by name)."""
@@ -1649,6 +1655,7 @@ def analyze(runner: Runner, finding: Finding, graph: Graph, feeds: Feeds, first:
 
     control = run((), "")  # the case as it is: the bug must show as ``shows`` reads it, or nothing is concluded
     note((), control)
+    raised = trial.failed_at if control is None else None  # the variant raised an error on the case
     if control is False and finding.diverges:
         # a trial is not localized: where the reduced case's divergence shows at another operator, or as
         # another kind, than its signature reads, any divergence of the backend is the bug (a variation
@@ -1666,6 +1673,15 @@ def analyze(runner: Runner, finding: Finding, graph: Graph, feeds: Feeds, first:
         control = run((), "")
         a.tried.append({"kind": "control", "cause": "the reduced case, in a worker of its own",
                         "result": "invalid" if control is None else "shows" if control else "vanished"})
+    if not control and raised is not None and finding.oracle != CRASH and _swallows(variants[finding.variant]):
+        # wrong values that the bug's own variant, on one inference thread, gave in one process and raised as an
+        # error in another (a used worker raises what a fresh one swallows): that error swallowed, one root
+        # whatever it says (c47: OpenVINO's LayerNormalization after a TopK, a Split of a Resize's output)
+        variant_of, how = raised
+        a.trigger, a.kinds = ["the error its variant raises in one process and swallows in another"], [THREADS]
+        a.root = swallowed_root(finding.backend)
+        a.swallowed = Finding(CRASH, "signal" if how.signal else "exception", finding.backend, variant_of,
+                              how.phase, how.message, how.error_type, how.traceback)
     if not control:
         a.runs, a.seconds, a.compiler_seconds = trial.runs, time.monotonic() - t0, trial.compiler_seconds
         return a
