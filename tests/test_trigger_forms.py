@@ -312,6 +312,17 @@ def test_openvino_split_lengths_fed_at_run_time_are_one_root_through_split_and_s
         split.summary(), to_sequence.summary())
 
 
+def test_openvino_recurrent_layers_operands_form_is_one_root_for_the_three(pool) -> None:
+    """c47: OpenVINO's dynamic-shape RNN and GRU compute the steps past each sequence's length; each vanishes
+    with its initializers fed at run time.  The operands the form changes (W, R, B, sequence_lens) are inputs
+    the three layers share by name, read through one recurrent input map: one root for the family
+    (hand-checked one defect).  Without the shared names the roots were one per operator."""
+    need("openvino")
+    rnn, gru = recorded(pool, "33738b7cf9a3944f"), recorded(pool, "e245a92249b94f8d")
+    assert rnn.root == gru.root == "OpenVINO: RNN/GRU/LSTM with operands folded as initializers", (
+        rnn.summary(), gru.summary())
+
+
 def test_openvino_reduce_axes_ignored_at_version_13_is_one_root_named_by_the_family(pool) -> None:
     """OpenVINO's ReduceLogSumExp and ReduceL1 at versions 13 to 17 ignore their axes.  ReduceLogSumExp's
     case finds the version and its sibling ReduceL1 showing it: "Reduce* at version 13".  A ScatterND that
