@@ -323,6 +323,36 @@ def test_openvino_recurrent_layers_operands_form_is_one_root_for_the_three(pool)
         rnn.summary(), gru.summary())
 
 
+def test_auto_pad_same_is_varied_by_the_pads_it_means(pool) -> None:
+    """c47: OpenVINO's dynamic-shape MaxPool pads SAME_LOWER (float32) and SAME_UPPER (int8) wrongly, alike.
+    Omitting auto_pad makes neither a valid case (the kernel exceeds the input); the explicit pads it means
+    give the same outputs, and the bug vanishes with them: one root, whichever SAME and element type.  (Without
+    the variation, one had no root and the other was "MaxPool with integer inputs".)"""
+    need("openvino")
+    lower, upper = recorded(pool, "ec11cbee50ff3050"), recorded(pool, "d4a833fc9a257423")
+    assert lower.root == upper.root == "OpenVINO: MaxPool with auto_pad SAME_UPPER or SAME_LOWER", (
+        lower.summary(), upper.summary())
+
+
+def test_same_pads_are_those_onnx_defines() -> None:
+    """ONNX: output = ceil(size / stride), total = (output - 1) * stride + (kernel - 1) * dilation + 1 - size;
+    the odd unit at the end for SAME_UPPER, at the beginning for SAME_LOWER."""
+    from dlcfuzz.ir import INPUT_KIND, NODE_KIND, Node, TensorType, Value
+    from dlcfuzz.oracle.triggers import _same_pads
+
+    g = Graph(opset=18)
+    g.add_value(Value("x", TensorType((1, 1, 5, 6), "float32"), INPUT_KIND))
+    g.add_value(Value("y", TensorType((1, 1, 3, 6), "float32"), NODE_KIND))
+    node = Node("MaxPool", ["x"], ["y"], {"auto_pad": "SAME_UPPER", "kernel_shape": [4, 3], "strides": [2, 1]}, "n0")
+    g.add_node(node)
+    # height: ceil(5/2) = 3, total (3-1)*2 + 4 - 5 = 3 -> 1 and 2; width: total 3 - 1 = 2 -> 1 and 1
+    assert _same_pads(g, node) == [1, 1, 2, 1]
+    node.attrs["auto_pad"] = "SAME_LOWER"
+    assert _same_pads(g, node) == [2, 1, 1, 1]
+    node.attrs["dilations"] = [2, 1]  # height: (3-1)*2 + (4-1)*2 + 1 - 5 = 6 -> 3 and 3
+    assert _same_pads(g, node) == [3, 1, 3, 1]
+
+
 def test_openvino_reduce_axes_ignored_at_version_13_is_one_root_named_by_the_family(pool) -> None:
     """OpenVINO's ReduceLogSumExp and ReduceL1 at versions 13 to 17 ignore their axes.  ReduceLogSumExp's
     case finds the version and its sibling ReduceL1 showing it: "Reduce* at version 13".  A ScatterND that

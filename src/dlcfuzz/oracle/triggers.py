@@ -633,6 +633,50 @@ def _omit(node: Node, name: str) -> Callable[[Graph, Feeds], tuple[Graph, Feeds]
     return apply
 
 
+SAME = ("SAME_UPPER", "SAME_LOWER")
+# where a convolution's or pooling's weights, whose spatial dimensions are the kernel's, are among its inputs
+KERNEL_INPUT = {"Conv": 1, "ConvInteger": 1, "QLinearConv": 3}
+
+
+def _same_pads(g: Graph, node: Node) -> list[int] | None:
+    """The explicit pads (begins, then ends) that ``node``'s auto_pad SAME_UPPER or SAME_LOWER means on its
+    input's static shape, as ONNX defines them (the output's spatial size is ceil(size / stride); the odd
+    unit of padding at the end for SAME_UPPER, at the beginning for SAME_LOWER); None where the kernel is
+    unknown (ConvTranspose pads otherwise)."""
+    if node.op not in (*FAMILIES["pooling"], *KERNEL_INPUT) or not node.inputs or node.inputs[0] not in g.values:
+        return None
+    sizes = g.values[node.inputs[0]].type.shape[2:]
+    kernel = node.attrs.get("kernel_shape")
+    if kernel is None and node.op in KERNEL_INPUT and len(node.inputs) > KERNEL_INPUT[node.op]:
+        kernel = g.values[node.inputs[KERNEL_INPUT[node.op]]].type.shape[2:]
+    if kernel is None or len(kernel) != len(sizes):
+        return None
+    strides = node.attrs.get("strides") or [1] * len(sizes)
+    dilations = node.attrs.get("dilations") or [1] * len(sizes)
+    begins, ends = [], []
+    for n, k, st, d in zip(sizes, kernel, strides, dilations, strict=True):
+        total = max(0, (-(-n // st) - 1) * st + (k - 1) * d + 1 - n)
+        small, large = total // 2, total - total // 2
+        begins.append(small if node.attrs["auto_pad"] == "SAME_UPPER" else large)
+        ends.append(large if node.attrs["auto_pad"] == "SAME_UPPER" else small)
+    return begins + ends
+
+
+def _explicit_pads(node: Node) -> Callable[[Graph, Feeds], tuple[Graph, Feeds] | None]:
+    """The case with ``node``'s auto_pad SAME_* written as the pads it means (``_same_pads``)."""
+    def apply(g: Graph, feeds: Feeds) -> tuple[Graph, Feeds] | None:
+        h = _copy(g)
+        at = h.nodes[_at(h, node)]
+        pads = _same_pads(h, at)
+        if pads is None:
+            return None
+        del at.attrs["auto_pad"]
+        at.attrs["pads"] = pads
+        h2 = retyped(h, feeds)
+        return (h2, dict(feeds)) if h2 is not None else None
+    return apply
+
+
 def _optional_inputs(g: Graph, node: Node) -> list[tuple[int, str]]:
     """(position, schema name) of the optional inputs the node is given (omitted, each says "default": a
     trailing one left out, an inner one by an empty name)."""
@@ -1216,7 +1260,11 @@ def variations(g: Graph, feeds: Feeds, first: Mapping[str, Any] | None, variant:
     if node is not None:
         defaults = _defaults(node.op, g.opset)
         for name, value in sorted(node.attrs.items()):
-            if name in defaults and defaults[name] != value:
+            if name == "auto_pad" and value in SAME:  # the explicit pads it means: same outputs, another form
+                if _same_pads(g, node) is not None:
+                    out.append(Variation(ATTRIBUTE, "auto_pad SAME_UPPER or SAME_LOWER", _explicit_pads(node),
+                                         about=name))
+            elif name in defaults and defaults[name] != value:
                 out.append(Variation(ATTRIBUTE, _attribute_cause(name, value), _omit(node, name), about=name))
         if _negative_axes(g, node):
             out.append(Variation(SIGN, "a negative axis", _positive_axes(node)))
