@@ -21,6 +21,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from dlcfuzz.ir import INPUT_KIND, Graph
 from dlcfuzz.oracle.findings import Finding
@@ -351,6 +352,29 @@ def test_same_pads_are_those_onnx_defines() -> None:
     assert _same_pads(g, node) == [2, 1, 1, 1]
     node.attrs["dilations"] = [2, 1]  # height: (3-1)*2 + (4-1)*2 + 1 - 5 = 6 -> 3 and 3
     assert _same_pads(g, node) == [3, 1, 3, 1]
+
+
+def test_iree_einsum_without_an_arrow_is_one_root_whatever_it_says(pool) -> None:
+    """c45: IREE fails Einsum "h" (a permute of the wrong rank) and Einsum "..." (a ListConstruct it cannot
+    legalize): hand-checked one defect, its implicit-output mode.  With the output written out ("h->h",
+    "...->...") each compiles: one root."""
+    need("iree")
+    letter, dots = recorded(pool, "68a3135f62d01347"), recorded(pool, "f169629ccd24290b")
+    assert letter.root == dots.root == "IREE: Einsum with an implicit output (no '->')", (
+        letter.summary(), dots.summary())
+
+
+@pytest.mark.parametrize(("equation", "shapes"), [
+    ("ij,jk", [(2, 3), (3, 4)]), ("ba", [(2, 3)]), ("ii", [(3, 3)]), ("...ij,...jk", [(2, 2, 3), (2, 3, 1)]),
+    ("kj,ij", [(2, 3), (4, 3)]),
+])
+def test_an_implicit_einsum_output_is_written_out_as_numpy_computes_it(equation, shapes) -> None:
+    from dlcfuzz.oracle.triggers import explicit_equation
+
+    rng = np.random.default_rng(0)
+    xs = [rng.standard_normal(s) for s in shapes]
+    written = explicit_equation(equation)
+    assert "->" in written and np.allclose(np.einsum(equation, *xs), np.einsum(written, *xs)), written
 
 
 def test_openvino_reduce_axes_ignored_at_version_13_is_one_root_named_by_the_family(pool) -> None:

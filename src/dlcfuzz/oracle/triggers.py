@@ -677,6 +677,25 @@ def _explicit_pads(node: Node) -> Callable[[Graph, Feeds], tuple[Graph, Feeds] |
     return apply
 
 
+def explicit_equation(equation: str) -> str:
+    """An Einsum equation without "->" with the output ONNX (as numpy) gives it: the broadcast dimensions
+    ("...") first where an input has them, then the labels that occur once, in alphabetical order."""
+    terms = equation.replace(" ", "")
+    letters = [c for c in terms if c.isalpha()]
+    once = sorted(c for c in set(letters) if letters.count(c) == 1)
+    return f"{terms}->{'...' if '...' in terms else ''}{''.join(once)}"
+
+
+def _explicit_output(node: Node) -> Callable[[Graph, Feeds], tuple[Graph, Feeds] | None]:
+    """The case with ``node``'s implicit Einsum output written out (``explicit_equation``): same outputs."""
+    def apply(g: Graph, feeds: Feeds) -> tuple[Graph, Feeds] | None:
+        h = _copy(g)
+        at = h.nodes[_at(h, node)]
+        at.attrs["equation"] = explicit_equation(str(at.attrs["equation"]))
+        return h, dict(feeds)
+    return apply
+
+
 def _optional_inputs(g: Graph, node: Node) -> list[tuple[int, str]]:
     """(position, schema name) of the optional inputs the node is given (omitted, each says "default": a
     trailing one left out, an inner one by an empty name)."""
@@ -1266,6 +1285,8 @@ def variations(g: Graph, feeds: Feeds, first: Mapping[str, Any] | None, variant:
                                          about=name))
             elif name in defaults and defaults[name] != value:
                 out.append(Variation(ATTRIBUTE, _attribute_cause(name, value), _omit(node, name), about=name))
+        if node.op == "Einsum" and "->" not in str(node.attrs.get("equation", "->")):
+            out.append(Variation(ATTRIBUTE, "an implicit output (no '->')", _explicit_output(node), about="equation"))
         if _negative_axes(g, node):
             out.append(Variation(SIGN, "a negative axis", _positive_axes(node)))
         if _negative_positions(g, node):
