@@ -90,6 +90,7 @@ import re
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -696,17 +697,28 @@ def _explicit_output(node: Node) -> Callable[[Graph, Feeds], tuple[Graph, Feeds]
     return apply
 
 
+@cache
+def _contrib_inputs(op: str) -> tuple[tuple[str, bool], ...]:
+    """(name, optional) of the inputs of an operator of another domain (``com.microsoft.Attention``), as ONNX
+    Runtime, which defines those operators, registers them (its newest version); () where it has none."""
+    from onnxruntime.capi import onnxruntime_pybind11_state as ort_schemas
+
+    domain, op_type = op_identity(op)
+    found = [s for s in ort_schemas.get_all_operator_schema() if (s.domain, s.name) == (domain, op_type)]
+    if not found:
+        return ()
+    newest = max(found, key=lambda s: s.since_version)
+    return tuple((i.name, i.option.name == "Optional") for i in newest.inputs)
+
+
 def _optional_inputs(g: Graph, node: Node) -> list[tuple[int, str]]:
     """(position, schema name) of the optional inputs the node is given (omitted, each says "default": a
-    trailing one left out, an inner one by an empty name)."""
-    from onnx.defs import OpSchema
-
+    trailing one left out, an inner one by an empty name); an operator of another domain's by ONNX Runtime's
+    schema (OpenVINO's com.microsoft.Attention with a 3-D mask_index and a past state: c46, c47)."""
     schema = _schema(node.op, g.opset)
-    if schema is None:
-        return []
-    optional = OpSchema.FormalParameterOption.Optional
-    return [(k, schema.inputs[k].name) for k, x in enumerate(node.inputs)
-            if x and k < len(schema.inputs) and schema.inputs[k].option == optional]
+    inputs = (tuple((i.name, i.option.name == "Optional") for i in schema.inputs) if schema is not None
+              else _contrib_inputs(node.op) if op_identity(node.op)[0] else ())
+    return [(k, inputs[k][0]) for k, x in enumerate(node.inputs) if x and k < len(inputs) and inputs[k][1]]
 
 
 # optional attributes without a default whose omission changes nothing ONNX computes: the kernel's and the
@@ -1311,7 +1323,11 @@ def variations(g: Graph, feeds: Feeds, first: Mapping[str, Any] | None, variant:
         if names:
             out.append(Variation(ELEMENT_TYPE, f"{element} inputs", _as_float32(names)))
         for position, name in _optional_inputs(g, node):
-            out.append(Variation(OPTIONAL, f"{name} given", _omit_input(node, position), about=name))
+            # a tensor of two or more dimensions is named with its rank, which may select its meaning (com.
+            # microsoft.Attention's mask_index: 1-D ends or starts and ends, 3-D a mask per query: two defects)
+            rank = g.values[node.inputs[position]].type.rank if node.inputs[position] in g.values else 0
+            given = f"a {rank}-D {name} given" if rank >= 2 else f"{name} given"
+            out.append(Variation(OPTIONAL, given, _omit_input(node, position), about=name))
         for name in _optional_attributes(g, node):
             omit = _all_axes(node) if name == "axes" and node.op in PER_AXIS else _omit(node, name)
             out.append(Variation(OPTIONAL, f"{name} given", omit, about=name))
