@@ -389,6 +389,15 @@ def test_openvino_attention_with_a_3d_mask_is_one_root_and_a_1d_mask_another(poo
     assert ends.root == "OpenVINO: com.microsoft.Attention with mask_index given", ends.summary()
 
 
+def test_a_flag_is_named_by_its_value_whether_ignored_or_not(pool) -> None:
+    """c48: OpenVINO's MaxPool with storage_order=1 gives transposed indices in one case (its outputs move with
+    the flag) and, under dynamic shapes, row-major ones in another (they do not: "ignored").  A flag has one
+    value off its default: ignoring it is one way of getting it wrong, one root."""
+    need("openvino")
+    shape, ignored = recorded(pool, "10c3d7dd58af6452"), recorded(pool, "d4a833fc9a257423.c48")
+    assert shape.root == ignored.root == "OpenVINO: MaxPool with storage_order=1", (shape.summary(), ignored.summary())
+
+
 def test_openvino_reduce_axes_ignored_at_version_13_is_one_root_named_by_the_family(pool) -> None:
     """OpenVINO's ReduceLogSumExp and ReduceL1 at versions 13 to 17 ignore their axes.  ReduceLogSumExp's
     case finds the version and its sibling ReduceL1 showing it: "Reduce* at version 13".  A ScatterND that

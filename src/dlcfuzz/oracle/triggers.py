@@ -1687,9 +1687,11 @@ def ignored(v: Variation, computed: Mapping[str, list[np.ndarray]], trial: Trial
     """An attribute's value that the bug needs, as ``v`` names it, or where the variant computes the same
     outputs with the attribute at its default (the last trial's), the attribute ignored: the baseline's
     outputs moved with the value and the compiler's did not, whichever value the case set (OpenVINO takes
-    Resize's keep_aspect_ratio_policy not_smaller and not_larger alike as stretch: one root)."""
-    if v.kind != ATTRIBUTE or "=" not in v.cause:  # a number or a list is named by the attribute alone already
-        return v
+    Resize's keep_aspect_ratio_policy not_smaller and not_larger alike as stretch: one root).  Not a flag
+    (``_attribute_cause``: X=0 or X=1): its one value off the default names it either way (c48: OpenVINO's
+    MaxPool with storage_order=1 gave transposed indices in one case and ignored it in another)."""
+    if v.kind != ATTRIBUTE or "=" not in v.cause or v.cause.rsplit("=", 1)[1] in ("0", "1"):
+        return v  # a number or a list is named by the attribute alone already, a flag by its one value
     mine, default = computed.get(trial.f.variant), trial.outputs.get(trial.f.variant)
     if mine is None or default is None or compare(default, mine, trial.criteria.tolerances) is not None:
         return v
