@@ -1947,8 +1947,26 @@ def analyze(runner: Runner, finding: Finding, graph: Graph, feeds: Feeds, first:
         outs = [graph.outputs[f.output] for f in controls if f.diverges and 0 <= f.output < len(graph.outputs)]
         shown = suspect(graph, first) or next((n for n in graph.nodes if outs and outs[0] in n.outputs), None)
         beside(a, finding, graph, shown, diverges, note)
+    chooser = next((n for n in graph.nodes if n.op == a.family), None)
+    if (finding.oracle != CRASH and a.kinds and set(a.kinds) <= {INITIALIZER, BESIDE} and chooser is not None
+            and chosen_at_run_time(graph, chooser)):
+        # wrong values that need a tensor chosen at run time, its choice fed at run time or beside another part:
+        # the compiler's run-time choice, however it shows (OpenVINO lowers a SequenceAt of a position fed at run
+        # time into Ifs, and its dynamic-shape If returns unwritten memory: c46, c48, three roots so)
+        a.family = RUN_TIME_CHOICE
+        a.root = f"{BACKEND_NAMES.get(finding.backend, finding.backend)}: wrong values after {RUN_TIME_CHOICE}"
     a.runs, a.seconds, a.compiler_seconds = trial.runs, time.monotonic() - t0, trial.compiler_seconds
     return a
+
+
+RUN_TIME_CHOICE = "a tensor chosen at run time (If, SequenceAt)"
+
+
+def chosen_at_run_time(g: Graph, node: Node) -> bool:
+    """Whether ``node`` chooses its output at run time: an If of a condition, or a SequenceAt (a chain that
+    ends in one) of a position, that is no constant."""
+    choice = node.inputs[0] if node.op == "If" else node.inputs[-1] if _last(node.op) == "SequenceAt" else ""
+    return bool(choice) and choice in g.values and g.values[choice].kind != CONST_KIND
 
 
 def beside(a: Analysis, finding: Finding, graph: Graph, node: Node | None,
