@@ -404,6 +404,20 @@ def test_a_flag_is_named_by_its_value_whether_ignored_or_not(pool) -> None:
     assert shape.root == ignored.root == "OpenVINO: MaxPool with storage_order=1", (shape.summary(), ignored.summary())
 
 
+def test_a_check_failing_in_a_reader_of_a_run_time_shape_keys_the_reader(pool) -> None:
+    """c48: OpenVINO refuses a BatchNormalization of a 1-D input (ONNX allows it) at
+    batch_norm_shape_inference.hpp:22: alone, after a Sum of a Compress, after a ConcatFromSequence.  The
+    analyses find the producers right and their outputs shaped at run time: the reader is at fault, and its
+    failed check is one key for the three (a wrong producer's would not be: the check is right to refuse)."""
+    need("openvino")
+    key = "OpenVINO import crash: BatchNormalization fails the check at batch_norm_shape_inference.hpp:22"
+    for s in ("35c636df6e593ddb", "999b4beb5b7153a0", "688bda2f148056b9"):
+        g, feeds = case(s)
+        f = campaign_finding(s)
+        a = recorded(pool, s)
+        assert key in same_roots(f, g, feeds, a), (s, a.summary(), same_roots(f, g, feeds, a))
+
+
 def test_openvino_reduce_axes_ignored_at_version_13_is_one_root_named_by_the_family(pool) -> None:
     """OpenVINO's ReduceLogSumExp and ReduceL1 at versions 13 to 17 ignore their axes.  ReduceLogSumExp's
     case finds the version and its sibling ReduceL1 showing it: "Reduce* at version 13".  A ScatterND that

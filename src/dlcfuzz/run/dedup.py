@@ -53,6 +53,7 @@ from dlcfuzz.oracle.triggers import (
     OPERATOR_FORM,
     PHASE_FREE,
     PRODUCER_TYPING,
+    RUN_TIME_SHAPE,
     SIBLING,
     THREADS,
     Analysis,
@@ -472,15 +473,20 @@ def converter_root(f: Finding, graph: Graph | None = None) -> str:
 
 
 def check_root(f: Finding, graph: Graph) -> str:
-    """Of a crash reduced to one operator whose C++ message says where a check failed (OpenVINO's report of
-    the operators it could not convert, one section each), that operator with the innermost failed check of
-    its own section: one check failing under one operator is one defect, whatever shapes fed it
-    (LayerNormalization's converter builds a Reshape that core shape inference refuses at
-    reshape_shape_inference.hpp:360, for a scalar and for a rank-4 input alike); "" otherwise."""
-    if f.oracle != CRASH or len(graph.nodes) != 1:
+    """Of a crash whose C++ message says where a check failed (OpenVINO's report of the operators it could
+    not convert, one section each), the operator that failed with the innermost failed check of its own
+    section: one check failing under one operator is one defect, whatever shapes fed it (LayerNormalization's
+    converter builds a Reshape that core shape inference refuses at reshape_shape_inference.hpp:360, for a
+    scalar and for a rank-4 input alike).  The operator: the case's only one, else the one whose section it
+    is, else the case's one sink, where the crash of a reduced case is (c48: OpenVINO's BatchNormalization of
+    a 1-D input, alone, after a Sum, after a ConcatFromSequence); "" otherwise."""
+    if f.oracle != CRASH or not graph.nodes:
         return ""
-    op = graph.nodes[0].op
-    sites = _CPP_CHECK.findall(_sections(f.message or "", graph))
+    message = f.message or ""
+    sinks = [n.op for n in graph.nodes if not any(o in x.inputs for x in graph.nodes for o in n.outputs if o)]
+    named = [m.group(1) for m in _SECTION.finditer(message) if m.group(1) in {n.op for n in graph.nodes}]
+    op = graph.nodes[0].op if len(graph.nodes) == 1 else named[0] if named else sinks[0] if len(sinks) == 1 else ""
+    sites = _CPP_CHECK.findall(_sections(message, graph)) if op else []
     if not sites:
         return ""
     file, line = sites[-1]
@@ -778,7 +784,10 @@ def same_roots(f: Finding, graph: Graph, inputs: dict, analysis: Analysis | None
         # not where the analysis found the crash a knock-on: the check is right to refuse what a producer
         # gave it (c45: OpenVINO's Reduce converter refused a wrong shape from a ReduceLogSum and a
         # ConcatFromSequence's untyped output, which joined those two roots)
-        if analysis is None or KNOCK_ON not in analysis.kinds:
+        # a producer that is right but whose output only the run shapes leaves the reader's check at fault
+        shaped = analysis is not None and analysis.upstream is not None and analysis.upstream.first.get(
+            "kind") == RUN_TIME_SHAPE
+        if analysis is None or KNOCK_ON not in analysis.kinds or shaped:
             keys.append(converter_root(f, graph) or check_root(f, graph) or legalization_root(f))
     return [k for k in keys if k and (analysis is None or k != analysis.root)]
 
