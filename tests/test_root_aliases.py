@@ -191,3 +191,27 @@ def test_a_computation_that_fails_to_legalize_is_one_key_whichever_operator_led_
     assert key not in same_roots(bmm, g, inputs, None)
     listed = _legalize("torch.prim.ListConstruct", "(!torch.int) -> !torch.list<int>", "Einsum")
     assert not any("fails to legalize" in k for k in same_roots(listed, g, inputs, None))
+
+
+def test_a_converter_key_of_another_operator_than_the_root_names_joins_nothing() -> None:
+    """A case with two defects, a QLinearConv's per-axis scales (the analysis's root) and a GlobalLpPool whose
+    converter refuses a dynamic batch (the report's section): the converter's key would fold every GlobalLpPool
+    root under the QLinearConv's (c48: the lp_pool, reduce and gelu converters' keys all did)."""
+    g = Graph(opset=17)
+    g.add_value(Value("x", TensorType((1, 2, 3, 3), "float32"), INPUT_KIND))
+    g.add_value(Value("q", TensorType((1, 2, 3, 3), "float32"), "node"))
+    g.add_value(Value("y", TensorType((1, 2, 1, 1), "float32"), "node"))
+    g.add_node(Node("QLinearConv", ["x"], ["q"], name="n0"))
+    g.add_node(Node("GlobalLpPool", ["q"], ["y"], name="n1"))
+    g.outputs = ["y"]
+    message = ("Model wasn't fully converted. Failed operations detailed log:\n-- GlobalLpPool-20 with a message:\n"
+               "While validating ONNX node '<Node(GlobalLpPool): n1>': Check 'data_shape[0].is_static()' failed at "
+               "src/frontends/onnx/frontend/src/op/lp_pool.cpp:30\nSummary:\n")
+    f = Finding(CRASH, "exception", "openvino", "f32", "import", message, "RuntimeError")
+    key = "openvino: frontend onnx converter lp_pool"
+    quant = Analysis(root="OpenVINO: QLinearConv with per-axis quantization parameters",
+                     trigger=["per-axis quantization parameters"], kinds=["per-axis"], family="QLinearConv")
+    assert key not in same_roots(f, g, {}, quant)
+    pool_root = Analysis(root="OpenVINO: GlobalLpPool with dynamic shapes", trigger=["dynamic shapes"],
+                         kinds=["static"], family="GlobalLpPool")
+    assert key in same_roots(f, g, {}, pool_root) and key in same_roots(f, g, {}, None)

@@ -489,3 +489,23 @@ def test_resize_axes_omitted_with_operands_for_every_axis_is_the_same_operation(
     want = run(g, feeds)
     assert want.shape == out
     np.testing.assert_allclose(run(h, hf), want, rtol=1e-6)
+
+
+def test_per_axis_quantization_is_a_quantizing_operators_and_a_normalizations_scale_is_none() -> None:
+    """c48 rooted a GroupNormalization "with per-axis quantization parameters": its 1-D ``scale`` made a scalar.
+    Only an operator with a zero point quantizes; QLinearConv's 1-D w_scale is per-axis quantization."""
+    from dlcfuzz.oracle.triggers import PER_AXIS_QUANT
+
+    f32 = np.float32
+    g, feeds = one_node("GroupNormalization", [("input", np.ones((1, 4, 2), f32)), ("const", np.ones(4, f32)),
+                                               ("const", np.zeros(4, f32))], {"num_groups": 2}, (1, 4, 2), opset=21)
+    vs, _ = variations(g, feeds, FIRST, "f32", {})
+    assert PER_AXIS_QUANT not in {v.kind for v in vs}
+    u8, i8 = np.uint8, np.int8
+    g, feeds = one_node("QLinearConv", [("input", np.ones((1, 2, 3, 3), u8)), ("const", np.array(0.1, f32)),
+                                        ("const", np.array(0, u8)), ("const", np.ones((2, 2, 1, 1), i8)),
+                                        ("const", np.array([0.1, 0.2], f32)), ("const", np.zeros(2, i8)),
+                                        ("const", np.array(0.1, f32)), ("const", np.array(0, u8))], {}, (1, 2, 3, 3),
+                        out_dtype="uint8")
+    vs, _ = variations(g, feeds, FIRST, "f32", {})
+    assert PER_AXIS_QUANT in {v.kind for v in vs}

@@ -815,9 +815,11 @@ def _all_axes(node: Node) -> Callable[[Graph, Feeds], tuple[Graph, Feeds] | None
 
 
 def _per_axis_quantization(g: Graph, node: Node) -> list[str]:
-    """The node's scale and zero-point operands given per axis (1-D: per channel, row or column)."""
+    """The node's scale and zero-point operands given per axis (1-D: per channel, row or column), of a
+    quantizing operator (one with a zero point: a normalization's "scale" is none, c48 rooted a
+    GroupNormalization "with per-axis quantization parameters")."""
     schema = _schema(node.op, g.opset)
-    if schema is None:
+    if schema is None or not any(i.name.endswith("zero_point") for i in schema.inputs):
         return []
     return [x for k, x in enumerate(node.inputs) if x and k < len(schema.inputs)
             and schema.inputs[k].name.endswith(("scale", "zero_point")) and g.values[x].type.rank == 1]

@@ -54,6 +54,7 @@ from dlcfuzz.oracle.triggers import (
     PHASE_FREE,
     PRODUCER_TYPING,
     RUN_TIME_SHAPE,
+    SHARED_FORM,
     SIBLING,
     THREADS,
     Analysis,
@@ -472,6 +473,18 @@ def converter_root(f: Finding, graph: Graph | None = None) -> str:
     return f"{f.backend}: frontend {site.group(1)} converter {site.group(2)}" if site else ""
 
 
+def failing_operator(f: Finding, graph: Graph) -> str:
+    """The operator of a reduced case that a crash failed in: the case's only one, else the one whose section
+    of the compiler's report the message holds, else the case's one sink (a reduced case crashes at its end);
+    "" where none is known."""
+    if f.oracle != CRASH or not graph.nodes:
+        return ""
+    ops = {n.op for n in graph.nodes}
+    named = [m.group(1) for m in _SECTION.finditer(f.message or "") if m.group(1) in ops]
+    sinks = [n.op for n in graph.nodes if not any(o in x.inputs for x in graph.nodes for o in n.outputs if o)]
+    return graph.nodes[0].op if len(graph.nodes) == 1 else named[0] if named else sinks[0] if len(sinks) == 1 else ""
+
+
 def check_root(f: Finding, graph: Graph) -> str:
     """Of a crash whose C++ message says where a check failed (OpenVINO's report of the operators it could
     not convert, one section each), the operator that failed with the innermost failed check of its own
@@ -480,13 +493,8 @@ def check_root(f: Finding, graph: Graph) -> str:
     scalar and for a rank-4 input alike).  The operator: the case's only one, else the one whose section it
     is, else the case's one sink, where the crash of a reduced case is (c48: OpenVINO's BatchNormalization of
     a 1-D input, alone, after a Sum, after a ConcatFromSequence); "" otherwise."""
-    if f.oracle != CRASH or not graph.nodes:
-        return ""
-    message = f.message or ""
-    sinks = [n.op for n in graph.nodes if not any(o in x.inputs for x in graph.nodes for o in n.outputs if o)]
-    named = [m.group(1) for m in _SECTION.finditer(message) if m.group(1) in {n.op for n in graph.nodes}]
-    op = graph.nodes[0].op if len(graph.nodes) == 1 else named[0] if named else sinks[0] if len(sinks) == 1 else ""
-    sites = _CPP_CHECK.findall(_sections(message, graph)) if op else []
+    op = failing_operator(f, graph)
+    sites = _CPP_CHECK.findall(_sections(f.message or "", graph)) if op else []
     if not sites:
         return ""
     file, line = sites[-1]
@@ -755,6 +763,11 @@ def record_triggers(store: Any, folder: Path | None, analysis: Analysis) -> None
 ALIASES_META = "root_aliases"  # the store's meta key: a root key -> the root it is one with (``join_roots``)
 
 
+def operators_of(family: str) -> tuple[str, ...]:
+    """The operators a root's family names: a converter family's, a shared form's, else the operator."""
+    return FAMILIES.get(family) or (SHARED_FORM[family][0] if family in SHARED_FORM else (family,))
+
+
 def same_roots(f: Finding, graph: Graph, inputs: dict, analysis: Analysis | None) -> list[str]:
     """Root keys that name this bug's root otherwise (``join_roots``): where siblings showed it, the name
     each of those operators' own analysis gives it (OpenVINO's ReduceL1 at version 13 finds no sibling
@@ -787,7 +800,13 @@ def same_roots(f: Finding, graph: Graph, inputs: dict, analysis: Analysis | None
         # a producer that is right but whose output only the run shapes leaves the reader's check at fault
         shaped = analysis is not None and analysis.upstream is not None and analysis.upstream.first.get(
             "kind") == RUN_TIME_SHAPE
-        if analysis is None or KNOCK_ON not in analysis.kinds or shaped:
+        # nor where the analysis names another operator than the one that failed: a case with two defects (a
+        # QLinearConv's per-axis scales and a GlobalLpPool's static batch) would bridge their roots (c48: the
+        # GlobalLpPool, Reduce and Gelu converters' keys all joined the QLinearConv root)
+        failed = failing_operator(f, graph)
+        other = (analysis is not None and bool(analysis.root) and bool(analysis.family) and not shaped
+                 and bool(failed) and failed not in operators_of(analysis.family))
+        if (analysis is None or KNOCK_ON not in analysis.kinds or shaped) and not other:
             keys.append(converter_root(f, graph) or check_root(f, graph) or legalization_root(f))
     return [k for k in keys if k and (analysis is None or k != analysis.root)]
 
