@@ -85,7 +85,7 @@ def test_a_family_root_is_one_with_each_operators_own_name_for_it() -> None:
                  shown_in=["ReduceLogSumExp", "ReduceL1"],
                  tried=[{"kind": SIBLING, "cause": "ReduceL1", "result": "shows"}])
     assert same_roots(f, *_case(2.0), a) == ["OpenVINO: ReduceLogSumExp at version 13",
-                                             "OpenVINO: ReduceL1 at version 13"]
+                                             "OpenVINO: ReduceL1 at version 13", "OpenVINO: Reduce* at version 13"]
 
 
 def test_a_crash_with_the_words_a_twin_refused_is_that_refusals_root(tmp_path: Path) -> None:
@@ -140,7 +140,8 @@ def test_a_knock_on_crash_is_no_key_of_the_converter_that_refused_it() -> None:
     knock_on = Analysis(root="OpenVINO import crash on ReduceLogSum's wrong shape",
                         trigger=["ReduceLogSum's wrong shape"], kinds=[KNOCK_ON], family="ReduceLogSum")
     keys = same_roots(f, g, inputs, knock_on)
-    assert converter not in keys and len(keys) == 1 and "crashes on the reduced case" in keys[0], keys
+    assert converter not in keys and len(keys) == 2 and "crashes on the reduced case" in keys[0], keys
+    assert keys[1] == knock_on.root  # the analysis's own root, where a family's message names the bug's
 
 
 def test_wrong_values_that_float32_operands_still_show_are_keyed_as_the_float32_bug() -> None:
@@ -215,3 +216,33 @@ def test_a_converter_key_of_another_operator_than_the_root_names_joins_nothing()
     pool_root = Analysis(root="OpenVINO: GlobalLpPool with dynamic shapes", trigger=["dynamic shapes"],
                          kinds=["static"], family="GlobalLpPool")
     assert key in same_roots(f, g, {}, pool_root) and key in same_roots(f, g, {}, None)
+
+
+def test_a_family_message_root_is_one_with_the_trigger_root_of_the_same_analysis(tmp_path: Path) -> None:
+    """c49: IREE fails a ReduceSumSquare of axes fed at run time with "sum.dim_IntList" and a ReduceMax with
+    "torch.constant.bool"; both analyses find "Reduce* with operands fed at run time".  The first is rooted by
+    its family's message (``family_crash_root`` comes first), the second by its trigger: two entries, until
+    the analysis's root is a key of the first."""
+    from dlcfuzz.oracle.triggers import INITIALIZER
+    from dlcfuzz.run.dedup import reduced_root, root_keys
+
+    g = Graph(opset=18)
+    g.add_value(Value("x", TensorType((2, 3), "float32"), INPUT_KIND))
+    g.add_value(Value("axes", TensorType((1,), "int64"), INPUT_KIND))
+    g.add_value(Value("y", TensorType((1, 3), "float32"), "node"))
+    g.add_node(Node("ReduceSumSquare", ["x", "axes"], ["y"], name="n0"))
+    g.outputs = ["y"]
+    f = Finding(CRASH, "exception", "iree", "O0-generic", "compile",
+                "error: failed to legalize operation 'torch.aten.sum.dim_IntList' that was explicitly marked illegal\n"
+                '%6 = torch.operator "onnx.ReduceSumSquare"(%arg0, %arg1)', "IreeCompileError")
+    trigger = "IREE compile crash: Reduce* with operands fed at run time"
+    a = Analysis(root=trigger, trigger=["operands fed at run time"], kinds=[INITIALIZER], family="Reduce*")
+    own = reduced_root(f, g, None, "", "one", a)
+    assert own != trigger  # the family's message names it
+    store = _store(tmp_path, [("one", 1), ("two", 2)])
+    try:
+        store.merge_root("one", join_roots(store, own, root_keys(store, same_roots(f, g, {}, a), "one", "")))
+        store.merge_root("two", join_roots(store, trigger, root_keys(store, [], "two", "")))
+        assert len(_listed(store)) == 1, store.bug_entries()
+    finally:
+        store.close()

@@ -808,7 +808,12 @@ def same_roots(f: Finding, graph: Graph, inputs: dict, analysis: Analysis | None
                  and bool(failed) and failed not in operators_of(analysis.family))
         if (analysis is None or KNOCK_ON not in analysis.kinds or shaped) and not other:
             keys.append(converter_root(f, graph) or check_root(f, graph) or legalization_root(f))
-    return [k for k in keys if k and (analysis is None or k != analysis.root)]
+    # the analysis's own root too: where a crash's family message names the root (``reduced_root``), the
+    # trigger's root is one with it (c49: IREE's ReduceSumSquare of axes fed at run time, rooted by its
+    # family's "sum.dim_IntList" message, and its ReduceMax by "Reduce* with operands fed at run time")
+    if analysis is not None and analysis.root:
+        keys.append(analysis.root)
+    return [k for k in dict.fromkeys(keys) if k]
 
 
 def refused_root(f: Finding, graph: Graph) -> str:
