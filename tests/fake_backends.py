@@ -516,3 +516,29 @@ class RaisesOnOneThread(OrtBackend):
         if raises:
             raise RuntimeError("Exception from src/plugins/intel_cpu/src/node.cpp:42: shapes conflict")
         return super().run(sess, inputs)
+
+
+class RoundsToBfloat16(OrtBackend):
+    """ORT with a low-precision variant that, as OpenVINO's bfloat16 default does, rounds its float32 inputs
+    to bfloat16 (and ``low-plus-one``, which also adds 1 to its float outputs: a real bug besides)."""
+
+    name = "rounds-to-bfloat16"
+
+    def variants(self) -> list[Variant]:
+        basic = next(v for v in super().variants() if v.name == "basic")
+        return [basic, Variant("low", {**basic.options, "low_precision": True}),
+                Variant("low-plus-one", {**basic.options, "low_precision": True, "plus_one": True})]
+
+    def compile(self, imported: bytes, variant: Variant):
+        low, plus_one = variant.options.get("low_precision", False), variant.options.get("plus_one", False)
+        return super().compile(imported, variant), low, plus_one
+
+    def run(self, compiled, inputs):
+        import ml_dtypes
+
+        sess, low, plus_one = compiled
+        if low:
+            inputs = {k: v.astype(ml_dtypes.bfloat16).astype(np.float32) if v.dtype == np.float32 else v
+                      for k, v in inputs.items()}
+        outs = super().run(sess, inputs)
+        return [o + 1 if plus_one and o.dtype.kind == "f" else o for o in outs]

@@ -22,6 +22,7 @@ from __future__ import annotations
 import copy
 from typing import TYPE_CHECKING
 
+import ml_dtypes
 import numpy as np
 
 from dlcfuzz.backends.base import OK, Outcome, Test
@@ -29,7 +30,7 @@ from dlcfuzz.export.onnx import to_bytes
 from dlcfuzz.ir import Graph, Node, Value
 from dlcfuzz.ir.dtypes import ONNX_CODE
 from dlcfuzz.oracle.compare import compare
-from dlcfuzz.oracle.findings import DIFFERENTIAL, NOISE, UNDEFINED, Finding
+from dlcfuzz.oracle.findings import DIFFERENTIAL, METAMORPHIC, NOISE, UNDEFINED, Finding
 from dlcfuzz.spec import expand
 
 if TYPE_CHECKING:  # the judge calls localize: its types, not the module, are needed here
@@ -293,6 +294,14 @@ def localize(graph: Graph, test: Test, findings: list[Finding], runner: Runner, 
     variant) whose outputs differential findings were judged against; ``criteria``: what the test was
     judged by (``oracle/judge.py``: tolerances, low-precision and float32 variants)."""
     todo = [f for f in findings if f.diverges]
+    for f in todo:  # a low-precision variant: what rounding its inputs explains is noise
+        against = (f.backend, f.other) if f.oracle == METAMORPHIC else baseline
+        if (f.backend, f.variant) in criteria.low_precision and against is not None and (
+                against not in criteria.low_precision):
+            why = rounded_inputs(test, f, runner, against, criteria.pair_tolerances({(f.backend, f.variant), against}))
+            if why:
+                f.category, f.details["rounded_inputs"] = NOISE, why
+    todo = [f for f in todo if f.category != NOISE]
     if not todo or len(graph.nodes) < 2:  # one node: the divergence can only start there
         for f in todo:
             if graph.nodes:
@@ -328,6 +337,31 @@ def localize(graph: Graph, test: Test, findings: list[Finding], runner: Runner, 
         first = first_divergence(g, expected, actual, tolerances, test.inputs, runner)
         if first is not None:
             _found(f, first, g, test, dict(zip(g.outputs, expected, strict=True)), tolerances, runner)
+
+
+# the narrower float types a low-precision variant may compute in (OpenVINO's default: bfloat16 where the CPU
+# has it, float16 elsewhere); ml_dtypes (onnx's own dependency) rounds to bfloat16
+NARROWER = {"bfloat16": ml_dtypes.bfloat16, "float16": np.float16}
+
+
+def rounded_inputs(test: Test, f: Finding, runner: Runner, against: tuple[str, str],
+                   tolerances: dict[str, tuple[float, float]]) -> str:
+    """Why a low-precision variant's divergence from what it was compared with (``against``: its mate, or the
+    baseline) is the rounding of its float32 inputs: that, on the inputs rounded to a narrower type, gives the
+    variant's outputs (c49: OpenVINO's bfloat16 default rounds a MaxRoiPool's ROI edge 2.497 to 2.5, which
+    falls in another bin); "" where it does not."""
+    floats = {k: v for k, v in test.inputs.items() if np.asarray(v).dtype == np.float32}
+    mine = runner.run(f.backend, test, [f.variant]).get(f.variant) if floats else None
+    if mine is None or mine.status != OK or mine.outputs is None:
+        return ""
+    for name, narrow in NARROWER.items():
+        rounded = Test(test.model, test.graph_json, {**test.inputs, **{
+            k: np.asarray(v).astype(narrow).astype(np.float32) for k, v in floats.items()}})
+        o = runner.run(against[0], rounded, [against[1]]).get(against[1])
+        if o is not None and o.status == OK and o.outputs is not None and compare(
+                mine.outputs, o.outputs, tolerances) is None:
+            return f"{'/'.join(against)} on the inputs rounded to {name} gives {f.variant}'s outputs"
+    return ""
 
 
 def _found(f: Finding, first: dict[str, str], g: Graph, test: Test, computed: dict[str, np.ndarray],
