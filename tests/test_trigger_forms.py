@@ -418,6 +418,16 @@ def test_a_check_failing_in_a_reader_of_a_run_time_shape_keys_the_reader(pool) -
         assert key in same_roots(f, g, feeds, a), (s, a.summary(), same_roots(f, g, feeds, a))
 
 
+def test_tvm_empty_tensors_fed_at_run_time_are_one_root_whatever_reads_them(pool) -> None:
+    """c49: TVM's importer reads a graph input's dimension 0 as a symbolic one; a Tile's zero-length repeats
+    and an Expand's zero-length shape, fed at run time, fail on it with two messages (hand-checked one
+    defect).  Only the empty inputs made initializers makes each vanish: one root, before the operands'
+    form and the Expand's lower rank, which named them apart."""
+    need("tvm")
+    tile, expand = recorded(pool, "e58a6b6ace234091"), recorded(pool, "efc5603f096928b6")
+    assert tile.root == expand.root == "TVM: an empty tensor fed at run time", (tile.summary(), expand.summary())
+
+
 def test_openvino_reduce_axes_ignored_at_version_13_is_one_root_named_by_the_family(pool) -> None:
     """OpenVINO's ReduceLogSumExp and ReduceL1 at versions 13 to 17 ignore their axes.  ReduceLogSumExp's
     case finds the version and its sibling ReduceL1 showing it: "Reduce* at version 13".  A ScatterND that

@@ -111,6 +111,7 @@ MAX_SIBLINGS = 4  # siblings of the operator's family tried (until one shows the
     "exact", "int32", "signed", "initializer", "runtime", "empty", "static", "threads", "pipeline", "attribute",
     "sign", "ranks", "opset", "per-axis", "negative", "ties", "element-type", "optional-input", "sibling",
     "knock-on", "beside", "declared")
+FED_EMPTY = "fed-empty"  # an empty tensor fed at run time, made an initializer (``EMPTY``'s reverse)
 EXACT_BOUND = 2 ** 53  # the integers float64 holds exactly
 # operators whose outputs are positions chosen by comparing elements: among equal ones, the spec says
 # which index wins (TopK the lower, ArgMax the first or the last), and a compiler may pick another
@@ -123,16 +124,16 @@ MAX_PRODUCERS = 3  # producers of a crash's case checked for a wrong output of t
 # each operator with its own code, and a converter reads a constant or a runtime operand in its own way.
 # A crash is at a site of an operator's own code unless its trigger is the backend's integer range (or its
 # threads): OpenVINO's dynamic-shape compile failures fail in each operator's shape code with its own check.
-OPERATOR_FREE = frozenset({EXACT_RANGE, INT32_RANGE, SIGNED, EMPTY, STATIC, THREADS, DECLARED})
+OPERATOR_FREE = frozenset({EXACT_RANGE, INT32_RANGE, SIGNED, EMPTY, FED_EMPTY, STATIC, THREADS, DECLARED})
 # A crash only the optimizing pipeline shows is in its passes (TVM's FoldConstant legalizing what LegalizeOps
 # left, on whichever operator): the pipeline's.
-CRASH_OPERATOR_FREE = frozenset({EXACT_RANGE, INT32_RANGE, EMPTY, THREADS, PIPELINE, DECLARED})
+CRASH_OPERATOR_FREE = frozenset({EXACT_RANGE, INT32_RANGE, EMPTY, FED_EMPTY, THREADS, PIPELINE, DECLARED})
 # triggers in how the backend reads values, wherever it reads them: one root whether the case crashes in a
 # phase or computes wrong values (OpenVINO reads an empty int64 initializer as a scalar: Tile's import fails,
 # Expand gives a wrong shape; it takes a Trilu's k beyond 2**53 through float64: its import fails in one case,
 # its compile aborts in another).  Not the int32 range: OpenVINO's dynamic Trilu overflows k + N in int32 at
 # run time, a defect of its own beside those.
-PHASE_FREE = frozenset({EXACT_RANGE, EMPTY})
+PHASE_FREE = frozenset({EXACT_RANGE, EMPTY, FED_EMPTY})
 # a value the compiler types wrongly fails each reader in the phase where that reader checks it (IREE's importer
 # types a value of a rank ONNX cannot tell as a scalar: a Reduce*'s lowering fails on it, a Pad's, a Shape's):
 # one crash in any phase, as the knock-on analysis names it (``KNOCK_ON``, ``UNKNOWN_RANK``)
@@ -185,7 +186,8 @@ def refusal_root(backend: str, decline: str) -> str:
 
 # the order causes are named in (the pipeline last: an operator's own cause is named before it; the element
 # type after the attributes and versions: a float32 operator runs other code, which any narrower cause explains)
-_ORDER = (EXACT_RANGE, INT32_RANGE, SIGNED, SIGN, RANKS, DECLARED, INITIALIZER, EMPTY, RUNTIME, STATIC, THREADS, OPSET,
+_ORDER = (EXACT_RANGE, INT32_RANGE, SIGNED, FED_EMPTY, SIGN, RANKS, DECLARED, INITIALIZER, EMPTY, RUNTIME, STATIC,
+          THREADS, OPSET,
           ATTRIBUTE,
           PER_AXIS_QUANT, NEGATIVE, TIES, ELEMENT_TYPE, OPTIONAL, PIPELINE)
 
@@ -555,6 +557,20 @@ def _empty_to_inputs(g: Graph, feeds: Feeds) -> tuple[Graph, Feeds] | None:
     return h, new
 
 
+def _empty_fed(g: Graph) -> list[str]:
+    return [k for k, v in g.values.items() if v.pinned and np.size(v.data) == 0]
+
+
+def _empty_to_initializers(g: Graph, feeds: Feeds) -> tuple[Graph, Feeds] | None:
+    """Only the empty tensors fed at run time made initializers (TVM's importer reads a graph input's
+    dimension 0 as a symbolic one: a Tile's and an Expand's zero-length operand fail on it, c49)."""
+    h, new = _copy(g), dict(feeds)
+    for name in _empty_fed(h):
+        h.values[name].kind = CONST_KIND
+        new.pop(name, None)
+    return h, new
+
+
 def _operands(g: Graph, kind: str) -> list[str]:
     """The values whose form a variation of ``kind`` changes (the pinned inputs, or the initializers)."""
     if kind == INITIALIZER:
@@ -563,6 +579,8 @@ def _operands(g: Graph, kind: str) -> list[str]:
         return [k for k, v in g.values.items() if v.kind == CONST_KIND and v.data is not None]
     if kind == EMPTY:
         return _empty_initializers(g)
+    if kind == FED_EMPTY:
+        return _empty_fed(g)
     return []
 
 
@@ -1277,6 +1295,8 @@ def variations(g: Graph, feeds: Feeds, first: Mapping[str, Any] | None, variant:
         out.append(Variation(RUNTIME, "operands folded as initializers", _initializers_to_inputs))
     if _empty_initializers(g):
         out.append(Variation(EMPTY, "an empty tensor folded as an initializer", _empty_to_inputs))
+    if _empty_fed(g):  # narrower than every operand's form, and than a lower rank an empty shape gives
+        out.append(Variation(FED_EMPTY, "an empty tensor fed at run time", _empty_to_initializers))
     untyped = _rank_untold(g)
     if untyped:
         out.append(Variation(DECLARED, UNTOLD_RANK, _declared(untyped)))
