@@ -186,7 +186,7 @@ def refusal_root(backend: str, decline: str) -> str:
 
 # the order causes are named in (the pipeline last: an operator's own cause is named before it; the element
 # type after the attributes and versions: a float32 operator runs other code, which any narrower cause explains)
-_ORDER = (EXACT_RANGE, INT32_RANGE, SIGNED, FED_EMPTY, SIGN, RANKS, DECLARED, INITIALIZER, EMPTY, RUNTIME, STATIC,
+_ORDER = (EXACT_RANGE, INT32_RANGE, SIGNED, DECLARED, FED_EMPTY, SIGN, RANKS, INITIALIZER, EMPTY, RUNTIME, STATIC,
           THREADS, OPSET,
           ATTRIBUTE,
           PER_AXIS_QUANT, NEGATIVE, TIES, ELEMENT_TYPE, OPTIONAL, PIPELINE)
@@ -1295,7 +1295,9 @@ def variations(g: Graph, feeds: Feeds, first: Mapping[str, Any] | None, variant:
         out.append(Variation(RUNTIME, "operands folded as initializers", _initializers_to_inputs))
     if _empty_initializers(g):
         out.append(Variation(EMPTY, "an empty tensor folded as an initializer", _empty_to_inputs))
-    if _empty_fed(g):  # narrower than every operand's form, and than a lower rank an empty shape gives
+    # narrower than every operand's form, and than a lower rank an empty shape gives; after the declared types,
+    # which change no value (IREE's ReduceLogSum of empty axes fed at run time: the rank ONNX cannot tell)
+    if _empty_fed(g):
         out.append(Variation(FED_EMPTY, "an empty tensor fed at run time", _empty_to_initializers))
     untyped = _rank_untold(g)
     if untyped:
