@@ -419,5 +419,5 @@ def explain(graph: Graph, test: Test, findings: list[Finding], outcomes: Mapping
     ``oracle/localize.py``), then blames the compiler pass whose absence makes the divergence vanish
     (``oracle/blame.py``).  ``baseline``: the (backend, variant) differential findings were judged
     against; ``backends``: those whose passes may be blamed."""
-    localize(graph, test, findings, runner, baseline, criteria)
+    localize(graph, test, findings, runner, baseline, criteria, outcomes)
     blame(graph, test, findings, outcomes, backends, runner, criteria.tolerances)

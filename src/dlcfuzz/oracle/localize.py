@@ -20,6 +20,7 @@ exposed graph; the finding then keeps no location and is signed by the producer 
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import ml_dtypes
@@ -288,17 +289,20 @@ def overflows(g: Graph, output: str, inputs: dict[str, np.ndarray], computed: di
 
 
 def localize(graph: Graph, test: Test, findings: list[Finding], runner: Runner, baseline: tuple[str, str] | None,
-             criteria: Criteria) -> None:
+             criteria: Criteria, outcomes: Mapping[str, Mapping[str, Outcome]] | None = None) -> None:
     """Sets ``details["first_diverging"]`` of each value finding in ``findings`` that can be located.
     ``runner``: runs the exposed graph (the campaign's worker pool); ``baseline``: the (backend,
     variant) whose outputs differential findings were judged against; ``criteria``: what the test was
-    judged by (``oracle/judge.py``: tolerances, low-precision and float32 variants)."""
+    judged by (``oracle/judge.py``: tolerances, low-precision and float32 variants); ``outcomes``: the
+    test's own runs, where the judge has them (backend -> variant -> outcome: not run again)."""
     todo = [f for f in findings if f.diverges]
     for f in todo:  # a low-precision variant: what rounding its inputs explains is noise
         against = (f.backend, f.other) if f.oracle == METAMORPHIC else baseline
         if (f.backend, f.variant) in criteria.low_precision and against is not None and (
                 against not in criteria.low_precision):
-            why = rounded_inputs(test, f, runner, against, criteria.pair_tolerances({(f.backend, f.variant), against}))
+            ran = (outcomes or {}).get(f.backend, {}).get(f.variant)
+            why = rounded_inputs(test, f, runner, against, criteria.pair_tolerances({(f.backend, f.variant), against}),
+                                 ran)
             if why:
                 f.category, f.details["rounded_inputs"] = NOISE, why
     todo = [f for f in todo if f.category != NOISE]
@@ -345,14 +349,15 @@ NARROWER = {"bfloat16": ml_dtypes.bfloat16, "float16": np.float16}
 
 
 def rounded_inputs(test: Test, f: Finding, runner: Runner, against: tuple[str, str],
-                   tolerances: dict[str, tuple[float, float]]) -> str:
+                   tolerances: dict[str, tuple[float, float]], mine: Outcome | None = None) -> str:
     """Why a low-precision variant's divergence from what it was compared with (``against``: its mate, or the
     baseline) is the rounding of its float32 inputs: that, on the inputs rounded to a narrower type, gives the
     variant's outputs (c49: OpenVINO's bfloat16 default rounds a MaxRoiPool's ROI edge 2.497 to 2.5, which
-    falls in another bin); "" where it does not."""
+    falls in another bin); "" where it does not.  ``mine``: the variant's outcome on the test, where known."""
     floats = {k: v for k, v in test.inputs.items() if np.asarray(v).dtype == np.float32}
-    mine = runner.run(f.backend, test, [f.variant]).get(f.variant) if floats else None
-    if mine is None or mine.status != OK or mine.outputs is None:
+    if floats and (mine is None or mine.outputs is None):
+        mine = runner.run(f.backend, test, [f.variant]).get(f.variant)
+    if not floats or mine is None or mine.status != OK or mine.outputs is None:
         return ""
     for name, narrow in NARROWER.items():
         rounded = Test(test.model, test.graph_json, {**test.inputs, **{

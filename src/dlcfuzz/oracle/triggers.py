@@ -106,12 +106,11 @@ MAX_RUNS = 12  # confirmed runs per bug, all variations and siblings together
 MAX_SIBLINGS = 4  # siblings of the operator's family tried (until one shows the bug)
 
 # kinds of variation
-(EXACT_RANGE, INT32_RANGE, SIGNED, INITIALIZER, RUNTIME, EMPTY, STATIC, THREADS, PIPELINE, ATTRIBUTE, SIGN, RANKS,
- OPSET, PER_AXIS_QUANT, NEGATIVE, TIES, ELEMENT_TYPE, OPTIONAL, SIBLING, KNOCK_ON, BESIDE, DECLARED) = (
-    "exact", "int32", "signed", "initializer", "runtime", "empty", "static", "threads", "pipeline", "attribute",
-    "sign", "ranks", "opset", "per-axis", "negative", "ties", "element-type", "optional-input", "sibling",
+(EXACT_RANGE, INT32_RANGE, SIGNED, INITIALIZER, RUNTIME, EMPTY, FED_EMPTY, STATIC, THREADS, PIPELINE, ATTRIBUTE, SIGN,
+ RANKS, OPSET, PER_AXIS_QUANT, NEGATIVE, TIES, ELEMENT_TYPE, OPTIONAL, SIBLING, KNOCK_ON, BESIDE, DECLARED) = (
+    "exact", "int32", "signed", "initializer", "runtime", "empty", "fed-empty", "static", "threads", "pipeline",
+    "attribute", "sign", "ranks", "opset", "per-axis", "negative", "ties", "element-type", "optional-input", "sibling",
     "knock-on", "beside", "declared")
-FED_EMPTY = "fed-empty"  # an empty tensor fed at run time, made an initializer (``EMPTY``'s reverse)
 EXACT_BOUND = 2 ** 53  # the integers float64 holds exactly
 # operators whose outputs are positions chosen by comparing elements: among equal ones, the spec says
 # which index wins (TopK the lower, ArgMax the first or the last), and a compiler may pick another
@@ -187,9 +186,7 @@ def refusal_root(backend: str, decline: str) -> str:
 # the order causes are named in (the pipeline last: an operator's own cause is named before it; the element
 # type after the attributes and versions: a float32 operator runs other code, which any narrower cause explains)
 _ORDER = (EXACT_RANGE, INT32_RANGE, SIGNED, DECLARED, FED_EMPTY, SIGN, RANKS, INITIALIZER, EMPTY, RUNTIME, STATIC,
-          THREADS, OPSET,
-          ATTRIBUTE,
-          PER_AXIS_QUANT, NEGATIVE, TIES, ELEMENT_TYPE, OPTIONAL, PIPELINE)
+          THREADS, OPSET, ATTRIBUTE, PER_AXIS_QUANT, NEGATIVE, TIES, ELEMENT_TYPE, OPTIONAL, PIPELINE)
 
 BACKEND_NAMES = {"openvino": "OpenVINO", "tvm": "TVM", "tvm-relax": "TVM Relax", "ort": "ONNX Runtime",
                  "iree": "IREE", "inductor": "Inductor"}
