@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from onnx import TensorProto, helper
+from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
 from dlcfuzz.backends import load_backend
@@ -259,3 +259,70 @@ def test_quantized_tensors_the_torch_lowering_lacks_are_a_decline() -> None:
                               "marked "
                               "illegal: %110 = \"torch.aten.broadcast_to\"(%108, %109) : (!torch.vtensor<[4,1,3],f32>, "
                               "!torch.list<int>) -> !torch.vtensor<[4,2,3],f32>")
+
+
+def _compile_error(model: bytes) -> Exception:
+    with pytest.raises(Exception) as info:
+        BE.compile(BE.load(Test(model, "", {})), variant("O0-generic"))
+    return info.value
+
+
+def test_a_fatal_error_names_the_crash_not_the_stack_frames() -> None:
+    """iree-compile 3.13 aborts on a uint16 Sign and on a uint16 ConstantOfShape with LLVM's fatal error
+    "Unhandled type in getScalarTypeForType: ui16", from other frames of torch-mlir's (c48's 660a48ba and
+    1888612a, hand-checked one defect): both crashes say that error, in the same words."""
+    from dlcfuzz.oracle.findings import CRASH, Finding
+    from dlcfuzz.run.dedup import signature
+
+    sign = make_model([helper.make_node("Sign", ["x"], ["y"])], [("x", TensorProto.UINT16, [2])],
+                      [("y", TensorProto.UINT16, [2])])
+    filled = make_model([helper.make_node("ConstantOfShape", ["s"], ["y"],
+                                          value=numpy_helper.from_array(np.array([2], np.uint16), "v"))],
+                        [("s", TensorProto.INT64, [2])], [("y", TensorProto.UINT16, [1, 1])])
+    errors = [_compile_error(m) for m in (sign, filled)]
+    assert [type(e).__name__ for e in errors] == ["IreeCompilerCrash"] * 2
+    words = "iree-compile killed by SIGABRT: LLVM ERROR: Unhandled type in getScalarTypeForType: ui16"
+    assert [str(e) for e in errors] == [words] * 2
+    sigs = {signature(Finding(CRASH, "signal", "iree", "O0-generic", "compile", str(e), "IreeCompilerCrash"))
+            for e in errors}
+    assert len(sigs) == 1
+
+
+def test_compile_crash_without_a_fatal_error_is_named_by_its_frames() -> None:
+    from dlcfuzz.backends.iree import compile_error
+
+    text = ("Error invoking IREE compiler tool iree-compile\nError code: -11\nDiagnostics:\nStack dump:\n"
+            " #3 0x00007f mlir::torch::Torch::AtenPadOp::create(mlir::OpBuilder&) (/x/libIREECompiler.so+0x1)\n"
+            " #4 0x00007f mlir::torch::onnx_c::populateDefaultDomainAtoF(x) (/x/libIREECompiler.so+0x2)\n")
+    assert str(compile_error(text)) == ("iree-compile killed by SIGSEGV in mlir::torch::Torch::AtenPadOp::create <- "
+                                        "mlir::torch::onnx_c::populateDefaultDomainAtoF")
+
+
+def test_variadic_operators_folded_pairwise_are_one_family() -> None:
+    """IREE types each partial result of a variadic Sum, Mean or Max as the whole output: with operands of lower
+    ranks, each fails a tensor.cast (c48's 7e8b9e98, 03a1fa6c and e66e2b1d, hand-checked one defect). Their
+    crashes share the family's root, which an Einsum's crash does not."""
+    from dlcfuzz.oracle.findings import CRASH, Finding
+    from dlcfuzz.run.dedup import family_crash_root
+
+    roots = set()
+    for op in ("Sum", "Mean", "Max"):
+        model = make_model([helper.make_node(op, ["a", "b", "c"], ["y"])],
+                           [("a", TensorProto.FLOAT, [3, 2]), ("b", TensorProto.FLOAT, []),
+                            ("c", TensorProto.FLOAT, [5, 4, 3, 2])], [("y", TensorProto.FLOAT, [5, 4, 3, 2])])
+        e = _compile_error(model)
+        assert "cast incompatible" in str(e) and f'"onnx.{op}"' in str(e), str(e)
+        roots.add(family_crash_root(Finding(CRASH, "exception", "iree", "O0-generic", "compile", str(e),
+                                            type(e).__name__)))
+    assert len(roots) == 1 and "" not in roots
+
+
+def test_a_lowering_that_says_unimplemented_declines_the_case() -> None:
+    """IREE's Slice of axes fed at run time: "unimplemented: dim is not constant", the lowering's own words
+    for a case it leaves out (c48's d75e038a)."""
+    model = make_model([helper.make_node("Slice", ["x", "s", "e", "a"], ["y"])],
+                       [("x", TensorProto.FLOAT, [4, 4]), ("s", TensorProto.INT64, [1]), ("e", TensorProto.INT64, [1]),
+                        ("a", TensorProto.INT64, [1])], [("y", TensorProto.FLOAT, [None, None])])
+    e = _compile_error(model)
+    assert str(e).startswith("error: unimplemented: "), str(e)
+    assert is_unsupported("iree", COMPILE, type(e).__name__, str(e))

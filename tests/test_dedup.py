@@ -548,6 +548,23 @@ def test_iree_errors_of_one_operation_with_other_operands_are_one_bug() -> None:
     assert signature(Finding(CRASH, "exception", "iree", "O3-host", "compile", other, "IreeCompileError")) not in sigs
 
 
+def test_iree_errors_quoting_an_operation_with_other_results_used_are_one_bug() -> None:
+    """IREE 3.13's arith.truncf left illegal by a MaxPool of SAME_LOWER padding (c48's 6d742d1b and 30127f6a):
+    quoted as "%6 = ..." of one result where its Indices go unused, "%8:2 = ... -> (...)" where they are read.
+    One operation: one bug; another operation's error is another."""
+    head = ("error: failed to legalize operation 'arith.truncf' that was explicitly marked illegal: %2 = "
+            "\"arith.truncf\"(%1) : (f64) -> f32 loc(callsite(\"<stdin>\":10:10 at \"<stdin>\":10:10))\n")
+    one = head + ('%6 = torch.operator "onnx.MaxPool"(%0) {torch.onnx.auto_pad = "SAME_LOWER"} : '
+                  '(!torch.vtensor<[1,1,1,1],f32>) -> !torch.vtensor<[1,1,1,1],f32>')
+    both = head + ('%8:2 = torch.operator "onnx.MaxPool"(%5) {torch.onnx.auto_pad = "SAME_LOWER"} : '
+                   '(!torch.vtensor<[1,1,1,1],f32>) -> (!torch.vtensor<[1,1,1,1],f32>, !torch.vtensor<[1,1,1,1],si64>)')
+    sigs = {signature(Finding(CRASH, "exception", "iree", "O0-generic", "compile", t, "IreeCompileError"))
+            for t in (one, both)}
+    assert len(sigs) == 1
+    other = one.replace("onnx.MaxPool", "onnx.AveragePool")
+    assert signature(Finding(CRASH, "exception", "iree", "O0-generic", "compile", other, "IreeCompileError")) \
+        not in sigs
+
 def test_a_report_is_keyed_past_failures_that_follow_from_unknown_dimensions() -> None:
     """OpenVINO 2026.4 reports (from a default campaign): a QLinearMatMul that fails on its scale's axis
     leaves an ArgMin "Cannot get length of dynamic dimension"; the bug is the QLinearMatMul's, listed

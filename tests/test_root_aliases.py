@@ -246,3 +246,56 @@ def test_a_family_message_root_is_one_with_the_trigger_root_of_the_same_analysis
         assert len(_listed(store)) == 1, store.bug_entries()
     finally:
         store.close()
+
+
+def _left(first_line: str, onnx_op: str) -> Finding:
+    """An IREE compile crash in the words it gave in c45 and c48 (dea17362, cb6ca01d, 44126303, 00cf35cc)."""
+    return Finding(CRASH, "exception", "iree", "O3-host", "compile",
+                   f"error: {first_line}\n%9 = torch.operator \"onnx.{onnx_op}\"(%8)", "IreeCompileError")
+
+
+def test_a_result_replaced_by_a_value_of_another_shape_is_one_key_whichever_operator() -> None:
+    """IREE lowers an identity Transpose, a one-input Sum and a ReduceMin of no axes to their operand: fed a
+    tensor shaped at run time where the result is typed static, each fails to materialize the cast
+    (hand-checked one defect, c48).  A replacement between two static shapes is another key; so is a cast
+    the LLVM translation met (a Hardmax read by two operators, with or without the note naming it)."""
+    dynamic = "failed to legalize unresolved materialization from ('!torch.vtensor<[{}],f64>') to " \
+              "('!torch.vtensor<[{}],f64>') that remained live after conversion (no type converter specified)"
+    transpose = _left(dynamic.format("?", "4"), "Transpose")
+    total = _left(dynamic.format("?,?", "3,15"), "Sum")
+    keys = [set(same_roots(f, *_case(v), None)) for f, v in ((transpose, 2.0), (total, 3.0))]
+    shared = keys[0] & keys[1]
+    assert len(shared) == 1 and "shape known at run time only" in next(iter(shared)), keys
+    static = _left(dynamic.format("1,2", ""), "ReduceSumSquare")
+    assert not set(same_roots(static, *_case(4.0), None)) & shared
+    untranslated = "LLVM Translation failed for operation: builtin.unrealized_conversion_cast"
+    noted = _left(untranslated, "Hardmax")
+    bare = Finding(CRASH, "exception", "iree", "O0-generic", "compile", f"error: {untranslated}", "IreeCompileError")
+    assert set(same_roots(noted, *_case(5.0), None)) & set(same_roots(bare, *_case(6.0), None))
+
+
+def test_a_recorded_crash_in_an_earlier_wording_is_read_by_todays() -> None:
+    """A crash an earlier dlcfuzz recorded by IREE's stack frames, which today's backend words by LLVM's fatal
+    error: the control's crash of the bug's variant, phase and error type is the bug (``reworded``), and the
+    later trials are read by its words, not by any crash of that type.  Without ``reworded`` (a campaign's own
+    bug) the control does not show it."""
+    from dataclasses import replace
+
+    from dlcfuzz.run.dedup import graph_signature, trigger_shows
+
+    g, _ = _case(2.0)
+    recorded = Finding(CRASH, "signal", "iree", "O0-generic", "compile",
+                       "iree-compile killed by SIGABRT in mlir::torch::onnx_c:: <- mlir::iree_compiler::runIreecMain",
+                       "IreeCompilerCrash")
+    today = replace(recorded, message="iree-compile killed by SIGABRT: LLVM ERROR: dialect conversion attempted "
+                                      "to replace a root operation that has no parent block")
+    other = replace(recorded, message="iree-compile killed by SIGABRT: LLVM ERROR: Unhandled type: ui16")
+    elsewhere = replace(today, variant="O3-host")
+    reworded: list[Finding] = []
+    shows = trigger_shows(recorded, graph_signature(recorded, g), None, reworded)
+    assert shows([elsewhere, today], g, "") and reworded == [today]
+    assert shows([today], g, "runtime") and not shows([other], g, "runtime")
+    strict = trigger_shows(recorded, graph_signature(recorded, g), None)
+    assert not strict([today], g, "")
+    first_only = trigger_shows(recorded, graph_signature(recorded, g), None, [])
+    assert not first_only([elsewhere], g, "") and not first_only([today], g, "runtime")

@@ -28,6 +28,7 @@ from dlcfuzz.oracle.findings import Finding
 from dlcfuzz.oracle.triggers import (
     BESIDE,
     DECLARED,
+    ELEMENT_TYPE,
     EMPTY,
     KNOCK_ON,
     NEGATIVE,
@@ -617,3 +618,57 @@ def test_a_crash_three_producers_from_the_wrong_one_is_that_producers_root(pool)
     need("openvino")
     a = recorded(pool, "786b49dc0e3d5732")
     assert a.kinds == [KNOCK_ON] and a.root == "OpenVINO: Reduce* at version 13", a.summary()
+
+
+def test_retriage_reads_recorded_iree_crashes_in_todays_words(tmp_path: Path, capsys) -> None:
+    """c48 recorded two IREE SIGABRTs by the stack frames they were dumped with ("in mlir::torch::onnx_c:: <-
+    mlir::iree_compiler::runIreecMain" and "in mlir::torch::onnx_c::"): a ReduceLogSumExp and a ReduceL2 of no
+    axes, both "LLVM ERROR: dialect conversion attempted to replace a root operation that has no parent block"
+    (hand-checked one defect), listed apart.  ``retriage --rejudge`` reads them in today's words: one root.  And
+    a Slice that IREE says it leaves "unimplemented: dim is not constant" is a decline now, not a bug."""
+    import shutil
+    from dataclasses import asdict
+
+    from dlcfuzz.cli import main
+    from dlcfuzz.run.store import Store, TestRecord
+
+    need("iree")
+    out = tmp_path / "c"
+    store = Store(out)
+    store.bind({"recorded": "by an earlier dlcfuzz"})
+    store.set_meta("config", {"backends": ["iree"]})
+    sigs = ("8eec0cb3a312d57d", "957fca5b505bf94a", "d75e038af00611d8")
+    for i, sig in enumerate(sigs):
+        f = campaign_finding(sig)
+        bundle = out / "bugs" / sig
+        (bundle / "reduced").mkdir(parents=True)
+        for name in ("graph.json", "inputs.npz"):
+            shutil.copy(DATA / sig / name, bundle / "reduced" / name)
+        shutil.copy(DATA / sig / "graph.json", bundle / "graph.json")
+        shutil.copy(DATA / sig / "reduction.json", bundle / "reduction.json")
+        (bundle / "finding.json").write_text(json.dumps({**asdict(f), "signature": sig}))
+        store.commit(TestRecord(i, i, ["Relu"], "reference/default", True, 1, True, 0.1, 0, 0, 0, 0), [],
+                     [(sig, f.oracle, f.kind, f.backend, f.variant, f.phase, "x")],
+                     [(sig, f.oracle, f.kind, f.backend, f.variant, f.phase, f.message, "compiler", f"bugs/{sig}")])
+        store.merge_root(sig, sig)
+    store.close()
+    assert main(["retriage", str(out), "--rejudge", "--max-runs", "4", "--jobs", "1"]) == 0
+    printed = capsys.readouterr().out
+    assert "roots: 3 before, 1 after" in printed, printed
+    assert "d75e038af00611d8: now declined" in printed
+    store = Store(out)
+    try:
+        assert {r["signature"] for r in store.bugs("declined")} == {"d75e038af00611d8"}
+    finally:
+        store.close()
+
+
+def test_tvm_float16_quantize_is_one_root_as_a_crash_and_as_wrong_values(pool) -> None:
+    """TVM legalizes a float16 QuantizeLinear in float16: an int16 zero point's bound 65535 fails the compile
+    ("Literal value 65535 exceeds maximum of float16", c48's 96270843) and float16's rounding gives wrong
+    integers in another case (fae4cabe), hand-checked one defect.  Each needs the float16 inputs: one root,
+    the operator's form, whichever way it shows."""
+    need("tvm")
+    crash, values = recorded(pool, "96270843c296f86a"), recorded(pool, "fae4cabedacd645a")
+    assert crash.kinds == values.kinds == [ELEMENT_TYPE], (crash.tried, values.tried)
+    assert crash.root == values.root == "TVM: QuantizeLinear with float16 inputs"

@@ -135,6 +135,8 @@ def as_declared(outputs: list[np.ndarray], declared: list) -> list[np.ndarray]:
 _SIGNAL = re.compile(r"^Error code: -(\d+)$", re.M)
 # a stack frame's function in IREE's or torch-mlir's own code (not LLVM's signal handler, MLIR's core)
 _OWN_FRAME = re.compile(r"^\s*#\d+ 0x[0-9a-f]+ .*?((?:mlir::)?(?:torch|iree_compiler)::[\w:]+)\(", re.M)
+# LLVM's fatal error ("LLVM ERROR: Unhandled type in getScalarTypeForType: ui16") or a failed assertion
+_FATAL = re.compile(r"^(?:LLVM ERROR: .+|.*Assertion `.+' failed\.?)$", re.M)
 _LOCATION = re.compile(r"^(?:\S+:\d+:\d+: |<[^>]*>:\d+(?::\d+)?: |loc\([^)]*\): )")  # "<unknown>:0: " too
 _ERROR = re.compile(r"^(?:[\w-]+: )?error: ")
 _ILLEGAL = re.compile(r"failed to legalize operation 'torch\.operator'")
@@ -152,6 +154,11 @@ def compile_error(text: str) -> Exception:
             name = signal.Signals(number).name
         except ValueError:
             name = f"signal {number}"
+        # what the compiler said before it died names the defect; the frames a stack dump lists do not always
+        # (one crash is dumped with one frame of torch-mlir's in one run and two in another: c48)
+        said = _FATAL.search(text)
+        if said:
+            return IreeCompilerCrash(f"iree-compile killed by {name}: {said.group(0).strip()}")
         frames = " <- ".join(_OWN_FRAME.findall(text)[:2]) or "no frame of IREE or torch-mlir"
         return IreeCompilerCrash(f"iree-compile killed by {name} in {frames}")
     lines = [_LOCATION.sub("", ln.strip()) for ln in text.splitlines()]

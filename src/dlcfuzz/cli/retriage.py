@@ -87,6 +87,8 @@ def _triage(pool: Any, folder: Path, row: dict, tolerances: dict, max_runs: int 
     refusal root its words name: ``dedup.refused_root``);
     None where its bundle cannot be read.  Runs the compilers only (the caller writes the store): bugs are
     triaged in parallel."""
+    from dataclasses import replace
+
     from dlcfuzz.ir.graph import is_torch_program
     from dlcfuzz.run.dedup import analyze_triggers, graph_signature, reduced_root, refused_root, same_roots
     from dlcfuzz.run.torch_campaign import retriage_program
@@ -108,9 +110,15 @@ def _triage(pool: Any, folder: Path, row: dict, tolerances: dict, max_runs: int 
         # the reduced case shows the signature its reduction recorded, as today's dlcfuzz signs it: where the
         # signing changed (a message's list of names is one placeholder now), the bug's own signature today
         signatures = (summary.get("signature", signature), signature)
-        analysis = analyze_triggers(pool, finding, rgraph, inputs, first, signatures, tolerances, **runs)
+        analysis = analyze_triggers(pool, finding, rgraph, inputs, first, signatures, tolerances, recorded=True,
+                                    **runs)
+        if analysis.reworded is not None:  # the crash in today's words: signed and rooted by them
+            finding = replace(finding, message=analysis.reworded.message, traceback=analysis.reworded.traceback)
+            signature = graph_signature(finding, graph)
         return (reduced_root(finding, rgraph, first, summary.get("signed_as", ""), signature, analysis), analysis,
-                True, same_roots(finding, rgraph, inputs, analysis), refused_root(finding, rgraph))
+                # today's signature too: two bugs that sign alike today are one (IREE's SIGABRT, worded by its
+                # frames before, by LLVM's fatal error now)
+                True, [*same_roots(finding, rgraph, inputs, analysis), signature], refused_root(finding, rgraph))
     unconfirmed = _reduced(bundle, reproduced=False)
     if unconfirmed is not None:
         rgraph, inputs, summary = unconfirmed
@@ -121,8 +129,9 @@ def _triage(pool: Any, folder: Path, row: dict, tolerances: dict, max_runs: int 
 
 
 def _rejudge(store: Any, folder: Path, config: dict, rows: list[dict]) -> dict[str, str]:
-    """``--rejudge``: each value bug's reduced case judged again as today's campaign judges it; the bugs that
-    moved, with their category now.  A case its variant now gives no finding on stays (one run is no
+    """``--rejudge``: each value bug's reduced case judged again as today's campaign judges it, each crash's words
+    read again by today's rules of declines (``oracle/unsupported.py``); the bugs that moved, with their
+    category now.  A case its variant now gives no finding on stays (one run is no
     verdict on a case that once showed the bug)."""
     import tempfile
     from types import SimpleNamespace
@@ -131,7 +140,8 @@ def _rejudge(store: Any, folder: Path, config: dict, rows: list[dict]) -> dict[s
     from dlcfuzz.backends.base import Test
     from dlcfuzz.backends.reference import no_baseline
     from dlcfuzz.export.onnx import to_bytes
-    from dlcfuzz.oracle import BASELINE, COMPILER, CRASH, DIFFERENTIAL
+    from dlcfuzz.oracle import BASELINE, COMPILER, CRASH, DECLINED, DIFFERENTIAL
+    from dlcfuzz.oracle.unsupported import is_unsupported
     from dlcfuzz.run.campaign import Campaign, CampaignConfig
     from dlcfuzz.spec import REGISTRY
 
@@ -145,6 +155,13 @@ def _rejudge(store: Any, folder: Path, config: dict, rows: list[dict]) -> dict[s
             for row in rows:
                 bundle = folder / str(row.get("dir") or f"bugs/{row['signature']}")
                 got, reduced = _read(bundle), _reduced(bundle)
+                if got is not None and got[0].oracle == CRASH and is_unsupported(
+                        got[0].backend, got[0].phase, got[0].error_type, got[0].message):
+                    # a crash in words today's rules read as the compiler declining the case (IREE's "unimplemented:")
+                    store.set_category(row["signature"], DECLINED)
+                    moved[row["signature"]] = DECLINED
+                    print(f"{row['signature']}: now {DECLINED} ({got[0].backend} {got[0].variant})", flush=True)
+                    continue
                 if got is None or reduced is None or got[0].oracle == CRASH or got[0].backend not in c.backends:
                     continue
                 f, (g, inputs, summary) = got[0], reduced

@@ -16,7 +16,10 @@ INCONSISTENT = "inconsistent"  # an invalid model accepted, with outputs its var
 # whose fault a finding is: the compiler's (listed as its bug), the baseline's, or dlcfuzz's exporter's
 COMPILER, BASELINE, EXPORTER, NOISE, UNDEFINED = "compiler", "baseline", "exporter", "noise", "undefined"
 UNCONFIRMED = "unconfirmed"  # a process death that a fresh process, running the model alone, did not repeat
-CATEGORIES = (COMPILER, BASELINE, EXPORTER, NOISE, UNDEFINED, UNCONFIRMED)
+# a compiler's error in words that say it declines the case (``oracle/unsupported.py``), recorded as a bug by an
+# earlier dlcfuzz whose rules did not know them yet (``dlcfuzz retriage --rejudge``): a campaign counts declines
+DECLINED = "declined"
+CATEGORIES = (COMPILER, BASELINE, EXPORTER, NOISE, UNDEFINED, UNCONFIRMED, DECLINED)
 VALUE_KINDS = ("value", "shape", "dtype")
 
 

@@ -115,8 +115,10 @@ EXACT_BOUND = 2 ** 53  # the integers float64 holds exactly
 # operators whose outputs are positions chosen by comparing elements: among equal ones, the spec says
 # which index wins (TopK the lower, ArgMax the first or the last), and a compiler may pick another
 SELECTION = ("TopK", "ArgMax", "ArgMin", "Unique", "MaxPool")
-# an operator's form: its attributes, its version, its optional inputs (one root however the bug shows)
-OPERATOR_FORM = (ATTRIBUTE, SIGN, RANKS, OPSET, OPTIONAL, PER_AXIS_QUANT)
+# an operator's form: its attributes, its version, its optional inputs, the element type it computes in (one
+# root however the bug shows: TVM legalizes a float16 QuantizeLinear in float16, whose bound 65535 fails the
+# compile in one case and whose rounding gives wrong integers in another, c48, hand-checked one defect)
+OPERATOR_FORM = (ATTRIBUTE, SIGN, RANKS, OPSET, OPTIONAL, PER_AXIS_QUANT, ELEMENT_TYPE)
 MAX_PRODUCERS = 3  # producers of a crash's case checked for a wrong output of their own (``knock_on``)
 # triggers that name no operator: the backend's, whichever operator met them (its integer precision, its
 # dynamic-shape kernels, its threads).  An operand's form names the operator: constant folding evaluates
@@ -200,7 +202,9 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "pooling": ("MaxPool", "AveragePool", "LpPool"),
     "global pooling": ("GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool"),
     "comparisons": ("Greater", "Less", "GreaterOrEqual", "LessOrEqual"),
-    "Min/Max": ("Min", "Max"),
+    # the variadic elementwise operators, which a runtime folds pairwise over their broadcast operands (IREE types
+    # each partial result as the whole output: a Sum, a Mean and a Max of operands of lower ranks fail alike, c48)
+    "Sum/Mean/Min/Max": ("Sum", "Mean", "Min", "Max"),
     "ArgMax/ArgMin": ("ArgMax", "ArgMin"),
 }
 # operators that read these attributes (or optional inputs) through one shared helper in the runtimes (ONNX
@@ -271,6 +275,8 @@ class Analysis:
     # the error that the twin on the compiler's own threads raised where the bug's variant swallowed it (a
     # crash of its own, whose root the swallowed case shares: ``dedup.analyze_triggers``)
     swallowed: Finding | None = None
+    # a recorded crash in today's words, where the backend words it otherwise since (``dedup.trigger_shows``)
+    reworded: Finding | None = None
 
     def summary(self) -> dict[str, Any]:
         up = self.upstream

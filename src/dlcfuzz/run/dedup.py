@@ -78,6 +78,9 @@ _NORMALIZE = [
     (re.compile(r"\s*\{torch\.onnx\.[^{}]*\}"), ""),
     # an MLIR value that is one result of several (%5#1) is the value the error is about, whichever result
     (re.compile(r"(%\w+)#\d+"), r"\1"),
+    # and an operation is the one quoted, whichever of its results are used (a MaxPool's "%8:2 = ..." with its
+    # Indices, "%6 = ..." without: c48's 30127f6a and 6d742d1b, one defect)
+    (re.compile(r"(%\w+):\d+ = "), r"\1 = "),
     # the math function a linker misses (IREE's "undefined symbol: sinf"): one missing library, whichever call
     (re.compile(r"(undefined symbol: )\w+"), r"\1SYMBOL"),
     # MLIR types (IREE): tensor<4x?xf32>, !torch.vtensor<[4,?],f32>: shapes differ from test to test
@@ -93,6 +96,7 @@ _NORMALIZE = [
     # lowering of a matmul of a 1-D operand was five roots of one campaign)
     (re.compile(r"\(%\w+(?:, %\w+)*\)"), "(%N...)"),  # %none: an optional operand left out
     (re.compile(r"\((?:![\w.]+(?:<T>)?|\w+<T>)(?:, (?:![\w.]+(?:<T>)?|\w+<T>))*\)"), "(TYPES)"),
+    (re.compile(r"-> (?:![\w.]+<T>|\w+<T>)"), "-> (TYPES)"),  # one result's type as several results' are
     (re.compile(r"\s+"), " "),
 ]
 COMPILER_DIRS = ("/tvm/", "/openvino/", "/onnxruntime/", "/torch/", "/onnx/reference/", "/tests/")
@@ -505,16 +509,35 @@ def check_root(f: Finding, graph: Graph) -> str:
 # pattern of that operation is the code at fault.  Not a constant's or a list's (torch.constant.int,
 # torch.prim.ListConstruct), which is left when something upstream failed first: those join nothing.
 _ILLEGAL_COMPUTATION = re.compile(r"failed to legalize operation '(torch\.aten\.[\w.]+)'")
+# a lowering that put one of its operands in place of its result, of another type than the result's (IREE
+# lowers a one-input Sum, an identity Transpose and a Reduce* of no axes so: fed a tensor shaped at run time
+# where the result is typed static, each fails in these words; c48, hand-checked one defect)
+_MATERIALIZATION = re.compile(r"failed to legalize unresolved materialization from \('!torch\.vtensor<\[([^\]]*)\]"
+                              r"[^)]*\) to \('!torch\.vtensor<\[([^\]]*)\]")
+# a cast that no stage took away, left to the LLVM translation (IREE's Hardmax read by two operators, c48)
+_UNTRANSLATED = re.compile(r"LLVM Translation failed for operation: ([\w.]+)")
 
 
 def legalization_root(f: Finding) -> str:
-    """Of a crash whose compiler could not legalize a computation (``_ILLEGAL_COMPUTATION``), that computation:
-    its lowering is one defect, whichever ONNX operator led to it (IREE's torch.aten.matmul of a 1-D operand
-    and one of rank 3 or more, reached through MatMul and MatMulInteger: hand-checked one defect in c45);
-    "" otherwise."""
-    found = _ILLEGAL_COMPUTATION.search(f.message or "") if f.oracle == CRASH else None
-    who = BACKEND_NAMES.get(f.backend, f.backend)
-    return f"{who} {f.phase} crash: {found.group(1)} fails to legalize" if found else ""
+    """Of a crash whose compiler left an operation that a later stage cannot take, that leftover: a computation
+    it could not legalize (``_ILLEGAL_COMPUTATION``: its lowering is one defect, whichever ONNX operator led to
+    it: IREE's torch.aten.matmul of a 1-D operand and one of rank 3 or more, reached through MatMul and
+    MatMulInteger, hand-checked one defect in c45), a result replaced by a value of another shape
+    (``_MATERIALIZATION``: from one shaped at run time to a static one, or between static ones), a cast the
+    LLVM translation met (``_UNTRANSLATED``); "" otherwise."""
+    if f.oracle != CRASH:
+        return ""
+    message = f.message or ""
+    who = f"{BACKEND_NAMES.get(f.backend, f.backend)} {f.phase} crash"
+    if found := _ILLEGAL_COMPUTATION.search(message):
+        return f"{who}: {found.group(1)} fails to legalize"
+    if found := _MATERIALIZATION.search(message):
+        shaped = "?" in found.group(1) and "?" not in found.group(2)
+        return (f"{who}: a result replaced by a value of " + ("a shape known at run time only" if shaped
+                                                              else "another shape") + " (unresolved materialization)")
+    if found := _UNTRANSLATED.search(message):
+        return f"{who}: {found.group(1)} left to the LLVM translation"
+    return ""
 
 
 def producer(graph: Graph, output: int) -> tuple[str, str]:
@@ -652,24 +675,35 @@ SIBLING_WORDING = 0.8  # how alike a sibling's crash message must be to the bug'
 TRIGGERS_META = "triggers"  # the store's meta key: the trigger analyses' bugs, runs and seconds
 
 
-def trigger_shows(finding: Finding, signature: str | Collection[str], first: dict | None
-                  ) -> Callable[[list[Finding], Graph, str], bool]:
+def trigger_shows(finding: Finding, signature: str | Collection[str], first: dict | None,
+                  reworded: list[Finding] | None = None) -> Callable[[list[Finding], Graph, str], bool]:
     """Whether a trial's findings hold the bug: its signature (one of them: a recorded reduced case is known
     by the signature an earlier dlcfuzz gave it and by today's), or (a value divergence) the same kind of
     divergence at the suspect node, by name, whatever operator a sibling variation put there (a trial is
     not localized: the divergence is read at the producer of the differing output), or (a crash under a
     sibling) the same crash in the sibling's words: TVM's ReduceMin of bool cannot decide a max_value
-    where its ReduceMax cannot decide a min_value."""
+    where its ReduceMax cannot decide a min_value.  ``reworded`` (a recorded bug's): where the first trial
+    (the control) gives no crash of the bug's signature but one of its variant, phase and error type, the
+    backend words that crash otherwise today (IREE's SIGABRT by LLVM's fatal error, not stack frames): it
+    is the bug, appended to ``reworded``, and its signature the one the later trials are read by."""
     name = (first or {}).get("node", "")
     kind = (first or {}).get("kind", finding.kind)
     said = normalize(finding.message)
     wanted = {signature} if isinstance(signature, str) else set(signature)
+    control = [reworded is not None]  # the next trial is the control, and a rewording may be adopted
 
     def shows(findings: list[Finding], g: Graph, variation: str) -> bool:
         at = next((n.op for n in g.nodes if name and n.name == name), g.nodes[0].op if len(g.nodes) == 1 else "")
-        for f in findings:
-            if f.backend != finding.backend:
-                continue
+        adopt, control[0] = control[0], False
+        mine = [f for f in findings if f.backend == finding.backend]
+        if adopt and finding.oracle == CRASH and not any(graph_signature(f, g) in wanted for f in mine):
+            same = [f for f in mine if f.oracle == CRASH and (f.variant, f.phase, f.kind, f.error_type) == (
+                finding.variant, finding.phase, finding.kind, finding.error_type)]
+            if same and reworded is not None:
+                reworded.append(same[0])
+                wanted.add(graph_signature(same[0], g))
+                return True
+        for f in mine:
             if graph_signature(f, g) in wanted:
                 return True
             if finding.diverges and f.diverges and at and producer(g, f.output)[0] == at and f.kind == kind:
@@ -684,11 +718,12 @@ def trigger_shows(finding: Finding, signature: str | Collection[str], first: dic
 
 def analyze_triggers(pool: Any, finding: Finding, graph: Graph, inputs: dict, first: dict | None,
                      signature: str | Collection[str], tolerances: dict | None = None, max_runs: int = MAX_RUNS,
-                     skip: Iterable[str] = (), twin_of: str = "") -> Analysis:
+                     skip: Iterable[str] = (), twin_of: str = "", recorded: bool = False) -> Analysis:
     """The trigger analysis (``oracle.triggers.analyze``) of a reduced case, run through ``pool`` (a
     ``WorkerPool``: it also tells the backend's variants); ``signature``: the bug's (or its signatures: see
     ``trigger_shows``); ``twin_of``: the declared variant whose twin (an option left to the compiler's
-    default) the finding's variant is."""
+    default) the finding's variant is; ``recorded``: the bug is an earlier dlcfuzz's, whose crash today's
+    backend may word otherwise (``Analysis.reworded``)."""
     try:
         _, described = pool.describe(finding.backend)
     except Exception:  # the backend's worker cannot start: nothing to vary
@@ -697,8 +732,10 @@ def analyze_triggers(pool: Any, finding: Finding, graph: Graph, inputs: dict, fi
         described = with_unset_twins(dict(described), twin_of)
     feeds = {v.name: (v.data if v.pinned else inputs[v.name]) for v in graph.inputs if v.pinned or v.name in inputs}
     first = reduced_first(finding, graph, first)
-    a = analyze(pool, finding, graph, feeds, first, dict(described), trigger_shows(finding, signature, first),
-                tolerances, max_runs, tuple(skip))
+    reworded: list[Finding] | None = [] if recorded else None
+    a = analyze(pool, finding, graph, feeds, first, dict(described),
+                trigger_shows(finding, signature, first, reworded), tolerances, max_runs, tuple(skip))
+    a.reworded = reworded[0] if reworded else None
     if a.swallowed is not None and a.kinds == [THREADS] and a.runs < max_runs:
         # the error the one-thread variant swallowed is a crash of the twin's; where that crash follows from a
         # producer's wrong output, the producer's bug is the root (OpenVINO's ReduceLogSumExp ignoring its axes
