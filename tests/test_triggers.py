@@ -153,7 +153,7 @@ def test_tvm_reduce_max_and_min_of_bool_are_one_root_by_their_element_type(pool)
         assert [t["cause"] for t in a.tried if t["kind"] == SIBLING] == [other], a.tried
         got[op] = (f.message, a.root)
     assert got["ReduceMax"][0] != got["ReduceMin"][0]
-    assert got["ReduceMax"][1] == got["ReduceMin"][1] == "TVM compile crash: Reduce* with bool inputs"
+    assert got["ReduceMax"][1] == got["ReduceMin"][1] == "TVM: Reduce* with bool inputs"
     # without the variation no cause is found: each keeps its own signature
     g, feeds = bool_reduce("ReduceMax")
     f = found(pool, g, feeds, at)
