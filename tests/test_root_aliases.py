@@ -299,3 +299,27 @@ def test_a_recorded_crash_in_an_earlier_wording_is_read_by_todays() -> None:
     assert not strict([today], g, "")
     first_only = trigger_shows(recorded, graph_signature(recorded, g), None, [])
     assert not first_only([elsewhere], g, "") and not first_only([today], g, "runtime")
+
+
+def _tvm_check(message: str, frame: str) -> Finding:
+    """A TVM compile crash with the C++ frame its FFI lists last, in the words c48 recorded (c6a94e3a, 0f962e4e)."""
+    tb = ('  File "/x/tvm/ir/transform.py", line 171, in __call__\n    return _ffi_transform_api.RunPass(self, mod)\n'
+          f'  File "/project/src/{frame}, in std::pair<tvm::Expr, tvm::Expr> f(const tvm::PrimExpr&)\n'
+          f"tvm.error.InternalError: {message}\n")
+    return Finding(CRASH, "exception", "tvm", "fused-generic", "compile", message, "InternalError", tb)
+
+
+def test_one_pass_check_failing_is_one_key_whichever_operator_led_to_it() -> None:
+    """TVM's VMShapeLower meets a symbolic shape it has not computed after a Tile (tile_dim_0 * tile_dim_1) and
+    after a Range (4 * range_len_0) of operands fed at run time: hand-checked one defect (c48).  An operator's
+    own check (its type inference in relax/op/) and a pass's refusal that is no failed check join nothing."""
+    computed = "Check failed: (slot->value_computed) is false: PrimExpr {} in function main has not been computed"
+    site = 'relax/backend/vm/vm_shape_lower.cc", line 508'
+    tile = _tvm_check(computed.format("tile_dim_0 * tile_dim_1"), site)
+    arange = _tvm_check(computed.format("T.int64(4) * range_len_0"), site)
+    keys = [set(same_roots(f, *_case(v), None)) for f, v in ((tile, 2.0), (arange, 3.0))]
+    assert keys[0] & keys[1] == {"TVM compile crash: the check at vm_shape_lower.cc:508"}, keys
+    own = _tvm_check("Check failed: (x) is false: prelu expects", 'relax/op/op_common.cc", line 184')
+    emit = _tvm_check("CodeGenVM cannot emit this Relax operator directly", 'relax/backend/vm/codegen_vm.cc", line 160')
+    for f in (own, emit):
+        assert not any("the check at" in k for k in same_roots(f, *_case(4.0), None))

@@ -540,6 +540,27 @@ def legalization_root(f: Finding) -> str:
     return ""
 
 
+# a frame of a compiler's own C++ source in a Python traceback (TVM's FFI lists them: "/project/src/relax/
+# backend/vm/vm_shape_lower.cc", line 508): a pass's (its backend lowering, its transforms), not an operator's
+_PASS_FRAME = re.compile(r'File "[^"]*/src/((?:relax/(?:backend|transform)|tir/transforms?|s_tir/transform)/'
+                         r'[\w./]+\.cc)", line (\d+), in ')
+
+
+def pass_check_root(f: Finding) -> str:
+    """Of a crash of a failed internal check ("Check failed: ...") whose innermost C++ frame is a compiler pass's
+    (``_PASS_FRAME``), that site: one pass's check failing is one defect, whichever operator brought the case
+    to it (TVM's VMShapeLower meets a symbolic shape it has not computed after a Tile and after a Range of
+    operands fed at run time: c48, hand-checked one defect); "" otherwise: an operator's own code (its type
+    inference) checks for itself, and a pass's refusal of an operator it was not given lowered ("CodeGenVM
+    cannot emit this Relax operator") is that operator's lowering missing."""
+    checked = f.oracle == CRASH and (f.message or "").startswith("Check failed:")
+    sites = _PASS_FRAME.findall(f.traceback or "") if checked else []
+    if not sites:
+        return ""
+    file, line = sites[-1]  # a traceback lists the innermost frame last
+    return f"{BACKEND_NAMES.get(f.backend, f.backend)} {f.phase} crash: the check at {file.rsplit('/', 1)[-1]}:{line}"
+
+
 def producer(graph: Graph, output: int) -> tuple[str, str]:
     """The operator type that produced graph output ``output``, and its dtype."""
     if not 0 <= output < len(graph.outputs):
@@ -844,7 +865,8 @@ def same_roots(f: Finding, graph: Graph, inputs: dict, analysis: Analysis | None
         other = (analysis is not None and bool(analysis.root) and bool(analysis.family) and not shaped
                  and bool(failed) and failed not in operators_of(analysis.family))
         if (analysis is None or KNOCK_ON not in analysis.kinds or shaped) and not other:
-            keys.append(converter_root(f, graph) or check_root(f, graph) or legalization_root(f))
+            keys.append(converter_root(f, graph) or check_root(f, graph) or legalization_root(f)
+                        or pass_check_root(f))
     # the analysis's own root too: where a crash's family message names the root (``reduced_root``), the
     # trigger's root is one with it (c49: IREE's ReduceSumSquare of axes fed at run time, rooted by its
     # family's "sum.dim_IntList" message, and its ReduceMax by "Reduce* with operands fed at run time")
