@@ -264,10 +264,11 @@ def test_a_result_replaced_by_a_value_of_another_shape_is_one_key_whichever_oper
     transpose = _left(dynamic.format("?", "4"), "Transpose")
     total = _left(dynamic.format("?,?", "3,15"), "Sum")
     keys = [set(same_roots(f, *_case(v), None)) for f, v in ((transpose, 2.0), (total, 3.0))]
-    shared = keys[0] & keys[1]
-    assert len(shared) == 1 and "shape known at run time only" in next(iter(shared)), keys
+    key = "IREE compile crash: a result replaced by a value of a shape known at run time only (unresolved " \
+          "materialization)"
+    assert key in keys[0] & keys[1], keys
     static = _left(dynamic.format("1,2", ""), "ReduceSumSquare")
-    assert not set(same_roots(static, *_case(4.0), None)) & shared
+    assert key not in same_roots(static, *_case(4.0), None)
     untranslated = "LLVM Translation failed for operation: builtin.unrealized_conversion_cast"
     noted = _left(untranslated, "Hardmax")
     bare = Finding(CRASH, "exception", "iree", "O0-generic", "compile", f"error: {untranslated}", "IreeCompileError")
@@ -323,3 +324,51 @@ def test_one_pass_check_failing_is_one_key_whichever_operator_led_to_it() -> Non
     emit = _tvm_check("CodeGenVM cannot emit this Relax operator directly", 'relax/backend/vm/codegen_vm.cc", line 160')
     for f in (own, emit):
         assert not any("the check at" in k for k in same_roots(f, *_case(4.0), None))
+
+
+def test_one_type_gap_in_one_compilers_words_is_one_key_whichever_operator_met_it() -> None:
+    """TVM's Sign and Shrink of unsigned types each make a negative constant of the input's type and fail
+    "cannot make uint from negative value -1" (c48's 6a179a00 and 186a5678, each rooted by its operator and
+    "unsigned element types"): one key.  Other words under that trigger, or those words under another trigger
+    (an operand's form), join nothing."""
+    from dlcfuzz.oracle.triggers import RUNTIME, SIGNED
+
+    words = "Check failed: (value >= 0) is false: cannot make uint from negative value -1"
+    unsigned = ["unsigned element types"]
+
+    def keys(op: str, message: str, kinds: list[str], trigger: list[str], value: float) -> set[str]:
+        f = Finding(CRASH, "exception", "tvm", "unfused-generic", "compile", message, "InternalError")
+        a = Analysis(root=f"TVM compile crash: {op} with {trigger[0]}", trigger=trigger, kinds=kinds, family=op)
+        return set(same_roots(f, *_case(value), a))
+
+    sign, shrink = keys("Sign", words, [SIGNED], unsigned, 2.0), keys("Shrink", words, [SIGNED], unsigned, 3.0)
+    shared = sign & shrink
+    assert len(shared) == 1 and "unsigned element types" in next(iter(shared)), (sign, shrink)
+    assert not keys("Neg", "Check failed: cannot lower", [SIGNED], unsigned, 4.0) & shared
+    assert not keys("Shrink", words, [RUNTIME], ["operands folded as initializers"], 5.0) & sign
+
+
+def _one(op: str, value: float) -> tuple[Graph, dict[str, np.ndarray]]:
+    g = Graph(opset=17)
+    g.add_value(Value("x", TensorType((2,), "float32"), INPUT_KIND))
+    g.add_value(Value("y", TensorType((2,), "float32"), "node"))
+    g.add_node(Node(op, ["x"], ["y"], name="n0"))
+    g.outputs = ["y"]
+    return g, {"x": np.array([value, 1.0], np.float32)}
+
+
+def test_one_operator_failing_in_the_same_words_is_one_key_in_any_phase() -> None:
+    """TVM's Resize divides by zero folding a constant: in its importer in one case, in FoldConstant in
+    another (c48's 4ea0f895 and 40c28393, each rooted otherwise): one key.  Another operator failing in those
+    words, or Resize in other words, joins nothing."""
+    words = "Check failed: fb->value != 0 (0 vs. 0) : Divide by zero"
+
+    def keys(op: str, phase: str, message: str, value: float) -> set[str]:
+        f = Finding(CRASH, "exception", "tvm", "unfused-generic", phase, message, "InternalError")
+        return set(same_roots(f, *_one(op, value), None))
+
+    imported, compiled = keys("Resize", "import", words, 2.0), keys("Resize", "compile", words, 3.0)
+    shared = imported & compiled
+    assert len(shared) == 1 and "Resize" in next(iter(shared)), (imported, compiled)
+    assert not keys("Mod", "compile", words, 4.0) & shared
+    assert not keys("Resize", "compile", "Check failed: index out of range", 5.0) & shared

@@ -56,6 +56,7 @@ from dlcfuzz.oracle.triggers import (
     RUN_TIME_SHAPE,
     SHARED_FORM,
     SIBLING,
+    SIGNED,
     THREADS,
     Analysis,
     analyze,
@@ -818,6 +819,9 @@ def record_triggers(store: Any, folder: Path | None, analysis: Analysis) -> None
         tmp.replace(path)
 
 
+# the triggers in an operator's element types: a crash that needs them and says the same words at another
+# operator is that type's gap in the compiler (``same_roots``)
+ELEMENT_TYPES = frozenset({SIGNED, ELEMENT_TYPE})
 ALIASES_META = "root_aliases"  # the store's meta key: a root key -> the root it is one with (``join_roots``)
 
 
@@ -867,6 +871,17 @@ def same_roots(f: Finding, graph: Graph, inputs: dict, analysis: Analysis | None
         if (analysis is None or KNOCK_ON not in analysis.kinds or shaped) and not other:
             keys.append(converter_root(f, graph) or check_root(f, graph) or legalization_root(f)
                         or pass_check_root(f))
+            if failed:
+                # one operator (or converter family) failing in the same words is one defect, whichever phase and
+                # trigger (TVM's Resize divides by zero folding a constant: in its importer in one case, in
+                # FoldConstant in another, c48)
+                keys.append(f"{BACKEND_NAMES.get(f.backend, f.backend)} crash: {_FAMILY_OF.get(failed, failed)} "
+                            f"saying {normalize(f.message or '', lines=1)[:160]}")
+    if f.oracle == CRASH and analysis is not None and analysis.root and set(analysis.kinds) <= ELEMENT_TYPES:
+        # one type's gap in one compiler's words, whichever operator met it (TVM's Sign and Shrink of unsigned
+        # types each make a negative constant: "cannot make uint from negative value", c48)
+        keys.append(f"{BACKEND_NAMES.get(f.backend, f.backend)} {f.phase} crash: {' with '.join(analysis.trigger)}, "
+                    f"saying {normalize(f.message or '', lines=1)[:160]}")
     # the analysis's own root too: where a crash's family message names the root (``reduced_root``), the
     # trigger's root is one with it (c49: IREE's ReduceSumSquare of axes fed at run time, rooted by its
     # family's "sum.dim_IntList" message, and its ReduceMax by "Reduce* with operands fed at run time")
