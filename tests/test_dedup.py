@@ -719,3 +719,16 @@ def test_one_check_failing_under_one_operator_roots_its_crashes() -> None:
     bare = replace(f, message="Check 'x' failed at src/core/shape_inference/include/reshape_shape_inference.hpp:360")
     assert check_root(bare, two) == ""
     assert check_root(bare, reduced) == want
+
+
+def test_a_wrong_shape_at_one_operator_is_one_bug_whatever_the_element_type() -> None:
+    """OpenVINO's Clip of scalar bounds gives a scalar where ONNX keeps the input's shape, for an int32 input and
+    for a float32 one (c48's 44580c0a and 954c6259, listed apart): one bug.  Wrong values are still signed by
+    their class of element type (an integer overflow is not a float rounding)."""
+    def signed(kind: str, dtype: str) -> str:
+        first = {"op": "Clip", "node": "n3", "kind": kind, "dtype": dtype}
+        return signature(Finding(DIFFERENTIAL, kind, "openvino", "f32", "run", "shape (), expected (1, 1)",
+                                 details={"first_diverging": first}, other="ort/disable_all"))
+
+    assert signed("shape", "int32") == signed("shape", "float32")
+    assert signed("value", "int32") != signed("value", "float32")

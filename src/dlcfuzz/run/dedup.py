@@ -195,11 +195,13 @@ def dtype_class(dtype: str) -> str:
 
 def divergence(f: Finding, producer_op: str = "", dtype: str = "") -> tuple[str, str, str]:
     """(operator, kind, dtype class) where a value finding's divergence starts: the first diverging
-    operator when it was located, else the producer of the differing graph output."""
+    operator when it was located, else the producer of the differing graph output.  A wrong shape has no
+    dtype class: an operator's shape code is one whatever the element type (OpenVINO's Clip of scalar bounds
+    gives a scalar for an int32 and for a float32 input: c48's 44580c0a and 954c6259, one defect)."""
     first = f.details.get("first_diverging") or {}
-    if first.get("op"):
-        return first["op"], first.get("kind", f.kind), dtype_class(first.get("dtype", ""))
-    return producer_op, f.kind, dtype_class(dtype)
+    op, kind, dtype = ((first["op"], first.get("kind", f.kind), first.get("dtype", "")) if first.get("op")
+                       else (producer_op, f.kind, dtype))
+    return op, kind, "" if kind == "shape" else dtype_class(dtype)
 
 
 def signature(f: Finding, producer_op: str = "", dtype: str = "", names: Iterable[str] = ()) -> str:
