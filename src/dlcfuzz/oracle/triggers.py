@@ -193,6 +193,8 @@ _ORDER = (EXACT_RANGE, INT32_RANGE, SIGNED, DECLARED, FED_EMPTY, SIGN, RANKS, IN
 BACKEND_NAMES = {"openvino": "OpenVINO", "tvm": "TVM", "tvm-relax": "TVM Relax", "ort": "ONNX Runtime",
                  "iree": "IREE", "inductor": "Inductor"}
 
+# Resize's two forms of its output size, through scales or through sizes: a family of one operator (``siblings``)
+RESIZE_FORMS = "Resize (through scales or sizes)"
 # those that map each element before they reduce first: they share more of a converter's paths
 REDUCE = ("ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp", "ReduceSum", "ReduceMean",
           "ReduceMax", "ReduceMin", "ReduceProd")
@@ -1375,7 +1377,7 @@ def siblings(g: Graph, first: Mapping[str, Any] | None) -> tuple[str, list[Varia
                 if op != node.op and _admits(op, g, node)]
     form = _resize_form(node)
     if form is not None:
-        family = "Resize (through scales or sizes)"
+        family = RESIZE_FORMS
         out.append(Variation(SIBLING, "Resize's other form", form))
     return family, out
 

@@ -53,6 +53,7 @@ from dlcfuzz.oracle.triggers import (
     OPERATOR_FORM,
     PHASE_FREE,
     PRODUCER_TYPING,
+    RESIZE_FORMS,
     RUN_TIME_SHAPE,
     SHARED_FORM,
     SIBLING,
@@ -828,7 +829,10 @@ ALIASES_META = "root_aliases"  # the store's meta key: a root key -> the root it
 
 
 def operators_of(family: str) -> tuple[str, ...]:
-    """The operators a root's family names: a converter family's, a shared form's, else the operator."""
+    """The operators a root's family names: a converter family's, a shared form's, Resize's forms', else the
+    operator."""
+    if family == RESIZE_FORMS:
+        return ("Resize",)
     return FAMILIES.get(family) or (SHARED_FORM[family][0] if family in SHARED_FORM else (family,))
 
 
