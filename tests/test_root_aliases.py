@@ -377,3 +377,24 @@ def test_one_operator_failing_in_the_same_words_is_one_key_in_any_phase() -> Non
     assert len(shared) == 1 and "Resize" in next(iter(shared)), (imported, compiled)
     assert not keys("Mod", "compile", words, 4.0) & shared
     assert not keys("Resize", "compile", "Check failed: index out of range", 5.0) & shared
+
+
+def test_a_crash_on_a_dynamic_shape_is_one_root_whether_a_producer_or_the_variant_made_it() -> None:
+    """OpenVINO's ConvTranspose with an output_shape crashes in the CPU plugin when its input's shape is unknown
+    at compile time: after a ConstantOfShape (the knock-on analysis: "on an input shaped at run time") and on
+    the dynamic-shape variant (the static twin compiles: "with dynamic shapes"), with two messages (c48's
+    2692a5b2 and 328ccc97, hand-checked one defect): one key.  Another operator's dynamic shapes join nothing."""
+    from dlcfuzz.oracle.triggers import STATIC, shaped_at_run_time_root
+
+    f = Finding(CRASH, "exception", "openvino", "f32-dynamic", "compile",
+                "Can not clone DnnlBlockedMemoryDesc with dims: [64, 2, ?]", "RuntimeError")
+    dynamic = Analysis(root="OpenVINO compile crash: ConvTranspose with dynamic shapes", trigger=["dynamic shapes"],
+                       kinds=[STATIC], family="ConvTranspose")
+    g, inputs = _one("ConvTranspose", 2.0)
+    assert shaped_at_run_time_root(f, "ConvTranspose") in same_roots(f, g, inputs, dynamic)
+    assert shaped_at_run_time_root(f, "ConvTranspose") == \
+        "OpenVINO compile crash: ConvTranspose on an input shaped at run time"
+    other = Analysis(root="OpenVINO compile crash: Squeeze with dynamic shapes", trigger=["dynamic shapes"],
+                     kinds=[STATIC], family="Squeeze")
+    assert not any("on an input shaped at run time" in k for k in same_roots(f, *_one("Squeeze", 3.0), other)
+                   if "ConvTranspose" in k)

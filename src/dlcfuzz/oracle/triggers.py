@@ -1932,7 +1932,8 @@ def analyze(runner: Runner, finding: Finding, graph: Graph, feeds: Feeds, first:
             # a producer's typing, or a rank ONNX cannot tell, fails each reader in the phase that reader checks
             # it (OpenVINO's ConcatFromSequence output: a ReduceMin's import, an EyeLike's compile): one root
             phase = "" if kind in (PRODUCER_TYPING, UNKNOWN_RANK) else f" {finding.phase}"
-            a.root = f"{who}{phase} crash{':' if up.finding is None else ' on'} {what}"
+            a.root = (shaped_at_run_time_root(finding, up.first["reader"]) if kind == RUN_TIME_SHAPE
+                      else f"{who}{phase} crash{':' if up.finding is None else ' on'} {what}")
             a.runs, a.seconds, a.compiler_seconds = trial.runs, time.monotonic() - t0, trial.compiler_seconds
             return a
     if named and node is None and finding.oracle != CRASH:
@@ -1989,6 +1990,14 @@ def analyze(runner: Runner, finding: Finding, graph: Graph, feeds: Feeds, first:
 
 
 RUN_TIME_CHOICE = "a tensor chosen at run time (If, SequenceAt)"
+
+
+def shaped_at_run_time_root(f: Finding, reader: str) -> str:
+    """The root of a crash of ``reader`` on an input whose shape only the run tells: a producer computed it at run
+    time (``RUN_TIME_SHAPE``), or the backend's dynamic-shape variant left it unknown (``STATIC``: the static
+    twin compiles).  One root: the reader's code for a shape unknown when it compiles (OpenVINO's ConvTranspose
+    with an output_shape, on a dynamic input and after a ConstantOfShape: c48, hand-checked one defect)."""
+    return f"{BACKEND_NAMES.get(f.backend, f.backend)} {f.phase} crash: {reader} on an input shaped at run time"
 
 
 def chosen_at_run_time(g: Graph, node: Node) -> bool:

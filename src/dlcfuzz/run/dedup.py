@@ -58,11 +58,13 @@ from dlcfuzz.oracle.triggers import (
     SHARED_FORM,
     SIBLING,
     SIGNED,
+    STATIC,
     THREADS,
     Analysis,
     analyze,
     refusal_root,
     root_name,
+    shaped_at_run_time_root,
     shows_without,
     with_unset_twins,
 )
@@ -883,6 +885,9 @@ def same_roots(f: Finding, graph: Graph, inputs: dict, analysis: Analysis | None
                 # FoldConstant in another, c48)
                 keys.append(f"{BACKEND_NAMES.get(f.backend, f.backend)} crash: {_FAMILY_OF.get(failed, failed)} "
                             f"saying {normalize(f.message or '', lines=1)[:160]}")
+    if f.oracle == CRASH and analysis is not None and analysis.root and analysis.kinds == [STATIC] and (
+            analysis.family in {n.op for n in graph.nodes}):
+        keys.append(shaped_at_run_time_root(f, analysis.family))  # its dynamic-shape variant: the same unknown shape
     if f.oracle == CRASH and analysis is not None and analysis.root and set(analysis.kinds) <= ELEMENT_TYPES:
         # one type's gap in one compiler's words, whichever operator met it (TVM's Sign and Shrink of unsigned
         # types each make a negative constant: "cannot make uint from negative value", c48)
