@@ -398,3 +398,19 @@ def test_a_crash_on_a_dynamic_shape_is_one_root_whether_a_producer_or_the_varian
                      kinds=[STATIC], family="Squeeze")
     assert not any("on an input shaped at run time" in k for k in same_roots(f, *_one("Squeeze", 3.0), other)
                    if "ConvTranspose" in k)
+
+
+def test_sliding_windows_failing_in_the_same_words_are_one_key() -> None:
+    """IREE's global optimization fails a linalg.generic's inferred shape where a strided window's output extent
+    is 1, for a Conv and an AveragePool alike (c48's 8938fa95 and 1f7ebd07; c49's 680a95ed, a QLinearConv:
+    hand-checked one defect twice).  A window operator and another (a Gather) in those words share nothing."""
+    words = ("error: 'linalg.generic' op inferred input/output operand #1 has shape's dimension #3 to be 5, but "
+             'found 2\n%6 = torch.operator "onnx.{}"(%arg0)')
+
+    def keys(op: str, value: float) -> set[str]:
+        f = Finding(CRASH, "exception", "iree", "O0-generic", "compile", words.format(op), "IreeCompileError")
+        return set(same_roots(f, *_one(op, value), None))
+
+    conv, pool = keys("Conv", 2.0), keys("AveragePool", 3.0)
+    assert len(conv & pool) == 1 and "sliding window" in next(iter(conv & pool)), (conv, pool)
+    assert not keys("Gather", 4.0) & conv

@@ -373,6 +373,14 @@ _QUOTED_OP = re.compile(r"(?<![\w])(?:onnx\.|Node\()(" + "|".join(sorted(_FAMILY
                         + r")(?![\w])")
 
 
+# the operators whose failure in the same words is one defect (``same_roots``): a converter family's, and the
+# sliding windows, whose output extents one piece of code computes (IREE's global optimization fails a
+# linalg.generic's inferred shape where a strided Conv or AveragePool has an output extent of 1: c48 and c49,
+# hand-checked one defect twice)
+WINDOWS = (*FAMILIES["pooling"], *SHARED_FORM["Conv/ConvInteger/QLinearConv"][0])
+_SAME_WORDS = {**_FAMILY_OF, **{op: "a sliding window (Conv*, *Pool)" for op in WINDOWS}}
+
+
 def family_crash_root(f: Finding, names: Iterable[str] = (), ops: Collection[str] | None = None) -> str:
     """Of a crash whose message quotes the failing operator, where that operator is of a converter family
     (``oracle/triggers.py``'s ``FAMILIES``: MaxPool, AveragePool and LpPool share IREE's pooling lowering),
@@ -883,7 +891,7 @@ def same_roots(f: Finding, graph: Graph, inputs: dict, analysis: Analysis | None
                 # one operator (or converter family) failing in the same words is one defect, whichever phase and
                 # trigger (TVM's Resize divides by zero folding a constant: in its importer in one case, in
                 # FoldConstant in another, c48)
-                keys.append(f"{BACKEND_NAMES.get(f.backend, f.backend)} crash: {_FAMILY_OF.get(failed, failed)} "
+                keys.append(f"{BACKEND_NAMES.get(f.backend, f.backend)} crash: {_SAME_WORDS.get(failed, failed)} "
                             f"saying {normalize(f.message or '', lines=1)[:160]}")
     if f.oracle == CRASH and analysis is not None and analysis.root and analysis.kinds == [STATIC] and (
             analysis.family in {n.op for n in graph.nodes}):
