@@ -414,3 +414,19 @@ def test_sliding_windows_failing_in_the_same_words_are_one_key() -> None:
     conv, pool = keys("Conv", 2.0), keys("AveragePool", 3.0)
     assert len(conv & pool) == 1 and "sliding window" in next(iter(conv & pool)), (conv, pool)
     assert not keys("Gather", 4.0) & conv
+
+
+def test_the_same_statement_under_a_report_section_and_alone_is_one_key() -> None:
+    """OpenVINO's Compress without an axis squeezes a one-element input to a scalar: "Accessing out-of-range
+    dimension", once under its conversion report's section and once alone (c48's 479dae1f and 2b572f78,
+    hand-checked one defect): one key, by what the error says, not where."""
+    report = ("Exception from src/inference/src/cpp/core.cpp:105:\nCheck 'false' failed at src/frontends/common_"
+              "translators/src/unconverted_ops_report.cpp:151:\nFrontEnd API failed with OpConversionFailure:\nModel "
+              "wasn't fully converted. Failed operations detailed log:\n-- Compress-21 with a message:\nWhile "
+              "validating ONNX node '<Node(Compress): n6>': Exception from src/core/src/shape_util.cpp:66:\nAccessing "
+              "out-of-range dimension\n\nSummary:\n-- Conversion is failed for: Compress-21\n")
+    alone = ("Exception from src/inference/src/cpp/core.cpp:105:\nException from src/core/src/shape_util.cpp:66:\n"
+             "Accessing out-of-range dimension\n\n")
+    keys = [set(same_roots(Finding(CRASH, "exception", "openvino", "f32", "import", m, "RuntimeError"),
+                           *_one("Compress", v), None)) for m, v in ((report, 2.0), (alone, 3.0))]
+    assert "OpenVINO crash: Compress saying Accessing out-of-range dimension" in keys[0] & keys[1], keys

@@ -170,6 +170,20 @@ def normalize(message: str, lines: int = 2, names: Iterable[str] = ()) -> str:
     return _PLACEHOLDER_LIST.sub(r"\1", text).strip()[:300]
 
 
+# a line's wrapper that names where an error was thrown, not what it says: OpenVINO's "While validating ONNX node
+# '<Node(Compress): NAME>': Exception from srcPATH:N:" (normalized), before the statement on the next line
+_WHERE = re.compile(r"^While validating (?:ONNX )?node '.*?'(?: with friendly_name '[^']*')?:\s*"
+                    r"(?:Exception from \S+:N:?)?\s*")
+
+
+def statement(message: str) -> str:
+    """What a crash's message says, normalized, without where it was said: the first informative line that is more
+    than a wrapper naming the node (OpenVINO says "Accessing out-of-range dimension" under a report's section and
+    alone alike); a compiler's note after it (IREE's quoted operation) is left out."""
+    lines = [_WHERE.sub("", ln) for ln in normalize(message, lines=3).split(" | ")]
+    return next((ln for ln in lines if ln.strip()), "")[:160]
+
+
 _PLACEHOLDER_LIST = re.compile(r"\b(NAME|N)(?:, \1\b)+")
 
 
@@ -892,7 +906,7 @@ def same_roots(f: Finding, graph: Graph, inputs: dict, analysis: Analysis | None
                 # trigger (TVM's Resize divides by zero folding a constant: in its importer in one case, in
                 # FoldConstant in another, c48)
                 keys.append(f"{BACKEND_NAMES.get(f.backend, f.backend)} crash: {_SAME_WORDS.get(failed, failed)} "
-                            f"saying {normalize(f.message or '', lines=1)[:160]}")
+                            f"saying {statement(f.message or '')}")
     if f.oracle == CRASH and analysis is not None and analysis.root and analysis.kinds == [STATIC] and (
             analysis.family in {n.op for n in graph.nodes}):
         keys.append(shaped_at_run_time_root(f, analysis.family))  # its dynamic-shape variant: the same unknown shape
@@ -900,7 +914,7 @@ def same_roots(f: Finding, graph: Graph, inputs: dict, analysis: Analysis | None
         # one type's gap in one compiler's words, whichever operator met it (TVM's Sign and Shrink of unsigned
         # types each make a negative constant: "cannot make uint from negative value", c48)
         keys.append(f"{BACKEND_NAMES.get(f.backend, f.backend)} {f.phase} crash: {' with '.join(analysis.trigger)}, "
-                    f"saying {normalize(f.message or '', lines=1)[:160]}")
+                    f"saying {statement(f.message or '')}")
     # the analysis's own root too: where a crash's family message names the root (``reduced_root``), the
     # trigger's root is one with it (c49: IREE's ReduceSumSquare of axes fed at run time, rooted by its
     # family's "sum.dim_IntList" message, and its ReduceMax by "Reduce* with operands fed at run time")
