@@ -90,6 +90,7 @@ def _triage(pool: Any, folder: Path, row: dict, tolerances: dict, max_runs: int 
     from dataclasses import replace
 
     from dlcfuzz.ir.graph import is_torch_program
+    from dlcfuzz.oracle import CRASH
     from dlcfuzz.run.dedup import analyze_triggers, graph_signature, reduced_root, refused_root, same_roots
     from dlcfuzz.run.torch_campaign import retriage_program
 
@@ -116,9 +117,12 @@ def _triage(pool: Any, folder: Path, row: dict, tolerances: dict, max_runs: int 
             finding = replace(finding, message=analysis.reworded.message, traceback=analysis.reworded.traceback)
             signature = graph_signature(finding, graph)
         return (reduced_root(finding, rgraph, first, summary.get("signed_as", ""), signature, analysis), analysis,
-                # today's signature too: two bugs that sign alike today are one (IREE's SIGABRT, worded by its
-                # frames before, by LLVM's fatal error now)
-                True, [*same_roots(finding, rgraph, inputs, analysis), signature], refused_root(finding, rgraph))
+                # a crash's signature today too: two crashes that sign alike today are one (IREE's SIGABRT, worded by
+                # its frames before, by LLVM's fatal error now); not wrong values', whose signature (the operator
+                # and kind where they start) is no root of a bug the analysis rooted elsewhere: it would join an
+                # error swallowed on one thread, which shows as a wrong Resize shape, to Resize's own root (c48)
+                True, [*same_roots(finding, rgraph, inputs, analysis), *([signature] if finding.oracle == CRASH
+                                                                          else [])], refused_root(finding, rgraph))
     unconfirmed = _reduced(bundle, reproduced=False)
     if unconfirmed is not None:
         rgraph, inputs, summary = unconfirmed
