@@ -430,3 +430,17 @@ def test_the_same_statement_under_a_report_section_and_alone_is_one_key() -> Non
     keys = [set(same_roots(Finding(CRASH, "exception", "openvino", "f32", "import", m, "RuntimeError"),
                            *_one("Compress", v), None)) for m, v in ((report, 2.0), (alone, 3.0))]
     assert "OpenVINO crash: Compress saying Accessing out-of-range dimension" in keys[0] & keys[1], keys
+
+
+def test_a_float64_cast_left_to_the_vm_conversion_is_one_key_whichever_cast() -> None:
+    """IREE's VM conversion has no pattern for a float64 truncf (a MaxPool's pad value) nor fptoui (a Range's
+    size): c48's 30127f6a and 1c6dd52a, hand-checked one defect.  The same cast of f32 is no such key."""
+    cast = "error: failed to legalize operation 'arith.{0}' that was explicitly marked illegal: %2 = \"arith.{0}\"" \
+           "(%1) : ({1}) -> {2} loc(\"<stdin>\":12:12)"
+    keys = [set(same_roots(Finding(CRASH, "exception", "iree", "O0-generic", "compile", cast.format(*c),
+                                   "IreeCompileError"), *_case(v), None))
+            for c, v in ((("truncf", "f64", "f32"), 2.0), (("fptoui", "f64", "i64"), 3.0))]
+    assert keys[0] & keys[1] == {"IREE compile crash: a float64 cast left to the VM conversion"}, keys
+    narrow = Finding(CRASH, "exception", "iree", "O0-generic", "compile", cast.format("fptoui", "f32", "i64"),
+                     "IreeCompileError")
+    assert not set(same_roots(narrow, *_case(4.0), None)) & keys[0]
