@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 from dlcfuzz.run.campaign import Campaign, CampaignConfig
 from dlcfuzz.spec import REGISTRY
-from tests.test_trigger_forms import DATA, campaign_finding, case
+from tests.test_trigger_forms import DATA, campaign_finding, case, recorded_campaign
 from tests.test_triggers import need
 
 
@@ -43,32 +43,17 @@ def test_retriage_rejudge_moves_a_recorded_bug_that_the_reference_outvotes(tmp_p
     issues, and the ReduceLogSumExp bug beside it stays.  OpenVINO's RoiAlign of mode max (c46), against
     ONNX Runtime's max, which ONNX Runtime and the reference compute wrong alike, has no baseline now: a
     baseline issue too.  Without ``--rejudge`` categories stay."""
-    import shutil
-    from dataclasses import asdict
-
     from dlcfuzz.cli import main
-    from dlcfuzz.run.store import Store, TestRecord
+    from dlcfuzz.run.store import Store
 
     need("openvino")
     out = tmp_path / "c"
-    store = Store(out)
-    store.bind({"recorded": "by an earlier dlcfuzz"})
-    store.set_meta("config", {"backends": ["openvino"]})
-    for i, sig in enumerate(("88e09fab44315d56", "dcacf4cfad9745a4", "683f1aff33a09d8c")):
-        f = campaign_finding(sig)
-        bundle = out / "bugs" / sig
-        (bundle / "reduced").mkdir(parents=True)
-        for name in ("graph.json", "inputs.npz"):
-            shutil.copy(DATA / sig / name, bundle / "reduced" / name)
-        shutil.copy(DATA / sig / "graph.json", bundle / "graph.json")
-        (bundle / "finding.json").write_text(json.dumps({**asdict(f), "signature": sig}))
+
+    def reduction(sig: str) -> dict:
         first = json.loads((DATA / sig / "reduction.json").read_text())["first_diverging"]
-        (bundle / "reduction.json").write_text(json.dumps({"signature": sig, "first_diverging": first,
-                                                           "reproduced": True}))
-        store.commit(TestRecord(i, i, ["Relu"], f.other, True, 1, True, 0.1, 0, 0, 0, 0), [],
-                     [(sig, f.oracle, f.kind, f.backend, f.variant, f.phase, "x")],
-                     [(sig, f.oracle, f.kind, f.backend, f.variant, f.phase, f.message, "compiler", f"bugs/{sig}")])
-    store.close()
+        return {"signature": sig, "first_diverging": first, "reproduced": True}
+
+    recorded_campaign(out, "openvino", ("88e09fab44315d56", "dcacf4cfad9745a4", "683f1aff33a09d8c"), reduction)
     assert main(["retriage", str(out)]) == 0
     store = Store(out)
     assert {r["signature"] for r in store.bugs("compiler")} == {"88e09fab44315d56", "dcacf4cfad9745a4",

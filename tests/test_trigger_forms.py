@@ -18,6 +18,7 @@ campaign (tests/data/roots/SIGNATURE: graph.json, inputs.npz):
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -153,6 +154,34 @@ def test_iree_pow_of_a_negative_base_is_one_root_for_integer_and_float_bases(poo
 def campaign_finding(signature: str) -> Finding:
     """The finding as the campaign recorded it (its finding.json beside the reduced case)."""
     return finding_from_dict(json.loads((DATA / signature / "finding.json").read_text()))
+
+
+def recorded_campaign(out: Path, backend: str, signatures: Sequence[str],
+                      reduction: Callable[[str], dict]) -> None:
+    """A campaign folder as an earlier dlcfuzz recorded it: each recorded case of tests/data/roots a compiler bug
+    of its own (bundle, reduced case, ``reduction(signature)`` as its reduction.json), in a store of ``backend``."""
+    import shutil
+    from dataclasses import asdict
+
+    from dlcfuzz.run.store import Store, TestRecord
+
+    store = Store(out)
+    store.bind({"recorded": "by an earlier dlcfuzz"})
+    store.set_meta("config", {"backends": [backend]})
+    for i, sig in enumerate(signatures):
+        f = campaign_finding(sig)
+        bundle = out / "bugs" / sig
+        (bundle / "reduced").mkdir(parents=True)
+        for name in ("graph.json", "inputs.npz"):
+            shutil.copy(DATA / sig / name, bundle / "reduced" / name)
+        shutil.copy(DATA / sig / "graph.json", bundle / "graph.json")
+        (bundle / "finding.json").write_text(json.dumps({**asdict(f), "signature": sig}))
+        (bundle / "reduction.json").write_text(json.dumps(reduction(sig)))
+        store.commit(TestRecord(i, i, ["Relu"], f.other or "reference/default", True, 1, True, 0.1, 0, 0, 0, 0), [],
+                     [(sig, f.oracle, f.kind, f.backend, f.variant, f.phase, "x")],
+                     [(sig, f.oracle, f.kind, f.backend, f.variant, f.phase, f.message, "compiler", f"bugs/{sig}")])
+        store.merge_root(sig, sig)
+    store.close()
 
 
 CHOSEN = "OpenVINO: wrong values after a tensor chosen at run time (If, SequenceAt)"
@@ -626,32 +655,13 @@ def test_retriage_reads_recorded_iree_crashes_in_todays_words(tmp_path: Path, ca
     axes, both "LLVM ERROR: dialect conversion attempted to replace a root operation that has no parent block"
     (hand-checked one defect), listed apart.  ``retriage --rejudge`` reads them in today's words: one root.  And
     a Slice that IREE says it leaves "unimplemented: dim is not constant" is a decline now, not a bug."""
-    import shutil
-    from dataclasses import asdict
-
     from dlcfuzz.cli import main
-    from dlcfuzz.run.store import Store, TestRecord
+    from dlcfuzz.run.store import Store
 
     need("iree")
     out = tmp_path / "c"
-    store = Store(out)
-    store.bind({"recorded": "by an earlier dlcfuzz"})
-    store.set_meta("config", {"backends": ["iree"]})
-    sigs = ("8eec0cb3a312d57d", "957fca5b505bf94a", "d75e038af00611d8")
-    for i, sig in enumerate(sigs):
-        f = campaign_finding(sig)
-        bundle = out / "bugs" / sig
-        (bundle / "reduced").mkdir(parents=True)
-        for name in ("graph.json", "inputs.npz"):
-            shutil.copy(DATA / sig / name, bundle / "reduced" / name)
-        shutil.copy(DATA / sig / "graph.json", bundle / "graph.json")
-        shutil.copy(DATA / sig / "reduction.json", bundle / "reduction.json")
-        (bundle / "finding.json").write_text(json.dumps({**asdict(f), "signature": sig}))
-        store.commit(TestRecord(i, i, ["Relu"], "reference/default", True, 1, True, 0.1, 0, 0, 0, 0), [],
-                     [(sig, f.oracle, f.kind, f.backend, f.variant, f.phase, "x")],
-                     [(sig, f.oracle, f.kind, f.backend, f.variant, f.phase, f.message, "compiler", f"bugs/{sig}")])
-        store.merge_root(sig, sig)
-    store.close()
+    recorded_campaign(out, "iree", ("8eec0cb3a312d57d", "957fca5b505bf94a", "d75e038af00611d8"),
+                      lambda sig: json.loads((DATA / sig / "reduction.json").read_text()))
     assert main(["retriage", str(out), "--rejudge", "--max-runs", "4", "--jobs", "1"]) == 0
     printed = capsys.readouterr().out
     assert "roots: 3 before, 1 after" in printed, printed
