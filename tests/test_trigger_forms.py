@@ -666,6 +666,8 @@ def test_retriage_reads_recorded_iree_crashes_in_todays_words(tmp_path: Path, ca
     printed = capsys.readouterr().out
     assert "roots: 3 before, 1 after" in printed, printed
     assert "d75e038af00611d8: now declined" in printed
+    assert main(["bugs", str(out)]) == 0
+    assert "recorded crashes that read as declines now: 1" in capsys.readouterr().out
     store = Store(out)
     try:
         assert {r["signature"] for r in store.bugs("declined")} == {"d75e038af00611d8"}

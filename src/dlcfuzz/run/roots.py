@@ -247,6 +247,8 @@ def read(store: BugSource, folder: Path) -> BugList:
 _ISSUES = (("baseline", "baseline issues"), ("exporter", "exporter issues"), ("noise", "rounding noise"),
            ("undefined", "undefined behaviour (e.g. integer overflow)"),
            ("unconfirmed", "crashes a fresh process did not repeat"))
+# categories counted only where a campaign has them: ``dlcfuzz retriage --rejudge``'s
+_RARE = {"declined": "recorded crashes that read as declines now"}
 
 
 def summary_line(bugs: BugList, declines: int) -> str:
@@ -257,6 +259,6 @@ def summary_line(bugs: BugList, declines: int) -> str:
     counts = bugs.categories()
     issues = "".join(f"; {label}: {counts.get(c, 0)}" for c, label in _ISSUES)
     others = sorted(set(counts) - {COMPILER, *(c for c, _ in _ISSUES)})
-    issues += "".join(f"; {c} issues: {counts[c]}" for c in others)
+    issues += "".join(f"; {_RARE.get(c, f'{c} issues')}: {counts[c]}" for c in others)
     return (f"compiler bugs: {sum(per_backend.values())} ({listed}); merged into a root cause: {bugs.members()}"
             f"{issues}; declines (unsupported, not bugs): {declines}")
