@@ -520,7 +520,7 @@ class RaisesOnOneThread(OrtBackend):
 
 class RoundsToBfloat16(OrtBackend):
     """ORT with a low-precision variant that, as OpenVINO's bfloat16 default does, rounds its float32 inputs
-    to bfloat16 (and ``low-plus-one``, which also adds 1 to its float outputs: a real bug besides)."""
+    and constants to bfloat16 (and ``low-plus-one``, which also adds 1 to its float outputs: a real bug besides)."""
 
     name = "rounds-to-bfloat16"
 
@@ -530,7 +530,13 @@ class RoundsToBfloat16(OrtBackend):
                 Variant("low-plus-one", {**basic.options, "low_precision": True, "plus_one": True})]
 
     def compile(self, imported: bytes, variant: Variant):
+        from dlcfuzz.oracle.localize import _rounded_initializers
+
         low, plus_one = variant.options.get("low_precision", False), variant.options.get("plus_one", False)
+        if low:  # its constants too, as OpenVINO's bfloat16 default does
+            import ml_dtypes
+
+            imported = _rounded_initializers(imported, ml_dtypes.bfloat16)
         return super().compile(imported, variant), low, plus_one
 
     def run(self, compiled, inputs):

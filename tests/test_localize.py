@@ -234,19 +234,23 @@ def test_a_node_the_reference_cannot_compute_is_recomputed_by_ort_in_a_worker(po
     assert "tie" not in first_divergence(g, expected, actual, None, feeds)
 
 
+@pytest.mark.parametrize("constant", [False, True])
 @pytest.mark.parametrize(("variant", "category"), [("low", NOISE), ("low-plus-one", COMPILER)])
 def test_a_low_precision_variant_whose_inputs_rounding_explains_it_is_noise(pool: WorkerPool, variant: str,
-                                                                           category: str) -> None:
+                                                                           category: str, constant: bool) -> None:
     """c49: OpenVINO's bfloat16 default rounds a MaxRoiPool's ROI edge 2.497 to 2.5, into another bin.  Here a
     planted backend rounds its float32 inputs to bfloat16: Floor of 0.9995 is 0, of its bfloat16 rounding 1.
-    ORT on the rounded inputs gives the variant's outputs: noise.  A variant wrong besides stays a bug."""
+    ORT on the rounded inputs gives the variant's outputs: noise.  A variant wrong besides stays a bug.  So for
+    a constant of the model, which the variant rounds alike (c51: a MaxRoiPool of constant ROIs): Floor of 0.9995
+    plus a constant 0 read as an initializer."""
     backend = "tests.fake_backends:RoundsToBfloat16"
     g = Graph(opset=17)
-    g.add_value(Value("x", TensorType((2,), "float32"), INPUT_KIND))
+    g.add_value(Value("x", TensorType((2,), "float32"), CONST_KIND if constant else INPUT_KIND,
+                      f32(0.9995, 2.25) if constant else None))
     g.add_value(Value("y", TensorType((2,), "float32"), NODE_KIND))
     g.add_node(Node("Floor", ["x"], ["y"], {}, "n0"))
     g.outputs = ["y"]
-    test = Test(to_bytes(g), g.to_json(), {"x": f32(0.9995, 2.25)})
+    test = Test(to_bytes(g), g.to_json(), {} if constant else {"x": f32(0.9995, 2.25)})
     base = run_baseline(pool, test, g)
     criteria = Criteria(low_precision={(backend, "low"), (backend, "low-plus-one")}).for_graph(g, base.name)
     outcomes = {backend: pool.run(backend, test, [variant])}
