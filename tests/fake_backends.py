@@ -530,13 +530,13 @@ class RoundsToBfloat16(OrtBackend):
                 Variant("low-plus-one", {**basic.options, "low_precision": True, "plus_one": True})]
 
     def compile(self, imported: bytes, variant: Variant):
-        from dlcfuzz.oracle.localize import _rounded_initializers
+        from dlcfuzz.oracle.localize import rounded_initializers
 
         low, plus_one = variant.options.get("low_precision", False), variant.options.get("plus_one", False)
         if low:  # its constants too, as OpenVINO's bfloat16 default does
             import ml_dtypes
 
-            imported = _rounded_initializers(imported, ml_dtypes.bfloat16)
+            imported = rounded_initializers(imported, ml_dtypes.bfloat16) or imported
         return super().compile(imported, variant), low, plus_one
 
     def run(self, compiled, inputs):

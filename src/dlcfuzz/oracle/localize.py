@@ -348,23 +348,18 @@ def localize(graph: Graph, test: Test, findings: list[Finding], runner: Runner, 
 NARROWER = {"bfloat16": ml_dtypes.bfloat16, "float16": np.float16}
 
 
-def _has_float32_initializers(model: bytes) -> bool:
-    import onnx
-
-    return any(t.data_type == onnx.TensorProto.FLOAT for t in onnx.load_model_from_string(model).graph.initializer)
-
-
-def _rounded_initializers(model: bytes, narrow: type) -> bytes:
-    """The model with its float32 initializers rounded to ``narrow`` (and stored as float32 again)."""
+def rounded_initializers(model: bytes, narrow: type) -> bytes | None:
+    """The model with its float32 initializers rounded to ``narrow`` (and stored as float32 again); None where it
+    has none."""
     import onnx
     from onnx import numpy_helper
 
     m = onnx.load_model_from_string(model)
-    for i, t in enumerate(m.graph.initializer):
-        if t.data_type == onnx.TensorProto.FLOAT:
-            a = numpy_helper.to_array(t).astype(narrow).astype(np.float32)
-            m.graph.initializer[i].CopyFrom(numpy_helper.from_array(a, t.name))
-    return m.SerializeToString()
+    floats = [i for i, t in enumerate(m.graph.initializer) if t.data_type == onnx.TensorProto.FLOAT]
+    for i in floats:
+        t = m.graph.initializer[i]
+        t.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(t).astype(narrow).astype(np.float32), t.name))
+    return m.SerializeToString() if floats else None
 
 
 def rounded_inputs(test: Test, f: Finding, runner: Runner, against: tuple[str, str],
@@ -374,15 +369,16 @@ def rounded_inputs(test: Test, f: Finding, runner: Runner, against: tuple[str, s
     variant's outputs (c49: OpenVINO's bfloat16 default rounds a MaxRoiPool's ROI edge 2.497 to 2.5, which
     falls in another bin); "" where it does not.  ``mine``: the variant's outcome on the test, where known."""
     floats = {k: v for k, v in test.inputs.items() if np.asarray(v).dtype == np.float32}
-    constants = _has_float32_initializers(test.model)
+    # the model's own float32 constants too: the variant rounds them as it rounds what it is fed (c51's
+    # MaxRoiPool of constant ROIs)
+    models = {name: rounded_initializers(test.model, narrow) for name, narrow in NARROWER.items()}
+    constants = any(m is not None for m in models.values())
     if (floats or constants) and (mine is None or mine.outputs is None):
         mine = runner.run(f.backend, test, [f.variant]).get(f.variant)
     if not (floats or constants) or mine is None or mine.status != OK or mine.outputs is None:
         return ""
     for name, narrow in NARROWER.items():
-        # the model's own float32 constants too: the variant rounds them as it rounds what it is fed (c51's
-        # MaxRoiPool of constant ROIs)
-        rounded = Test(_rounded_initializers(test.model, narrow) if constants else test.model, test.graph_json, {
+        rounded = Test(models[name] or test.model, test.graph_json, {
             **test.inputs, **{k: np.asarray(v).astype(narrow).astype(np.float32) for k, v in floats.items()}})
         o = runner.run(against[0], rounded, [against[1]]).get(against[1])
         if o is not None and o.status == OK and o.outputs is not None and compare(

@@ -193,6 +193,11 @@ _ORDER = (EXACT_RANGE, INT32_RANGE, SIGNED, DECLARED, FED_EMPTY, SIGN, RANKS, IN
 BACKEND_NAMES = {"openvino": "OpenVINO", "tvm": "TVM", "tvm-relax": "TVM Relax", "ort": "ONNX Runtime",
                  "iree": "IREE", "inductor": "Inductor"}
 
+def crash_in(f: Finding) -> str:
+    """How a root names a crash of ``f``'s backend in its phase ("TVM compile crash")."""
+    return f"{BACKEND_NAMES.get(f.backend, f.backend)} {f.phase} crash"
+
+
 # Resize's two forms of its output size, through scales or through sizes: a family of one operator (``siblings``)
 RESIZE_FORMS = "Resize (through scales or sizes)"
 # those that map each element before they reduce first: they share more of a converter's paths
@@ -1997,7 +2002,7 @@ def shaped_at_run_time_root(f: Finding, reader: str) -> str:
     time (``RUN_TIME_SHAPE``), or the backend's dynamic-shape variant left it unknown (``STATIC``: the static
     twin compiles).  One root: the reader's code for a shape unknown when it compiles (OpenVINO's ConvTranspose
     with an output_shape, on a dynamic input and after a ConstantOfShape: c48, hand-checked one defect)."""
-    return f"{BACKEND_NAMES.get(f.backend, f.backend)} {f.phase} crash: {reader} on an input shaped at run time"
+    return f"{crash_in(f)}: {reader} on an input shaped at run time"
 
 
 def chosen_at_run_time(g: Graph, node: Node) -> bool:

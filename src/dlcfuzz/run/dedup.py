@@ -62,6 +62,7 @@ from dlcfuzz.oracle.triggers import (
     THREADS,
     Analysis,
     analyze,
+    crash_in,
     refusal_root,
     root_name,
     shaped_at_run_time_root,
@@ -530,7 +531,7 @@ def check_root(f: Finding, graph: Graph) -> str:
     if not sites:
         return ""
     file, line = sites[-1]
-    return f"{BACKEND_NAMES.get(f.backend, f.backend)} {f.phase} crash: {op} fails the check at {file}:{line}"
+    return f"{crash_in(f)}: {op} fails the check at {file}:{line}"
 
 
 # an MLIR conversion that found no pattern for a computation of the torch dialect (IREE's ONNX path): the
@@ -559,7 +560,7 @@ def legalization_root(f: Finding) -> str:
     if f.oracle != CRASH:
         return ""
     message = f.message or ""
-    who = f"{BACKEND_NAMES.get(f.backend, f.backend)} {f.phase} crash"
+    who = crash_in(f)
     if found := _ILLEGAL_COMPUTATION.search(message):
         return f"{who}: {found.group(1)} fails to legalize"
     if found := _MATERIALIZATION.search(message):
@@ -591,7 +592,7 @@ def pass_check_root(f: Finding) -> str:
     if not sites:
         return ""
     file, line = sites[-1]  # a traceback lists the innermost frame last
-    return f"{BACKEND_NAMES.get(f.backend, f.backend)} {f.phase} crash: the check at {file.rsplit('/', 1)[-1]}:{line}"
+    return f"{crash_in(f)}: the check at {file.rsplit('/', 1)[-1]}:{line}"
 
 
 def producer(graph: Graph, output: int) -> tuple[str, str]:
@@ -918,8 +919,7 @@ def same_roots(f: Finding, graph: Graph, inputs: dict, analysis: Analysis | None
     if f.oracle == CRASH and analysis is not None and analysis.root and set(analysis.kinds) <= ELEMENT_TYPES:
         # one type's gap in one compiler's words, whichever operator met it (TVM's Sign and Shrink of unsigned
         # types each make a negative constant: "cannot make uint from negative value", c48)
-        keys.append(f"{BACKEND_NAMES.get(f.backend, f.backend)} {f.phase} crash: {' with '.join(analysis.trigger)}, "
-                    f"saying {statement(f.message or '')}")
+        keys.append(f"{crash_in(f)}: {' with '.join(analysis.trigger)}, saying {statement(f.message or '')}")
     # the analysis's own root too: where a crash's family message names the root (``reduced_root``), the
     # trigger's root is one with it (c49: IREE's ReduceSumSquare of axes fed at run time, rooted by its
     # family's "sum.dim_IntList" message, and its ReduceMax by "Reduce* with operands fed at run time")
